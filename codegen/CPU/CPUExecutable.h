@@ -1,0 +1,57 @@
+//===- CPUExecutable.h - JIT-compiled kernels on the host -------*- C++ -*-===//
+#pragma once
+
+#include "kiln/KernelInfo.h"
+#include "kiln/TensorRef.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+}
+
+namespace kiln::cpu {
+
+/// Kernels of one module, compiled in process. Launches check every argument
+/// against the kernel's metadata and run the grid over a thread pool.
+class Executable {
+public:
+  /// `module` must be in the LLVM dialect (see lowerToLLVMDialect).
+  static llvm::Expected<std::unique_ptr<Executable>>
+  create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsigned optLevel = 3);
+  ~Executable();
+
+  const std::vector<KernelInfo> &kernels() const { return infos; }
+
+  /// The grid the kernel's grid rule gives for these arguments.
+  llvm::Expected<std::array<int64_t, 3>> grid(llvm::StringRef kernel,
+                                              const std::vector<KernelArg> &args);
+
+  /// Runs every program of the grid; `threads` 0 means defaultThreadCount().
+  llvm::Error launch(llvm::StringRef kernel, const std::vector<KernelArg> &args,
+                     unsigned threads = 0);
+
+  /// Writes the compiled machine code as an ELF object file.
+  llvm::Error writeObject(llvm::StringRef path);
+
+private:
+  Executable() = default;
+  const KernelInfo *find(llvm::StringRef name) const;
+
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::vector<KernelInfo> infos;
+};
+
+/// Checks `args` against `info`: counts, tensor/scalar kinds, dtypes, ranks, size
+/// names that must agree, fixed sizes and index ranges. The message names the
+/// offending argument. Plain C++, shared with the runtime.
+std::string validateArgs(const KernelInfo &info, const std::vector<KernelArg> &args);
+
+} // namespace kiln::cpu

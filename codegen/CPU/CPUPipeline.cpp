@@ -1,0 +1,95 @@
+//===- CPUPipeline.cpp - kiln IR to the LLVM dialect for the host ---------===//
+
+#include "codegen/CPU/CPUPipeline.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+const std::string &kiln::cpu::kilnCleanupPipelineString() {
+  static const std::string pipeline =
+      "builtin.module(inline,canonicalize,cse,kiln-simplify-masks,symbol-dce)";
+  return pipeline;
+}
+
+const std::string &kiln::cpu::pipelineString() {
+  // Stages: kiln cleanups; program ids become arguments; tiles become linalg on
+  // tensors and fuse; bufferize; loops; everything to the LLVM dialect.
+  static const std::string pipeline =
+      "builtin.module("
+      "inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
+      "kiln-lower-program-ids,convert-kiln-to-linalg,"
+      "func.func(convert-elementwise-to-linalg,linalg-fuse-elementwise-ops),"
+      "canonicalize,cse,"
+      "one-shot-bufferize{bufferize-function-boundaries=1 "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "func.func(buffer-hoisting,buffer-loop-hoisting),"
+      "buffer-deallocation-pipeline,"
+      "func.func(convert-linalg-to-loops),canonicalize,cse,"
+      "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+      "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}),"
+      "convert-math-to-llvm,convert-math-to-libm,arith-expand{include-bf16=1},"
+      "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,"
+      "convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts,"
+      "canonicalize)";
+  return pipeline;
+}
+
+LogicalResult kiln::cpu::lowerToLLVMDialect(ModuleOp module, bool timePasses) {
+  PassManager pm(module.getContext());
+  if (timePasses)
+    pm.enableTiming();
+  // The string names its anchor (builtin.module); parse what runs inside it.
+  llvm::StringRef inner = pipelineString();
+  inner = inner.drop_front(llvm::StringRef("builtin.module(").size()).drop_back();
+  if (failed(parsePassPipeline(inner, pm, llvm::errs())))
+    return failure();
+  return pm.run(module);
+}
+
+void kiln::cpu::initializeHostTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::unique_ptr<llvm::Module> kiln::cpu::translateToLLVMIR(ModuleOp module,
+                                                           llvm::LLVMContext &llvmContext,
+                                                           unsigned optLevel) {
+  initializeHostTarget();
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  auto llvmModule = translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return nullptr;
+  std::string error;
+  std::string triple = llvm::sys::getProcessTriple();
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) {
+    llvm::errs() << "error: no LLVM target for " << triple << ": " << error << "\n";
+    return nullptr;
+  }
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), "", {}, std::nullopt));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+  auto optimize = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine.get());
+  if (auto err = optimize(llvmModule.get())) {
+    llvm::errs() << "error: LLVM optimization failed: " << llvm::toString(std::move(err)) << "\n";
+    return nullptr;
+  }
+  return llvmModule;
+}

@@ -1,0 +1,26 @@
+//===- KilnOps.h - the kiln tile dialect ------------------------*- C++ -*-===//
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/Kiln/IR/KilnDialect.h.inc"
+#include "dialects/Kiln/IR/KilnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Kiln/IR/KilnAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/Kiln/IR/KilnOps.h.inc"
+
+namespace kiln {
+/// Attribute names shared by the front end, the passes and the runtime glue.
+inline constexpr llvm::StringLiteral kKernelAttr = "kiln.kernel";
+inline constexpr llvm::StringLiteral kGridFuncAttr = "kiln.grid_func";
+inline constexpr llvm::StringLiteral kArgNameAttr = "kiln.name";
+} // namespace kiln

@@ -1,0 +1,315 @@
+//===- KilnOps.td - the kiln tile dialect ------------------------*- tablegen -*-===//
+//
+// The kiln dialect is the tile level of the compiler. Values are statically shaped
+// tiles (builtin ranked tensors) or scalars; elementwise math on tiles reuses the
+// arith and math dialects, which accept tensors. Global memory is reached through
+// strided memrefs (one per kernel tensor argument) with automatic bounds masks.
+//
+//===----------------------------------------------------------------------------===//
+
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Kiln_Dialect : Dialect {
+  let name = "kiln";
+  let cppNamespace = "::kiln";
+  let summary = "Tile-level kernel programs";
+  let description = [{
+    A kiln kernel is a `func.func` carrying the `kiln.kernel` attribute. Each program
+    instance of the grid runs the body once; `kiln.program_id` tells which. Tiles are
+    ranked tensors with static shapes; tensor arguments are strided memrefs with
+    dynamic sizes and strides. Loads and stores go through index tiles (gather style)
+    or through a block offset (block style); out-of-bounds lanes are masked
+    automatically.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+}
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, traits>;
+
+def Kiln_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Prod", 1, "prod">,
+    I32EnumAttrCase<"Max", 2, "max">,
+    I32EnumAttrCase<"Min", 3, "min">
+  ]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_ReduceKindAttr : EnumAttr<Kiln_Dialect, Kiln_ReduceKind, "reduce_kind">;
+
+def Kiln_Tile : RankedTensorOf<[AnyType]>;
+def Kiln_IndexTile : RankedTensorOf<[I32]>;
+def Kiln_MaskTile : RankedTensorOf<[I1]>;
+def Kiln_Memory : MemRefOf<[AnyType]>;
+def Kiln_Scalar : AnyTypeOf<[AnySignlessInteger, AnyFloat]>;
+def Kiln_TileOrScalar : AnyTypeOf<[Kiln_Tile, Kiln_Scalar]>;
+
+//===----------------------------------------------------------------------===//
+// Program identity
+//===----------------------------------------------------------------------===//
+
+def Kiln_ProgramIdOp : Kiln_Op<"program_id", [Pure]> {
+  let summary = "index of this program instance along a grid axis";
+  let description = [{
+    Returns the coordinate of the running program along `axis` (0, 1 or 2).
+
+    ```mlir
+    %pid = kiln.program_id 0 : i32
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Kiln_NumProgramsOp : Kiln_Op<"num_programs", [Pure]> {
+  let summary = "number of program instances along a grid axis";
+  let description = [{
+    ```mlir
+    %n = kiln.num_programs 1 : i32
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Tile construction and shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Kiln_ArangeOp : Kiln_Op<"arange", [Pure]> {
+  let summary = "tile of consecutive integers";
+  let description = [{
+    Produces `[start, start + 1, ..., end - 1]`; the result length is `end - start`.
+
+    ```mlir
+    %cols = kiln.arange 0, 128 : tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs Kiln_IndexTile:$result);
+  let assemblyFormat = "$start `,` $end attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SplatOp : Kiln_Op<"splat", [Pure,
+    TypesMatchWith<"result element type matches the scalar", "result", "value",
+                   "::llvm::cast<::mlir::ShapedType>($_self).getElementType()">]> {
+  let summary = "tile with every element equal to a scalar";
+  let description = [{
+    ```mlir
+    %t = kiln.splat %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Scalar:$value);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def Kiln_BroadcastOp : Kiln_Op<"broadcast", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "numpy-style broadcast of size-1 dimensions";
+  let description = [{
+    Every dimension of the source is either 1 or equal to the result's; dimensions of
+    size 1 are repeated. Source and result have the same rank (see `kiln.expand_dims`).
+
+    ```mlir
+    %b = kiln.broadcast %row : tensor<1x64xf32> -> tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$source);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_ExpandDimsOp : Kiln_Op<"expand_dims", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "insert a dimension of size 1";
+  let description = [{
+    ```mlir
+    %e = kiln.expand_dims %v, 1 : tensor<32xf32> -> tensor<32x1xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$source, I32Attr:$axis);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$source `,` $axis attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "reinterpret a tile with another shape of the same size";
+  let description = [{
+    Elements keep their row-major order.
+
+    ```mlir
+    %r = kiln.reshape %t : tensor<4x8xf32> -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$source);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TransOp : Kiln_Op<"trans", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "permute the dimensions of a tile";
+  let description = [{
+    Result dimension `i` is source dimension `perm[i]`.
+
+    ```mlir
+    %t = kiln.trans %a [1, 0] : tensor<16x32xf32> -> tensor<32x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$source, DenseI32ArrayAttr:$perm);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$source $perm attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and dot
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure]> {
+  let summary = "combine a tile along one axis";
+  let description = [{
+    Removes `axis` from the shape; reducing a rank-1 tile gives a scalar. `max` and
+    `min` on floats propagate NaN.
+
+    ```mlir
+    %m = kiln.reduce max %v, 1 : tensor<32x64xf32> -> tensor<32xf32>
+    %s = kiln.reduce sum %e, 0 : tensor<128xf32> -> f32
+    ```
+  }];
+  let arguments = (ins Kiln_ReduceKindAttr:$kind, Kiln_Tile:$source, I32Attr:$axis);
+  let results = (outs Kiln_TileOrScalar:$result);
+  let assemblyFormat =
+      "$kind $source `,` $axis attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "tile matrix product with accumulator";
+  let description = [{
+    `result = a * b + acc` for `a: MxK`, `b: KxN`, `acc: MxN`. Products are formed and
+    summed in the accumulator's element type.
+
+    ```mlir
+    %c = kiln.dot %a, %b, %acc : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$a, Kiln_Tile:$b, Kiln_Tile:$acc);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat =
+      "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+def Kiln_LoadOp : Kiln_Op<"load", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead]>]> {
+  let summary = "gather-style masked load";
+  let description = [{
+    Reads `memory[indices[0][p], ..., indices[r-1][p]]` for every position `p` of the
+    result. All index tiles have the result's shape (scalars load a scalar). Lanes
+    whose indices fall outside the memory's sizes, or where `mask` is false, yield
+    `other` (zero when absent) and touch no memory.
+
+    ```mlir
+    %v = kiln.load %x[%rows, %cols] other %ninf : tensor<128xf32>
+        : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<128xi32>, tensor<128xi32>
+        -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Memory:$memory, Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
+                   Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask,
+                   Optional<Kiln_TileOrScalar>:$other);
+  let results = (outs Kiln_TileOrScalar:$result);
+  let assemblyFormat = [{
+    $memory `[` $indices `]` (`mask` $mask^ `:` type($mask))?
+    (`other` $other^ `:` type($other))? attr-dict
+    `:` type($memory) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_StoreOp : Kiln_Op<"store", [AttrSizedOperandSegments,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "scatter-style masked store";
+  let description = [{
+    Writes `value[p]` to `memory[indices[0][p], ...]` for every in-bounds, unmasked
+    position `p`.
+
+    ```mlir
+    kiln.store %y[%rows, %cols], %v
+        : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<128xi32>, tensor<128xi32>,
+          tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Memory:$memory, Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
+                   Kiln_TileOrScalar:$value, Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
+  let assemblyFormat = [{
+    $memory `[` $indices `]` `,` $value (`mask` $mask^ `:` type($mask))? attr-dict
+    `:` type($memory) `,` type($indices) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_LoadBlockOp : Kiln_Op<"load_block", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead]>]> {
+  let summary = "block-style load of a rectangular tile";
+  let description = [{
+    Reads the block whose first element is at `offsets` and whose shape is the
+    result's. Out-of-bounds elements yield `other` (zero when absent).
+
+    ```mlir
+    %a = kiln.load_block %A[%m0, %k]
+        : memref<?x?xf32, strided<[?, ?], offset: ?>> -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Memory:$memory, Variadic<I32>:$offsets,
+                   Optional<Kiln_Scalar>:$other);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = [{
+    $memory `[` $offsets `]` (`other` $other^ `:` type($other))? attr-dict
+    `:` type($memory) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_StoreBlockOp : Kiln_Op<"store_block", [MemoryEffects<[MemWrite]>]> {
+  let summary = "block-style store of a rectangular tile";
+  let description = [{
+    Writes `value` to the block whose first element is at `offsets`; elements outside
+    the memory's sizes are dropped.
+
+    ```mlir
+    kiln.store_block %C[%m0, %n0], %acc
+        : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Memory:$memory, Variadic<I32>:$offsets, Kiln_Tile:$value);
+  let assemblyFormat = [{
+    $memory `[` $offsets `]` `,` $value attr-dict `:` type($memory) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KILN_OPS_TD

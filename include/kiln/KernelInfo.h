@@ -1,0 +1,37 @@
+//===- KernelInfo.h - what a launcher must know about a kernel --*- C++ -*-===//
+#pragma once
+
+#include "kiln/DType.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// One kernel argument as the host sees it.
+struct ArgInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  bool isTensor = false;
+  /// For tensors, one entry per dimension: a size name (`M`) or a fixed size
+  /// written in decimal. Arguments that share a name must agree at launch.
+  std::vector<std::string> dims;
+};
+
+/// The compile-time params a kernel was specialized with.
+struct ParamValue {
+  std::string name;
+  DType dtype = DType::I32;
+  double value = 0;
+};
+
+struct KernelInfo {
+  std::string name;
+  std::vector<ArgInfo> args;
+  std::vector<ParamValue> params;
+  /// The grid rule as written, with params substituted, one entry per grid axis.
+  std::vector<std::string> grid;
+};
+
+} // namespace kiln

@@ -1,0 +1,226 @@
+//===- AST.h - syntax tree of the .kiln language ----------------*- C++ -*-===//
+#pragma once
+
+#include "kiln/DType.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SMLoc.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+struct Expr {
+  enum Kind { IntLit, FloatLit, BoolLit, Name, Unary, Binary, Call, Index, Method, List };
+  Expr(Kind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
+  virtual ~Expr() = default;
+  Kind kind;
+  llvm::SMLoc loc;
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct IntLitExpr : Expr {
+  IntLitExpr(llvm::SMLoc loc, int64_t value) : Expr(IntLit, loc), value(value) {}
+  int64_t value;
+};
+
+struct FloatLitExpr : Expr {
+  FloatLitExpr(llvm::SMLoc loc, double value) : Expr(FloatLit, loc), value(value) {}
+  double value;
+};
+
+struct BoolLitExpr : Expr {
+  BoolLitExpr(llvm::SMLoc loc, bool value) : Expr(BoolLit, loc), value(value) {}
+  bool value;
+};
+
+struct NameExpr : Expr {
+  NameExpr(llvm::SMLoc loc, std::string name) : Expr(Name, loc), name(std::move(name)) {}
+  std::string name;
+};
+
+struct UnaryExpr : Expr {
+  UnaryExpr(llvm::SMLoc loc, char op, ExprPtr operand)
+      : Expr(Unary, loc), op(op), operand(std::move(operand)) {}
+  char op; // '-' or '!'
+  ExprPtr operand;
+};
+
+enum class BinOp { Add, Sub, Mul, Div, Rem, And, Or, Xor, LAnd, LOr, Eq, Ne, Lt, Le, Gt, Ge };
+const char *binOpSpelling(BinOp op);
+
+struct BinaryExpr : Expr {
+  BinaryExpr(llvm::SMLoc loc, BinOp op, ExprPtr lhs, ExprPtr rhs)
+      : Expr(Binary, loc), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {}
+  BinOp op;
+  ExprPtr lhs, rhs;
+};
+
+struct KeywordArg {
+  std::string name;
+  llvm::SMLoc loc;
+  ExprPtr value;
+};
+
+/// `name<dtype>[shape](args, key = value)`; the type and shape parts are optional.
+struct CallExpr : Expr {
+  CallExpr(llvm::SMLoc loc, std::string callee) : Expr(Call, loc), callee(std::move(callee)) {}
+  std::string callee;
+  std::optional<DType> typeArg;
+  std::vector<ExprPtr> shapeArg; // empty unless `[...]` followed the type argument
+  bool hasShapeArg = false;
+  std::vector<ExprPtr> args;
+  std::vector<KeywordArg> kwargs;
+  const KeywordArg *kwarg(llvm::StringRef name) const {
+    for (const KeywordArg &kw : kwargs)
+      if (kw.name == name)
+        return &kw;
+    return nullptr;
+  }
+};
+
+/// `base[i, j]`: a gather-style view of a tensor argument.
+struct IndexExpr : Expr {
+  IndexExpr(llvm::SMLoc loc, ExprPtr base) : Expr(Index, loc), base(std::move(base)) {}
+  ExprPtr base;
+  std::vector<ExprPtr> indices;
+};
+
+/// `base.name(args)`, e.g. the block view `a.tile([BM, BK], [m0, k])`.
+struct MethodExpr : Expr {
+  MethodExpr(llvm::SMLoc loc, ExprPtr base, std::string name)
+      : Expr(Method, loc), base(std::move(base)), name(std::move(name)) {}
+  ExprPtr base;
+  std::string name;
+  llvm::SMLoc nameLoc;
+  std::vector<ExprPtr> args;
+};
+
+/// `[a, b, c]`: a list of compile-time integers (shapes, offsets, permutations).
+struct ListExpr : Expr {
+  ListExpr(llvm::SMLoc loc) : Expr(List, loc) {}
+  std::vector<ExprPtr> elements;
+};
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+struct Stmt {
+  enum Kind { Let, Assign, For, If, Return, ExprS };
+  Stmt(Kind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
+  virtual ~Stmt() = default;
+  Kind kind;
+  llvm::SMLoc loc;
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+using Block = std::vector<StmtPtr>;
+
+struct LetStmt : Stmt {
+  LetStmt(llvm::SMLoc loc, std::string name, bool isMutable, ExprPtr init)
+      : Stmt(Let, loc), name(std::move(name)), isMutable(isMutable), init(std::move(init)) {}
+  std::string name;
+  bool isMutable;
+  ExprPtr init;
+};
+
+struct AssignStmt : Stmt {
+  AssignStmt(llvm::SMLoc loc, std::string name, ExprPtr value)
+      : Stmt(Assign, loc), name(std::move(name)), value(std::move(value)) {}
+  std::string name;
+  ExprPtr value; // compound assignments are desugared to `name = name op rhs`
+};
+
+struct ForStmt : Stmt {
+  ForStmt(llvm::SMLoc loc) : Stmt(For, loc) {}
+  std::string var;
+  llvm::SMLoc varLoc;
+  ExprPtr start, end, step; // step may be null (1)
+  Block body;
+};
+
+struct IfStmt : Stmt {
+  IfStmt(llvm::SMLoc loc) : Stmt(If, loc) {}
+  ExprPtr cond;
+  Block thenBody, elseBody;
+};
+
+struct ReturnStmt : Stmt {
+  ReturnStmt(llvm::SMLoc loc, ExprPtr value) : Stmt(Return, loc), value(std::move(value)) {}
+  ExprPtr value; // may be null
+};
+
+struct ExprStmt : Stmt {
+  ExprStmt(llvm::SMLoc loc, ExprPtr expr) : Stmt(ExprS, loc), expr(std::move(expr)) {}
+  ExprPtr expr;
+};
+
+//===----------------------------------------------------------------------===//
+// Declarations
+//===----------------------------------------------------------------------===//
+
+/// A size in a tensor argument's shape: a name bound at launch, or a fixed integer.
+struct DimSpec {
+  std::string name; // empty for fixed sizes
+  int64_t fixed = -1;
+  llvm::SMLoc loc;
+};
+
+struct ArgDecl {
+  std::string name;
+  llvm::SMLoc loc;
+  DType dtype;
+  bool isTensor = false;
+  std::vector<DimSpec> dims;
+};
+
+struct ParamDecl {
+  std::string name;
+  llvm::SMLoc loc;
+  DType dtype;
+  ExprPtr defaultValue; // may be null: then -D must give it
+};
+
+struct KernelDecl {
+  std::string name;
+  llvm::SMLoc loc;
+  std::vector<ArgDecl> args;
+  std::vector<ParamDecl> params;
+  std::vector<ExprPtr> grid; // empty: a grid of one program
+  llvm::SMLoc gridLoc;
+  Block body;
+};
+
+struct FnParam {
+  std::string name;
+  llvm::SMLoc loc;
+  std::optional<DType> dtype; // a scalar type annotation, checked at each call
+};
+
+struct FnDecl {
+  std::string name;
+  llvm::SMLoc loc;
+  std::vector<FnParam> params;
+  Block body;
+};
+
+struct Module {
+  std::vector<std::unique_ptr<KernelDecl>> kernels;
+  std::vector<std::unique_ptr<FnDecl>> functions;
+  const KernelDecl *findKernel(llvm::StringRef name) const;
+  const FnDecl *findFunction(llvm::StringRef name) const;
+};
+
+/// Prints the tree in an indented, s-expression-like form (`kilnc --emit=ast`).
+void dumpAST(const Module &module, llvm::raw_ostream &os);
+
+} // namespace kiln

@@ -1,0 +1,34 @@
+//===- Diagnostics.h - errors that point into .kiln source ------*- C++ -*-===//
+#pragma once
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/SMLoc.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln {
+
+/// Reports `FILE:LINE:COL: error: message`, the source line and a caret, through the
+/// SourceMgr that owns the buffer.
+class DiagEngine {
+public:
+  explicit DiagEngine(llvm::SourceMgr &sourceMgr, llvm::raw_ostream &os = llvm::errs())
+      : sourceMgr(sourceMgr), os(os) {}
+
+  void error(llvm::SMLoc loc, const llvm::Twine &message) {
+    ++errors;
+    sourceMgr.PrintMessage(os, loc, llvm::SourceMgr::DK_Error, message);
+  }
+  void note(llvm::SMLoc loc, const llvm::Twine &message) {
+    sourceMgr.PrintMessage(os, loc, llvm::SourceMgr::DK_Note, message);
+  }
+  unsigned errorCount() const { return errors; }
+  llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
+
+private:
+  llvm::SourceMgr &sourceMgr;
+  llvm::raw_ostream &os;
+  unsigned errors = 0;
+};
+
+} // namespace kiln

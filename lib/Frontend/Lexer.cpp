@@ -1,0 +1,195 @@
+//===- Lexer.cpp - tokens of the .kiln language ---------------------------===//
+
+#include "lib/Frontend/Lexer.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cctype>
+
+using namespace kiln;
+
+const char *kiln::tokSpelling(Tok kind) {
+  switch (kind) {
+  case Tok::Eof: return "end of file";
+  case Tok::Error: return "invalid token";
+  case Tok::Ident: return "identifier";
+  case Tok::Int: return "integer";
+  case Tok::Float: return "number";
+  case Tok::KwKernel: return "'kernel'";
+  case Tok::KwFn: return "'fn'";
+  case Tok::KwParams: return "'params'";
+  case Tok::KwGrid: return "'grid'";
+  case Tok::KwTensor: return "'tensor'";
+  case Tok::KwLet: return "'let'";
+  case Tok::KwVar: return "'var'";
+  case Tok::KwFor: return "'for'";
+  case Tok::KwIn: return "'in'";
+  case Tok::KwIf: return "'if'";
+  case Tok::KwElse: return "'else'";
+  case Tok::KwReturn: return "'return'";
+  case Tok::KwTrue: return "'true'";
+  case Tok::KwFalse: return "'false'";
+  case Tok::LParen: return "'('";
+  case Tok::RParen: return "')'";
+  case Tok::LBracket: return "'['";
+  case Tok::RBracket: return "']'";
+  case Tok::LBrace: return "'{'";
+  case Tok::RBrace: return "'}'";
+  case Tok::Comma: return "','";
+  case Tok::Colon: return "':'";
+  case Tok::Semi: return "';'";
+  case Tok::Dot: return "'.'";
+  case Tok::Arrow: return "'->'";
+  case Tok::Assign: return "'='";
+  case Tok::PlusAssign: return "'+='";
+  case Tok::MinusAssign: return "'-='";
+  case Tok::StarAssign: return "'*='";
+  case Tok::SlashAssign: return "'/='";
+  case Tok::Plus: return "'+'";
+  case Tok::Minus: return "'-'";
+  case Tok::Star: return "'*'";
+  case Tok::Slash: return "'/'";
+  case Tok::Percent: return "'%'";
+  case Tok::Amp: return "'&'";
+  case Tok::Pipe: return "'|'";
+  case Tok::Caret: return "'^'";
+  case Tok::Bang: return "'!'";
+  case Tok::AmpAmp: return "'&&'";
+  case Tok::PipePipe: return "'||'";
+  case Tok::Eq: return "'=='";
+  case Tok::Ne: return "'!='";
+  case Tok::Lt: return "'<'";
+  case Tok::Le: return "'<='";
+  case Tok::Gt: return "'>'";
+  case Tok::Ge: return "'>='";
+  }
+  return "token";
+}
+
+void Lexer::skipTrivia() {
+  while (cur != buf.end()) {
+    if (isspace(static_cast<unsigned char>(*cur))) {
+      ++cur;
+    } else if (cur + 1 < buf.end() && cur[0] == '/' && cur[1] == '/') {
+      while (cur != buf.end() && *cur != '\n')
+        ++cur;
+    } else if (cur + 1 < buf.end() && cur[0] == '/' && cur[1] == '*') {
+      const char *end = cur + 2;
+      while (end + 1 < buf.end() && !(end[0] == '*' && end[1] == '/'))
+        ++end;
+      // An unterminated comment runs to the end of the file.
+      cur = end + 1 < buf.end() ? end + 2 : buf.end();
+    } else {
+      return;
+    }
+  }
+}
+
+Token Lexer::lexNumber(const char *start) {
+  bool isFloat = false;
+  while (cur != buf.end() && (isdigit(static_cast<unsigned char>(*cur)) || *cur == '_'))
+    ++cur;
+  if (cur != buf.end() && *cur == '.' && cur + 1 < buf.end() &&
+      isdigit(static_cast<unsigned char>(cur[1]))) {
+    isFloat = true;
+    ++cur;
+    while (cur != buf.end() && isdigit(static_cast<unsigned char>(*cur)))
+      ++cur;
+  }
+  if (cur != buf.end() && (*cur == 'e' || *cur == 'E')) {
+    const char *exp = cur + 1;
+    if (exp != buf.end() && (*exp == '+' || *exp == '-'))
+      ++exp;
+    if (exp == buf.end() || !isdigit(static_cast<unsigned char>(*exp))) {
+      cur = exp;
+      error = "malformed exponent in number";
+      return make(Tok::Error, start);
+    }
+    isFloat = true;
+    cur = exp;
+    while (cur != buf.end() && isdigit(static_cast<unsigned char>(*cur)))
+      ++cur;
+  }
+  if (cur != buf.end() && (isalpha(static_cast<unsigned char>(*cur)) || *cur == '_')) {
+    while (cur != buf.end() && isalnum(static_cast<unsigned char>(*cur)))
+      ++cur;
+    error = "invalid suffix on number";
+    return make(Tok::Error, start);
+  }
+  return make(isFloat ? Tok::Float : Tok::Int, start);
+}
+
+Token Lexer::next() {
+  skipTrivia();
+  const char *start = cur;
+  if (cur == buf.end())
+    return {Tok::Eof, llvm::StringRef(cur, 0)};
+  char c = *cur++;
+  if (isalpha(static_cast<unsigned char>(c)) || c == '_') {
+    while (cur != buf.end() && (isalnum(static_cast<unsigned char>(*cur)) || *cur == '_'))
+      ++cur;
+    llvm::StringRef word(start, cur - start);
+    Tok kind = llvm::StringSwitch<Tok>(word)
+                   .Case("kernel", Tok::KwKernel)
+                   .Case("fn", Tok::KwFn)
+                   .Case("params", Tok::KwParams)
+                   .Case("grid", Tok::KwGrid)
+                   .Case("tensor", Tok::KwTensor)
+                   .Case("let", Tok::KwLet)
+                   .Case("var", Tok::KwVar)
+                   .Case("for", Tok::KwFor)
+                   .Case("in", Tok::KwIn)
+                   .Case("if", Tok::KwIf)
+                   .Case("else", Tok::KwElse)
+                   .Case("return", Tok::KwReturn)
+                   .Case("true", Tok::KwTrue)
+                   .Case("false", Tok::KwFalse)
+                   .Default(Tok::Ident);
+    return make(kind, start);
+  }
+  if (isdigit(static_cast<unsigned char>(c)))
+    return lexNumber(start);
+  if (c == '.' && cur != buf.end() && isdigit(static_cast<unsigned char>(*cur)))
+    return lexNumber(start);
+
+  auto follows = [&](char expected) {
+    if (cur != buf.end() && *cur == expected) {
+      ++cur;
+      return true;
+    }
+    return false;
+  };
+  switch (c) {
+  case '(': return make(Tok::LParen, start);
+  case ')': return make(Tok::RParen, start);
+  case '[': return make(Tok::LBracket, start);
+  case ']': return make(Tok::RBracket, start);
+  case '{': return make(Tok::LBrace, start);
+  case '}': return make(Tok::RBrace, start);
+  case ',': return make(Tok::Comma, start);
+  case ':': return make(Tok::Colon, start);
+  case ';': return make(Tok::Semi, start);
+  case '.': return make(Tok::Dot, start);
+  case '^': return make(Tok::Caret, start);
+  case '%': return make(Tok::Percent, start);
+  case '+': return make(follows('=') ? Tok::PlusAssign : Tok::Plus, start);
+  case '*': return make(follows('=') ? Tok::StarAssign : Tok::Star, start);
+  case '/': return make(follows('=') ? Tok::SlashAssign : Tok::Slash, start);
+  case '-':
+    if (follows('>'))
+      return make(Tok::Arrow, start);
+    return make(follows('=') ? Tok::MinusAssign : Tok::Minus, start);
+  case '=': return make(follows('=') ? Tok::Eq : Tok::Assign, start);
+  case '!': return make(follows('=') ? Tok::Ne : Tok::Bang, start);
+  case '<': return make(follows('=') ? Tok::Le : Tok::Lt, start);
+  case '>': return make(follows('=') ? Tok::Ge : Tok::Gt, start);
+  case '&': return make(follows('&') ? Tok::AmpAmp : Tok::Amp, start);
+  case '|': return make(follows('|') ? Tok::PipePipe : Tok::Pipe, start);
+  default:
+    error = std::string("unexpected character '") +
+            (isprint(static_cast<unsigned char>(c)) ? std::string(1, c)
+                                                    : std::string("\\x") + "??") +
+            "'";
+    return make(Tok::Error, start);
+  }
+}

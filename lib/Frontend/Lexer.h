@@ -1,0 +1,52 @@
+//===- Lexer.h - tokens of the .kiln language -------------------*- C++ -*-===//
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SMLoc.h"
+
+#include <string>
+
+namespace kiln {
+
+enum class Tok {
+  Eof, Error, Ident, Int, Float,
+  // Keywords.
+  KwKernel, KwFn, KwParams, KwGrid, KwTensor, KwLet, KwVar, KwFor, KwIn, KwIf,
+  KwElse, KwReturn, KwTrue, KwFalse,
+  // Punctuation and operators.
+  LParen, RParen, LBracket, RBracket, LBrace, RBrace, Comma, Colon, Semi, Dot,
+  Arrow, Assign, PlusAssign, MinusAssign, StarAssign, SlashAssign,
+  Plus, Minus, Star, Slash, Percent, Amp, Pipe, Caret, Bang, AmpAmp, PipePipe,
+  Eq, Ne, Lt, Le, Gt, Ge,
+};
+
+const char *tokSpelling(Tok kind);
+
+struct Token {
+  Tok kind = Tok::Eof;
+  llvm::StringRef text;
+  llvm::SMLoc loc() const { return llvm::SMLoc::getFromPointer(text.data()); }
+};
+
+/// Splits a buffer into tokens. Errors come back as Tok::Error tokens whose text
+/// points at the offending characters; the parser reports them.
+class Lexer {
+public:
+  explicit Lexer(llvm::StringRef buffer) : buf(buffer), cur(buffer.begin()) {}
+  Token next();
+  /// Message for the last Tok::Error token.
+  const std::string &errorMessage() const { return error; }
+
+private:
+  Token make(Tok kind, const char *start) {
+    return {kind, llvm::StringRef(start, cur - start)};
+  }
+  Token lexNumber(const char *start);
+  void skipTrivia();
+
+  llvm::StringRef buf;
+  const char *cur;
+  std::string error;
+};
+
+} // namespace kiln

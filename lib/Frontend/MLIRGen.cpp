@@ -1,0 +1,1861 @@
+//===- MLIRGen.cpp - .kiln AST to the kiln dialect ------------------------===//
+//
+// One walk over the AST per kernel (and per helper specialization). At each node
+// Sema's rules decide the type, the implicit conversions and whether the node is
+// legal; only then is IR emitted, so every error carries a .kiln location.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Frontend/MLIRGen.h"
+#include "lib/Frontend/Sema.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+
+using namespace kiln;
+using llvm::SMLoc;
+using mlir::Value;
+
+std::string kiln::gridFunctionName(llvm::StringRef kernel) {
+  return (kernel + "__grid").str();
+}
+
+namespace {
+
+/// What a view expression (`x[i, j]` or `x.tile(...)`) denotes; consumed by load/store.
+struct ViewData {
+  bool block = false;
+  Value memory;
+  std::string tensorName;
+  llvm::SmallVector<Value> coords; // gather: i32 index per dim; block: i32 offsets
+};
+
+/// A value during generation: its static type, its IR value, and what is known
+/// about it at compile time.
+struct TValue {
+  SType type;
+  Value value;
+  std::optional<Const> cst;
+  std::shared_ptr<ViewData> view;
+  std::vector<TValue> elements; // List
+  std::string tensorName;       // Tensor
+};
+using MaybeValue = std::optional<TValue>;
+
+struct Binding {
+  TValue val;
+  bool isMutable = false;
+};
+
+/// Collects the names assigned anywhere in a block.
+void collectAssigned(const Block &block, llvm::StringSet<> &names) {
+  for (auto &stmt : block) {
+    if (auto *a = dynamic_cast<const AssignStmt *>(stmt.get()))
+      names.insert(a->name);
+    else if (auto *f = dynamic_cast<const ForStmt *>(stmt.get()))
+      collectAssigned(f->body, names);
+    else if (auto *i = dynamic_cast<const IfStmt *>(stmt.get())) {
+      collectAssigned(i->thenBody, names);
+      collectAssigned(i->elseBody, names);
+    }
+  }
+}
+
+class Generator {
+public:
+  Generator(mlir::MLIRContext &ctx, const Module &module, DiagEngine &diag)
+      : ctx(ctx), module(module), diag(diag), builder(&ctx) {}
+
+  mlir::OwningOpRef<mlir::ModuleOp> run(const GenOptions &options,
+                                        std::vector<KernelInfo> &infos);
+
+private:
+  //===--- diagnostics and locations -------------------------------------===//
+  std::nullopt_t error(SMLoc loc, const llvm::Twine &message) {
+    if (!failed)
+      diag.error(loc, message);
+    failed = true;
+    return std::nullopt;
+  }
+  mlir::Location loc(SMLoc l) {
+    auto &sm = diag.getSourceMgr();
+    unsigned buf = sm.FindBufferContainingLoc(l);
+    if (!buf)
+      return builder.getUnknownLoc();
+    auto [line, col] = sm.getLineAndColumn(l, buf);
+    return mlir::FileLineColLoc::get(
+        &ctx, sm.getMemoryBuffer(buf)->getBufferIdentifier(), line, col);
+  }
+
+  //===--- types and conversions ------------------------------------------===//
+  mlir::Type mlirType(DType dt) {
+    switch (dt) {
+    case DType::I1: return builder.getI1Type();
+    case DType::I8: return builder.getI8Type();
+    case DType::I16: return builder.getI16Type();
+    case DType::I32: return builder.getI32Type();
+    case DType::I64: return builder.getI64Type();
+    case DType::F16: return builder.getF16Type();
+    case DType::BF16: return builder.getBF16Type();
+    case DType::F32: return builder.getF32Type();
+    case DType::F64: return builder.getF64Type();
+    }
+    return {};
+  }
+  mlir::Type valueType(DType dt, const Shape &shape) {
+    if (shape.empty())
+      return mlirType(dt);
+    return mlir::RankedTensorType::get(shape, mlirType(dt));
+  }
+  mlir::MemRefType memrefType(const ArgDecl &arg) {
+    int64_t dyn = mlir::ShapedType::kDynamic;
+    llvm::SmallVector<int64_t> sizes(arg.dims.size(), dyn), strides(arg.dims.size(), dyn);
+    auto layout = mlir::StridedLayoutAttr::get(&ctx, dyn, strides);
+    return mlir::MemRefType::get(sizes, mlirType(arg.dtype), layout);
+  }
+  mlir::TypedAttr constAttr(const Const &c, DType dt) {
+    Const v = convertConst(c, dt);
+    mlir::Type t = mlirType(dt);
+    if (isFloat(dt))
+      return mlir::FloatAttr::get(t, v.f);
+    return mlir::IntegerAttr::get(t, v.i);
+  }
+  TValue constant(const Const &c, DType dt, bool weak, mlir::Location l) {
+    TValue v;
+    v.type = SType::scalar(dt, weak);
+    v.cst = convertConst(c, dt);
+    v.value = builder.create<mlir::arith::ConstantOp>(l, constAttr(c, dt));
+    return v;
+  }
+  Value castValue(Value v, DType from, DType to, mlir::Location l);
+  Value broadcastValue(Value v, const Shape &from, const Shape &to, DType dt,
+                       mlir::Location l);
+  /// Converts `v` to `dt` and broadcasts it to `shape` (callers checked legality).
+  TValue convert(const TValue &v, DType dt, const Shape &shape, SMLoc at);
+
+  //===--- scopes ----------------------------------------------------------===//
+  Binding *lookup(llvm::StringRef name) {
+    for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+      auto found = it->find(name.str());
+      if (found != it->end())
+        return &found->second;
+    }
+    return nullptr;
+  }
+  bool declare(SMLoc at, const std::string &name, TValue val, bool isMutable) {
+    if (isBuiltin(name)) {
+      error(at, "'" + name + "' is a builtin and cannot be redefined");
+      return false;
+    }
+    if (scopes.back().count(name)) {
+      error(at, "redefinition of '" + name + "' in the same scope");
+      return false;
+    }
+    scopes.back()[name] = Binding{std::move(val), isMutable};
+    return true;
+  }
+  struct ScopeGuard {
+    Generator &g;
+    explicit ScopeGuard(Generator &g) : g(g) { g.scopes.emplace_back(); }
+    ~ScopeGuard() { g.scopes.pop_back(); }
+  };
+
+  //===--- declarations -----------------------------------------------------===//
+  bool genKernel(const KernelDecl &kernel, const GenOptions &options, KernelInfo &info);
+  bool bindParams(const KernelDecl &kernel, const GenOptions &options, KernelInfo &info);
+  bool bindArgs(const KernelDecl &kernel, mlir::Block &entry);
+  bool genGridFunction(const KernelDecl &kernel, const GenOptions &options,
+                       KernelInfo &info, mlir::func::FuncOp kernelFunc);
+  std::string gridText(const Expr &e);
+
+  //===--- statements -------------------------------------------------------===//
+  bool genBlock(const Block &block);
+  bool genStmt(const Stmt &stmt);
+  bool genFor(const ForStmt &stmt);
+  bool genIf(const IfStmt &stmt);
+  /// Mutable outer bindings that `blocks` assign, in a stable order.
+  std::vector<std::pair<std::string, Binding *>> carried(std::initializer_list<const Block *> blocks);
+
+  //===--- expressions ------------------------------------------------------===//
+  MaybeValue genExpr(const Expr &e);
+  /// genExpr, then insists on a scalar or tile.
+  MaybeValue genValue(const Expr &e, const char *what);
+  MaybeValue genName(const NameExpr &e);
+  MaybeValue genUnary(const UnaryExpr &e);
+  MaybeValue genBinary(const BinaryExpr &e);
+  MaybeValue binary(BinOp op, const TValue &l, const TValue &r, SMLoc at);
+  MaybeValue genIndex(const IndexExpr &e);
+  MaybeValue genMethod(const MethodExpr &e);
+  MaybeValue genList(const ListExpr &e);
+  MaybeValue genCall(const CallExpr &e);
+  MaybeValue genHelperCall(const CallExpr &e, const FnDecl &fn);
+  MaybeValue genBuiltin(const CallExpr &e);
+
+  // Builtin families.
+  MaybeValue genLoad(const CallExpr &e);
+  MaybeValue genStore(const CallExpr &e);
+  MaybeValue genUnaryMath(const CallExpr &e);
+  MaybeValue genReduce(const CallExpr &e, ReduceKind kind);
+  MaybeValue genMinMax(const CallExpr &e, bool isMax);
+  MaybeValue genDot(const CallExpr &e);
+  MaybeValue genShapeOp(const CallExpr &e);
+
+  // Argument helpers.
+  bool checkArity(const CallExpr &e, size_t min, size_t max,
+                  llvm::ArrayRef<llvm::StringRef> keywords = {});
+  std::optional<int64_t> constInt(const Expr &e, const char *what);
+  std::optional<Shape> constShape(const Expr &e, const char *what);
+  std::optional<int64_t> axisArg(const Expr &e, int64_t rank, bool allowEnd = false);
+  std::optional<Shape> tileShape(const std::vector<ExprPtr> &dims, SMLoc at);
+
+  mlir::MLIRContext &ctx;
+  const Module &module;
+  DiagEngine &diag;
+  mlir::OpBuilder builder;
+  mlir::ModuleOp moduleOp;
+  std::vector<std::map<std::string, Binding>> scopes;
+  bool failed = false;
+  bool inGridRule = false;
+  bool inHelper = false;
+  std::optional<TValue> helperResult; // set by `return` in a helper
+  std::map<std::string, mlir::func::FuncOp> specializations;
+  llvm::StringSet<> activeHelpers; // helpers being generated, to catch recursion
+  std::map<std::string, Const> paramValues;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Conversions
+//===----------------------------------------------------------------------===//
+
+Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
+  if (from == to)
+    return v;
+  mlir::Type target = mlirType(to);
+  if (auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(v.getType()))
+    target = tensor.clone(target);
+  auto zeroLike = [&](DType dt) -> Value {
+    mlir::TypedAttr zero = constAttr(Const::ofInt(0), dt);
+    if (auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(v.getType()))
+      return builder.create<mlir::arith::ConstantOp>(
+          l, mlir::SplatElementsAttr::get(tensor, mlir::cast<mlir::Attribute>(zero)));
+    return builder.create<mlir::arith::ConstantOp>(l, zero);
+  };
+  if (to == DType::I1) {
+    if (isFloat(from))
+      return builder.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::UNE, v,
+                                                 zeroLike(from));
+    return builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::ne, v,
+                                               zeroLike(from));
+  }
+  if (isFloat(from) && isFloat(to)) {
+    if (dtypeBits(from) == 16 && dtypeBits(to) == 16) {
+      Value wide = castValue(v, from, DType::F32, l);
+      return castValue(wide, DType::F32, to, l);
+    }
+    if (dtypeBits(to) > dtypeBits(from))
+      return builder.create<mlir::arith::ExtFOp>(l, target, v);
+    return builder.create<mlir::arith::TruncFOp>(l, target, v);
+  }
+  if (!isFloat(from) && !isFloat(to)) {
+    if (dtypeBits(to) > dtypeBits(from)) {
+      if (from == DType::I1)
+        return builder.create<mlir::arith::ExtUIOp>(l, target, v);
+      return builder.create<mlir::arith::ExtSIOp>(l, target, v);
+    }
+    return builder.create<mlir::arith::TruncIOp>(l, target, v);
+  }
+  if (isFloat(to)) {
+    if (from == DType::I1)
+      return builder.create<mlir::arith::UIToFPOp>(l, target, v);
+    return builder.create<mlir::arith::SIToFPOp>(l, target, v);
+  }
+  return builder.create<mlir::arith::FPToSIOp>(l, target, v);
+}
+
+Value Generator::broadcastValue(Value v, const Shape &from, const Shape &to, DType dt,
+                                mlir::Location l) {
+  if (from == to)
+    return v;
+  auto target = mlir::RankedTensorType::get(to, mlirType(dt));
+  if (from.empty())
+    return builder.create<SplatOp>(l, target, v);
+  if (from.size() < to.size()) {
+    Shape padded(to.size() - from.size(), 1);
+    padded.append(from.begin(), from.end());
+    v = builder.create<ReshapeOp>(l, mlir::RankedTensorType::get(padded, mlirType(dt)), v);
+    if (padded == to)
+      return v;
+  }
+  return builder.create<BroadcastOp>(l, target, v);
+}
+
+TValue Generator::convert(const TValue &v, DType dt, const Shape &shape, SMLoc at) {
+  mlir::Location l = loc(at);
+  if (v.cst && shape.empty())
+    return constant(*v.cst, dt, v.type.weak, l);
+  TValue out;
+  out.type = SType::value(dt, shape);
+  Value cast = castValue(v.value, v.type.dtype, dt, l);
+  out.value = broadcastValue(cast, v.type.shape, shape, dt, l);
+  if (v.cst && !shape.empty())
+    out.cst = convertConst(*v.cst, dt);
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Module and kernels
+//===----------------------------------------------------------------------===//
+
+mlir::OwningOpRef<mlir::ModuleOp> Generator::run(const GenOptions &options,
+                                                 std::vector<KernelInfo> &infos) {
+  mlir::OwningOpRef<mlir::ModuleOp> owned = mlir::ModuleOp::create(builder.getUnknownLoc());
+  moduleOp = *owned;
+
+  std::vector<const KernelDecl *> selected;
+  for (auto &k : module.kernels)
+    if (options.kernel.empty() || k->name == options.kernel)
+      selected.push_back(k.get());
+  if (selected.empty()) {
+    std::string names;
+    for (auto &k : module.kernels)
+      names += (names.empty() ? "" : ", ") + k->name;
+    llvm::errs() << "error: " << (options.kernel.empty() ? "no kernel in the file"
+                                                         : "no kernel named '" + options.kernel + "'")
+                 << (names.empty() ? "" : " (kernels: " + names + ")") << "\n";
+    return nullptr;
+  }
+  for (auto &[name, value] : options.defines) {
+    bool known = llvm::any_of(selected, [&](const KernelDecl *k) {
+      return llvm::any_of(k->params, [&](const ParamDecl &p) { return p.name == name; });
+    });
+    if (!known) {
+      llvm::errs() << "error: -D " << name << ": no selected kernel has a param named '"
+                   << name << "'\n";
+      return nullptr;
+    }
+  }
+  for (const KernelDecl *kernel : selected) {
+    KernelInfo info;
+    if (!genKernel(*kernel, options, info))
+      return nullptr;
+    infos.push_back(std::move(info));
+  }
+  return owned;
+}
+
+bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
+                           KernelInfo &info) {
+  for (const ParamDecl &param : kernel.params) {
+    if (lookup(param.name) || isBuiltin(param.name)) {
+      error(param.loc, "param '" + param.name + "' shadows another name");
+      return false;
+    }
+    if (param.dtype != DType::I1 && param.dtype != DType::I32 &&
+        param.dtype != DType::I64 && param.dtype != DType::F32) {
+      error(param.loc, "params must be i1, i32, i64 or f32, not " +
+                           llvm::Twine(dtypeName(param.dtype)));
+      return false;
+    }
+    Const value;
+    auto define = options.defines.find(param.name);
+    if (define != options.defines.end()) {
+      llvm::StringRef text = define->second;
+      if (param.dtype == DType::I1 && (text == "true" || text == "false")) {
+        value = Const::ofInt(text == "true");
+      } else if (isFloat(param.dtype)) {
+        double d;
+        if (text.getAsDouble(d)) {
+          error(param.loc, "-D " + param.name + "=" + text + ": not a number");
+          return false;
+        }
+        value = Const::ofFloat(d);
+      } else {
+        long long i;
+        if (text.getAsInteger(10, i) ||
+            (param.dtype == DType::I32 && (i < INT32_MIN || i > INT32_MAX)) ||
+            (param.dtype == DType::I1 && i != 0 && i != 1)) {
+          error(param.loc, "-D " + param.name + "=" + text + ": not a valid " +
+                               dtypeName(param.dtype));
+          return false;
+        }
+        value = Const::ofInt(i);
+      }
+    } else if (param.defaultValue) {
+      MaybeValue v = genExpr(*param.defaultValue);
+      if (!v)
+        return false;
+      if (!v->cst || v->type.kind != SType::Scalar) {
+        error(param.defaultValue->loc, "default of param '" + param.name +
+                                           "' must be a compile-time constant");
+        return false;
+      }
+      if (isFloat(v->type.dtype) && !isFloat(param.dtype)) {
+        error(param.defaultValue->loc, "default of param '" + param.name + "' is " +
+                                           dtypeName(v->type.dtype) + ", expected " +
+                                           dtypeName(param.dtype));
+        return false;
+      }
+      value = *v->cst;
+    } else {
+      error(param.loc, "param '" + param.name + "' has no default; give it with -D " +
+                           param.name + "=VALUE");
+      return false;
+    }
+    value = convertConst(value, param.dtype);
+    paramValues[param.name] = value;
+    info.params.push_back({param.name, param.dtype, value.asDouble()});
+    declare(param.loc, param.name, constant(value, param.dtype, /*weak=*/true,
+                                            loc(param.loc)),
+            false);
+  }
+  return true;
+}
+
+bool Generator::bindArgs(const KernelDecl &kernel, mlir::Block &entry) {
+  for (auto [i, arg] : llvm::enumerate(kernel.args)) {
+    Value v = entry.getArgument(i);
+    TValue tv;
+    tv.value = v;
+    if (arg.isTensor) {
+      tv.type.kind = SType::Tensor;
+      tv.type.dtype = arg.dtype;
+      tv.type.shape.assign(arg.dims.size(), -1);
+      tv.tensorName = arg.name;
+    } else {
+      tv.type = SType::scalar(arg.dtype);
+    }
+    if (!declare(arg.loc, arg.name, tv, false))
+      return false;
+  }
+  // Size names: the first tensor that mentions a name defines it.
+  for (auto [i, arg] : llvm::enumerate(kernel.args)) {
+    for (auto [d, dim] : llvm::enumerate(arg.dims)) {
+      if (dim.name.empty())
+        continue;
+      if (Binding *b = lookup(dim.name)) {
+        if (b->val.type.kind == SType::Scalar && !b->val.cst && b->val.tensorName == "#dim")
+          continue; // already bound by an earlier tensor
+        error(dim.loc, "size name '" + dim.name + "' clashes with another name");
+        return false;
+      }
+      mlir::Location l = loc(dim.loc);
+      Value idx = builder.create<mlir::arith::ConstantIndexOp>(l, d);
+      Value size = builder.create<mlir::memref::DimOp>(l, entry.getArgument(i), idx);
+      TValue tv;
+      tv.type = SType::scalar(DType::I32);
+      tv.value = builder.create<mlir::arith::IndexCastOp>(l, builder.getI32Type(), size);
+      tv.tensorName = "#dim";
+      if (!declare(dim.loc, dim.name, tv, false))
+        return false;
+    }
+  }
+  return true;
+}
+
+bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
+                          KernelInfo &info) {
+  info.name = kernel.name;
+  llvm::SmallVector<mlir::Type> argTypes;
+  for (const ArgDecl &arg : kernel.args) {
+    argTypes.push_back(arg.isTensor ? mlir::Type(memrefType(arg)) : mlirType(arg.dtype));
+    ArgInfo ai;
+    ai.name = arg.name;
+    ai.dtype = arg.dtype;
+    ai.isTensor = arg.isTensor;
+    for (const DimSpec &dim : arg.dims)
+      ai.dims.push_back(dim.name.empty() ? std::to_string(dim.fixed) : dim.name);
+    info.args.push_back(std::move(ai));
+  }
+  builder.setInsertionPointToEnd(moduleOp.getBody());
+  auto func = builder.create<mlir::func::FuncOp>(loc(kernel.loc), kernel.name,
+                                                 builder.getFunctionType(argTypes, {}));
+  func->setAttr(kKernelAttr, builder.getUnitAttr());
+  for (auto [i, arg] : llvm::enumerate(kernel.args))
+    func.setArgAttr(i, kArgNameAttr, builder.getStringAttr(arg.name));
+  mlir::Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+
+  scopes.clear();
+  paramValues.clear();
+  {
+    ScopeGuard scope(*this);
+    if (!bindParams(kernel, options, info) || !bindArgs(kernel, *entry))
+      return false;
+    if (!genBlock(kernel.body))
+      return false;
+    builder.create<mlir::func::ReturnOp>(loc(kernel.loc));
+  }
+  return genGridFunction(kernel, options, info, func);
+}
+
+std::string Generator::gridText(const Expr &e) {
+  switch (e.kind) {
+  case Expr::IntLit: return std::to_string(static_cast<const IntLitExpr &>(e).value);
+  case Expr::Name: {
+    auto &n = static_cast<const NameExpr &>(e);
+    auto p = paramValues.find(n.name);
+    if (p != paramValues.end())
+      return std::to_string(p->second.i);
+    return n.name;
+  }
+  case Expr::Binary: {
+    auto &b = static_cast<const BinaryExpr &>(e);
+    return "(" + gridText(*b.lhs) + " " + binOpSpelling(b.op) + " " + gridText(*b.rhs) + ")";
+  }
+  case Expr::Call: {
+    auto &c = static_cast<const CallExpr &>(e);
+    std::string s = c.callee + "(";
+    for (auto [i, a] : llvm::enumerate(c.args))
+      s += (i ? ", " : "") + gridText(*a);
+    return s + ")";
+  }
+  default: return "?";
+  }
+}
+
+bool Generator::genGridFunction(const KernelDecl &kernel, const GenOptions &options,
+                                KernelInfo &info, mlir::func::FuncOp kernelFunc) {
+  builder.setInsertionPointToEnd(moduleOp.getBody());
+  auto i32 = builder.getI32Type();
+  auto func = builder.create<mlir::func::FuncOp>(
+      loc(kernel.gridLoc.isValid() ? kernel.gridLoc : kernel.loc),
+      gridFunctionName(kernel.name),
+      builder.getFunctionType(kernelFunc.getArgumentTypes(), {i32, i32, i32}));
+  func->setAttr(kGridFuncAttr, builder.getStringAttr(kernel.name));
+  mlir::Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+
+  scopes.clear();
+  ScopeGuard scope(*this);
+  KernelInfo scratch;
+  if (!bindParams(kernel, options, scratch) || !bindArgs(kernel, *entry))
+    return false;
+  inGridRule = true;
+  llvm::SmallVector<Value, 3> dims;
+  for (const ExprPtr &g : kernel.grid) {
+    MaybeValue v = genValue(*g, "grid dimension");
+    if (!v)
+      return false;
+    if (v->type.kind != SType::Scalar || isFloat(v->type.dtype) ||
+        v->type.dtype == DType::I1) {
+      error(g->loc, "a grid dimension must be an integer scalar, got " + v->type.str());
+      return false;
+    }
+    if (v->cst && v->cst->i <= 0) {
+      error(g->loc, "grid dimension is " + llvm::Twine(v->cst->i) + "; it must be positive");
+      return false;
+    }
+    if (v->type.dtype == DType::I64) {
+      error(g->loc, "grid dimension must fit in i32; cast it with cast<i32>(...)");
+      return false;
+    }
+    dims.push_back(convert(*v, DType::I32, {}, g->loc).value);
+    info.grid.push_back(gridText(*g));
+  }
+  inGridRule = false;
+  while (dims.size() < 3)
+    dims.push_back(builder.create<mlir::arith::ConstantIntOp>(func.getLoc(), 1, 32));
+  while (info.grid.size() < 3)
+    info.grid.push_back("1");
+  builder.create<mlir::func::ReturnOp>(func.getLoc(), dims);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+bool Generator::genBlock(const Block &block) {
+  for (auto [i, stmt] : llvm::enumerate(block)) {
+    if (stmt->kind == Stmt::Return) {
+      if (!inHelper) {
+        error(stmt->loc, "a kernel does not return; 'return' is only allowed in 'fn'");
+        return false;
+      }
+      if (i + 1 != block.size() || scopes.size() != 2) {
+        error(stmt->loc, "'return' must be the last statement of a function");
+        return false;
+      }
+    }
+    if (!genStmt(*stmt))
+      return false;
+  }
+  return true;
+}
+
+bool Generator::genStmt(const Stmt &stmt) {
+  switch (stmt.kind) {
+  case Stmt::Let: {
+    auto &let = static_cast<const LetStmt &>(stmt);
+    MaybeValue v = genExpr(*let.init);
+    if (!v)
+      return false;
+    if (v->type.kind == SType::Void) {
+      error(let.init->loc, "expression has no value");
+      return false;
+    }
+    if (let.isMutable) {
+      if (!v->type.isValue()) {
+        error(let.init->loc, "a 'var' must hold a scalar or a tile, not a " + v->type.str());
+        return false;
+      }
+      // A var is a runtime value: it forgets compile-time-ness so loops may update it.
+      v->type.weak = false;
+      v->cst.reset();
+    }
+    return declare(let.loc, let.name, *v, let.isMutable);
+  }
+  case Stmt::Assign: {
+    auto &assign = static_cast<const AssignStmt &>(stmt);
+    Binding *b = lookup(assign.name);
+    if (!b) {
+      error(assign.loc, "assignment to undeclared variable '" + assign.name + "'");
+      return false;
+    }
+    if (!b->isMutable) {
+      error(assign.loc, "cannot assign to '" + assign.name +
+                            "': declare it with 'var' to make it mutable");
+      return false;
+    }
+    MaybeValue v = genValue(*assign.value, "assigned value");
+    if (!v)
+      return false;
+    if (!assignable(v->type, b->val.type)) {
+      error(assign.value->loc, "cannot assign a value of type " + v->type.str() + " to '" +
+                                   assign.name + "' of type " + b->val.type.str());
+      return false;
+    }
+    b->val = convert(*v, b->val.type.dtype, b->val.type.shape, assign.value->loc);
+    b->val.cst.reset();
+    return true;
+  }
+  case Stmt::For:
+    return genFor(static_cast<const ForStmt &>(stmt));
+  case Stmt::If:
+    return genIf(static_cast<const IfStmt &>(stmt));
+  case Stmt::Return: {
+    auto &ret = static_cast<const ReturnStmt &>(stmt);
+    if (!ret.value) {
+      helperResult = TValue{};
+      return true;
+    }
+    MaybeValue v = genExpr(*ret.value);
+    if (!v)
+      return false;
+    if (!v->type.isValue()) {
+      error(ret.value->loc, "a function returns a scalar or a tile, not a " + v->type.str());
+      return false;
+    }
+    helperResult = *v;
+    return true;
+  }
+  case Stmt::ExprS: {
+    auto &es = static_cast<const ExprStmt &>(stmt);
+    MaybeValue v = genExpr(*es.expr);
+    return v.has_value();
+  }
+  }
+  return false;
+}
+
+std::vector<std::pair<std::string, Binding *>>
+Generator::carried(std::initializer_list<const Block *> blocks) {
+  llvm::StringSet<> names;
+  for (const Block *b : blocks)
+    collectAssigned(*b, names);
+  std::vector<std::pair<std::string, Binding *>> out;
+  for (auto &entry : names)
+    if (Binding *b = lookup(entry.getKey()); b && b->isMutable)
+      out.emplace_back(entry.getKey().str(), b);
+  llvm::sort(out, [](auto &a, auto &b) { return a.first < b.first; });
+  return out;
+}
+
+bool Generator::genFor(const ForStmt &stmt) {
+  if (inGridRule)
+    return false;
+  auto bound = [&](const ExprPtr &e, const char *what) -> MaybeValue {
+    MaybeValue v = genValue(*e, what);
+    if (!v)
+      return std::nullopt;
+    if (v->type.kind != SType::Scalar || isFloat(v->type.dtype) ||
+        v->type.dtype == DType::I1)
+      return error(e->loc, llvm::Twine("loop ") + what + " must be an integer scalar, got " +
+                               v->type.str());
+    if (v->type.dtype == DType::I64)
+      return error(e->loc, llvm::Twine("loop ") + what + " must be i32");
+    return convert(*v, DType::I32, {}, e->loc);
+  };
+  MaybeValue start = bound(stmt.start, "start");
+  if (!start)
+    return false;
+  MaybeValue end = bound(stmt.end, "end");
+  if (!end)
+    return false;
+  MaybeValue step = stmt.step ? bound(stmt.step, "step")
+                              : constant(Const::ofInt(1), DType::I32, true, loc(stmt.loc));
+  if (!step)
+    return false;
+  if (!step->cst)
+    return error(stmt.step->loc, "loop step must be a compile-time constant"), false;
+  if (step->cst->i <= 0)
+    return error(stmt.step ? stmt.step->loc : stmt.loc,
+                 "loop step must be positive, got " + llvm::Twine(step->cst->i)),
+           false;
+
+  auto carry = carried({&stmt.body});
+  llvm::SmallVector<Value> inits;
+  for (auto &[name, b] : carry)
+    inits.push_back(b->val.value);
+  mlir::Location l = loc(stmt.loc);
+  auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value, inits);
+  mlir::OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(forOp.getBody());
+  // Terminator is created below; ForOp's builder adds none when iter args exist.
+  if (!forOp.getBody()->empty() && forOp.getBody()->back().hasTrait<mlir::OpTrait::IsTerminator>())
+    forOp.getBody()->back().erase();
+  std::vector<TValue> saved;
+  for (auto [i, c] : llvm::enumerate(carry)) {
+    saved.push_back(c.second->val);
+    c.second->val.value = forOp.getRegionIterArgs()[i];
+  }
+  {
+    ScopeGuard scope(*this);
+    TValue iv;
+    iv.type = SType::scalar(DType::I32);
+    iv.value = forOp.getInductionVar();
+    if (!declare(stmt.varLoc, stmt.var, iv, false) || !genBlock(stmt.body))
+      return false;
+  }
+  llvm::SmallVector<Value> yields;
+  for (auto &c : carry)
+    yields.push_back(c.second->val.value);
+  builder.create<mlir::scf::YieldOp>(l, yields);
+  for (auto [i, c] : llvm::enumerate(carry)) {
+    c.second->val = saved[i];
+    c.second->val.value = forOp.getResult(i);
+  }
+  return true;
+}
+
+bool Generator::genIf(const IfStmt &stmt) {
+  MaybeValue cond = genValue(*stmt.cond, "condition");
+  if (!cond)
+    return false;
+  if (cond->type.kind != SType::Scalar || cond->type.dtype != DType::I1)
+    return error(stmt.cond->loc, "an 'if' condition must be a scalar bool, got " +
+                                     cond->type.str()),
+           false;
+  if (cond->cst) {
+    // Decided at compile time (typically by params): only the taken branch exists.
+    ScopeGuard scope(*this);
+    return genBlock(cond->cst->i ? stmt.thenBody : stmt.elseBody);
+  }
+  auto carry = carried({&stmt.thenBody, &stmt.elseBody});
+  llvm::SmallVector<mlir::Type> types;
+  for (auto &c : carry)
+    types.push_back(c.second->val.value.getType());
+  mlir::Location l = loc(stmt.loc);
+  auto ifOp = builder.create<mlir::scf::IfOp>(l, types, cond->value, /*withElse=*/true);
+  std::vector<TValue> saved;
+  for (auto &c : carry)
+    saved.push_back(c.second->val);
+  auto genBranch = [&](mlir::Region &region, const Block &body) {
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    mlir::Block *block = &region.front();
+    if (!block->empty())
+      block->back().erase(); // the implicit empty yield
+    builder.setInsertionPointToEnd(block);
+    for (auto [i, c] : llvm::enumerate(carry))
+      c.second->val = saved[i];
+    {
+      ScopeGuard scope(*this);
+      if (!genBlock(body))
+        return false;
+    }
+    llvm::SmallVector<Value> yields;
+    for (auto &c : carry)
+      yields.push_back(c.second->val.value);
+    builder.create<mlir::scf::YieldOp>(l, yields);
+    return true;
+  };
+  if (!genBranch(ifOp.getThenRegion(), stmt.thenBody) ||
+      !genBranch(ifOp.getElseRegion(), stmt.elseBody))
+    return false;
+  for (auto [i, c] : llvm::enumerate(carry)) {
+    c.second->val = saved[i];
+    c.second->val.value = ifOp.getResult(i);
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+MaybeValue Generator::genExpr(const Expr &e) {
+  if (failed)
+    return std::nullopt;
+  mlir::Location l = loc(e.loc);
+  switch (e.kind) {
+  case Expr::IntLit: {
+    int64_t v = static_cast<const IntLitExpr &>(e).value;
+    return constant(Const::ofInt(v), v > INT32_MAX ? DType::I64 : DType::I32, true, l);
+  }
+  case Expr::FloatLit:
+    return constant(Const::ofFloat(static_cast<const FloatLitExpr &>(e).value), DType::F32,
+                    true, l);
+  case Expr::BoolLit:
+    return constant(Const::ofInt(static_cast<const BoolLitExpr &>(e).value), DType::I1, true,
+                    l);
+  case Expr::Name: return genName(static_cast<const NameExpr &>(e));
+  case Expr::Unary: return genUnary(static_cast<const UnaryExpr &>(e));
+  case Expr::Binary: return genBinary(static_cast<const BinaryExpr &>(e));
+  case Expr::Call: return genCall(static_cast<const CallExpr &>(e));
+  case Expr::Index: return genIndex(static_cast<const IndexExpr &>(e));
+  case Expr::Method: return genMethod(static_cast<const MethodExpr &>(e));
+  case Expr::List: return genList(static_cast<const ListExpr &>(e));
+  }
+  return std::nullopt;
+}
+
+MaybeValue Generator::genValue(const Expr &e, const char *what) {
+  MaybeValue v = genExpr(e);
+  if (!v)
+    return std::nullopt;
+  if (v->type.isValue())
+    return v;
+  if (v->type.kind == SType::Tensor)
+    return error(e.loc, "tensor argument '" + v->tensorName + "' is not a value here (" +
+                            what + "); load from it, e.g. load(" + v->tensorName + "[i])");
+  if (v->type.kind == SType::View)
+    return error(e.loc, llvm::Twine("a view is not a value (") + what +
+                            "); wrap it in load(...)");
+  return error(e.loc, llvm::Twine("expected a scalar or tile for the ") + what +
+                          ", got a " + v->type.str());
+}
+
+MaybeValue Generator::genName(const NameExpr &e) {
+  if (Binding *b = lookup(e.name))
+    return b->val;
+  if (e.name == "inf" || e.name == "nan")
+    return constant(Const::ofFloat(e.name == "inf" ? std::numeric_limits<double>::infinity()
+                                                   : std::numeric_limits<double>::quiet_NaN()),
+                    DType::F32, true, loc(e.loc));
+  if (isBuiltin(e.name))
+    return error(e.loc, "'" + e.name + "' is a builtin function; call it with (...)");
+  if (module.findFunction(e.name))
+    return error(e.loc, "'" + e.name + "' is a function; call it with (...)");
+  if (inGridRule)
+    return error(e.loc, "unknown name '" + e.name +
+                            "' in the grid rule (it may use sizes, scalar arguments and params)");
+  return error(e.loc, "unknown name '" + e.name + "'");
+}
+
+MaybeValue Generator::genUnary(const UnaryExpr &e) {
+  MaybeValue v = genValue(*e.operand, "operand");
+  if (!v)
+    return std::nullopt;
+  mlir::Location l = loc(e.loc);
+  if (e.op == '!') {
+    if (v->type.dtype != DType::I1)
+      return error(e.loc, "'!' needs a bool operand, got " + v->type.str());
+    if (v->cst)
+      return constant(Const::ofInt(!v->cst->i), DType::I1, v->type.weak, l);
+    TValue t = convert(constant(Const::ofInt(1), DType::I1, true, l), DType::I1,
+                       v->type.shape, e.loc);
+    TValue out = *v;
+    out.value = builder.create<mlir::arith::XOrIOp>(l, v->value, t.value);
+    return out;
+  }
+  if (v->type.dtype == DType::I1)
+    return error(e.loc, "unary '-' is not defined on bool");
+  if (isFloat(v->type.dtype)) {
+    if (v->cst)
+      return constant(Const::ofFloat(-v->cst->f), v->type.dtype, v->type.weak, l);
+    TValue out = *v;
+    out.value = builder.create<mlir::arith::NegFOp>(l, v->value);
+    return out;
+  }
+  TValue zero = constant(Const::ofInt(0), v->type.dtype, true, l);
+  return binary(BinOp::Sub, zero, *v, e.loc);
+}
+
+MaybeValue Generator::genBinary(const BinaryExpr &e) {
+  MaybeValue l = genValue(*e.lhs, "left operand");
+  if (!l)
+    return std::nullopt;
+  MaybeValue r = genValue(*e.rhs, "right operand");
+  if (!r)
+    return std::nullopt;
+  return binary(e.op, *l, *r, e.loc);
+}
+
+MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc at) {
+  bool logical = op == BinOp::LAnd || op == BinOp::LOr;
+  bool bitwise = op == BinOp::And || op == BinOp::Or || op == BinOp::Xor;
+  bool compare = op >= BinOp::Eq;
+  if (logical && (l.type.dtype != DType::I1 || r.type.dtype != DType::I1))
+    return error(at, llvm::Twine("'") + binOpSpelling(op) + "' needs bool operands, got " +
+                         l.type.str() + " and " + r.type.str());
+  if (bitwise && (isFloat(l.type.dtype) || isFloat(r.type.dtype)))
+    return error(at, llvm::Twine("'") + binOpSpelling(op) +
+                         "' needs integer or bool operands, got " + l.type.str() + " and " +
+                         r.type.str());
+  if (!logical && !bitwise && !compare &&
+      (l.type.dtype == DType::I1 || r.type.dtype == DType::I1))
+    return error(at, llvm::Twine("arithmetic '") + binOpSpelling(op) +
+                         "' is not defined on bool; cast<i32>(...) first");
+  auto shape = broadcastShapes(l.type.shape, r.type.shape);
+  if (!shape)
+    return error(at, llvm::Twine("shapes ") + shapeStr(l.type.shape) + " and " +
+                         shapeStr(r.type.shape) + " do not broadcast for '" +
+                         binOpSpelling(op) + "'");
+  DType dt = promote(l.type, r.type);
+  DType resultType = compare ? DType::I1 : dt;
+  mlir::Location loc_ = loc(at);
+  if (l.cst && r.cst && shape->empty()) {
+    if (auto folded = foldBinary(op, convertConst(*l.cst, dt), convertConst(*r.cst, dt), dt))
+      return constant(*folded, resultType, l.type.weak && r.type.weak, loc_);
+    if (!isFloat(dt) && (op == BinOp::Div || op == BinOp::Rem))
+      return error(at, "integer division by zero in a constant expression");
+  }
+  TValue a = convert(l, dt, *shape, at), b = convert(r, dt, *shape, at);
+  Value x = a.value, y = b.value, out;
+  bool f = isFloat(dt);
+  using namespace mlir::arith;
+  switch (op) {
+  case BinOp::Add: out = f ? (Value)builder.create<AddFOp>(loc_, x, y) : builder.create<AddIOp>(loc_, x, y); break;
+  case BinOp::Sub: out = f ? (Value)builder.create<SubFOp>(loc_, x, y) : builder.create<SubIOp>(loc_, x, y); break;
+  case BinOp::Mul: out = f ? (Value)builder.create<MulFOp>(loc_, x, y) : builder.create<MulIOp>(loc_, x, y); break;
+  case BinOp::Div: out = f ? (Value)builder.create<DivFOp>(loc_, x, y) : builder.create<DivSIOp>(loc_, x, y); break;
+  case BinOp::Rem: out = f ? (Value)builder.create<RemFOp>(loc_, x, y) : builder.create<RemSIOp>(loc_, x, y); break;
+  case BinOp::And:
+  case BinOp::LAnd: out = builder.create<AndIOp>(loc_, x, y); break;
+  case BinOp::Or:
+  case BinOp::LOr: out = builder.create<OrIOp>(loc_, x, y); break;
+  case BinOp::Xor: out = builder.create<XOrIOp>(loc_, x, y); break;
+  default: {
+    static const std::pair<CmpFPredicate, CmpIPredicate> preds[] = {
+        {CmpFPredicate::OEQ, CmpIPredicate::eq},  {CmpFPredicate::UNE, CmpIPredicate::ne},
+        {CmpFPredicate::OLT, CmpIPredicate::slt}, {CmpFPredicate::OLE, CmpIPredicate::sle},
+        {CmpFPredicate::OGT, CmpIPredicate::sgt}, {CmpFPredicate::OGE, CmpIPredicate::sge}};
+    auto [fp, ip] = preds[static_cast<int>(op) - static_cast<int>(BinOp::Eq)];
+    out = f ? (Value)builder.create<CmpFOp>(loc_, fp, x, y) : builder.create<CmpIOp>(loc_, ip, x, y);
+  }
+  }
+  TValue result;
+  result.type = SType::value(resultType, *shape);
+  result.value = out;
+  return result;
+}
+
+MaybeValue Generator::genIndex(const IndexExpr &e) {
+  MaybeValue base = genExpr(*e.base);
+  if (!base)
+    return std::nullopt;
+  if (base->type.kind != SType::Tensor)
+    return error(e.loc, "only tensor arguments can be indexed, not a " + base->type.str());
+  size_t rank = base->type.shape.size();
+  if (e.indices.size() != rank)
+    return error(e.loc, "tensor '" + base->tensorName + "' has rank " + llvm::Twine(rank) +
+                            " but " + llvm::Twine(e.indices.size()) + " indices were given");
+  std::vector<TValue> indices;
+  Shape shape;
+  for (auto &ie : e.indices) {
+    MaybeValue idx = genValue(*ie, "index");
+    if (!idx)
+      return std::nullopt;
+    if (isFloat(idx->type.dtype) || idx->type.dtype == DType::I1 ||
+        idx->type.dtype == DType::I64)
+      return error(ie->loc, "an index must be an integer of at most 32 bits, got " +
+                                idx->type.str());
+    auto s = broadcastShapes(shape, idx->type.shape);
+    if (!s)
+      return error(ie->loc, "index shape " + shapeStr(idx->type.shape) +
+                                " does not broadcast with " + shapeStr(shape));
+    shape = *s;
+    indices.push_back(*idx);
+  }
+  auto view = std::make_shared<ViewData>();
+  view->memory = base->value;
+  view->tensorName = base->tensorName;
+  for (auto [i, idx] : llvm::enumerate(indices))
+    view->coords.push_back(convert(idx, DType::I32, shape, e.indices[i]->loc).value);
+  TValue out;
+  out.type = {SType::View, base->type.dtype, shape, false};
+  out.view = view;
+  return out;
+}
+
+MaybeValue Generator::genMethod(const MethodExpr &e) {
+  MaybeValue base = genExpr(*e.base);
+  if (!base)
+    return std::nullopt;
+  if (base->type.kind != SType::Tensor)
+    return error(e.nameLoc, "methods exist only on tensor arguments; '" + e.name +
+                                "' called on a " + base->type.str());
+  size_t rank = base->type.shape.size();
+  mlir::Location l = loc(e.loc);
+  if (e.name == "size" || e.name == "stride") {
+    if (e.args.size() != 1)
+      return error(e.nameLoc, "'" + e.name + "' takes one argument, the dimension");
+    auto d = axisArg(*e.args[0], rank);
+    if (!d)
+      return std::nullopt;
+    Value idx = builder.create<mlir::arith::ConstantIndexOp>(l, *d);
+    Value v;
+    if (e.name == "size") {
+      v = builder.create<mlir::memref::DimOp>(l, base->value, idx);
+    } else {
+      auto meta = builder.create<mlir::memref::ExtractStridedMetadataOp>(l, base->value);
+      v = meta.getStrides()[*d];
+    }
+    TValue out;
+    out.type = SType::scalar(DType::I32);
+    out.value = builder.create<mlir::arith::IndexCastOp>(l, builder.getI32Type(), v);
+    return out;
+  }
+  if (e.name != "tile")
+    return error(e.nameLoc, "unknown method '" + e.name + "' (tensors have tile, size, stride)");
+  if (e.args.size() != 2)
+    return error(e.nameLoc, "tile takes a shape and offsets: x.tile([B0, B1], [o0, o1])");
+  auto shape = constShape(*e.args[0], "block shape");
+  if (!shape)
+    return std::nullopt;
+  if (shape->size() != rank)
+    return error(e.args[0]->loc, "block shape has " + llvm::Twine(shape->size()) +
+                                     " dimensions but tensor '" + base->tensorName +
+                                     "' has rank " + llvm::Twine(rank));
+  MaybeValue offsets = genExpr(*e.args[1]);
+  if (!offsets)
+    return std::nullopt;
+  if (offsets->type.kind != SType::List || offsets->elements.size() != rank)
+    return error(e.args[1]->loc, "offsets must be a list of " + llvm::Twine(rank) +
+                                     " integer scalars");
+  auto view = std::make_shared<ViewData>();
+  view->block = true;
+  view->memory = base->value;
+  view->tensorName = base->tensorName;
+  for (auto [i, off] : llvm::enumerate(offsets->elements)) {
+    if (off.type.kind != SType::Scalar || isFloat(off.type.dtype) ||
+        off.type.dtype == DType::I1 || off.type.dtype == DType::I64)
+      return error(e.args[1]->loc, "offset " + llvm::Twine(i) +
+                                       " must be an integer scalar of at most 32 bits, got " +
+                                       off.type.str());
+    view->coords.push_back(convert(off, DType::I32, {}, e.args[1]->loc).value);
+  }
+  TValue out;
+  out.type = {SType::View, base->type.dtype, *shape, false};
+  out.view = view;
+  return out;
+}
+
+MaybeValue Generator::genList(const ListExpr &e) {
+  TValue out;
+  out.type.kind = SType::List;
+  for (auto &el : e.elements) {
+    MaybeValue v = genValue(*el, "list element");
+    if (!v)
+      return std::nullopt;
+    out.elements.push_back(*v);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
+                           llvm::ArrayRef<llvm::StringRef> keywords) {
+  if (e.args.size() < min || e.args.size() > max) {
+    std::string expected = min == max ? std::to_string(min)
+                                      : std::to_string(min) + " to " + std::to_string(max);
+    error(e.loc, "'" + e.callee + "' takes " + expected + " argument" +
+                     (max == 1 ? "" : "s") + ", got " + llvm::Twine(e.args.size()));
+    return false;
+  }
+  for (const KeywordArg &kw : e.kwargs)
+    if (!llvm::is_contained(keywords, kw.name)) {
+      error(kw.loc, "'" + e.callee + "' has no keyword argument '" + kw.name + "'");
+      return false;
+    }
+  if (e.typeArg && e.callee != "zeros" && e.callee != "ones" && e.callee != "full" &&
+      e.callee != "cast") {
+    error(e.loc, "'" + e.callee + "' takes no type argument");
+    return false;
+  }
+  return true;
+}
+
+std::optional<int64_t> Generator::constInt(const Expr &e, const char *what) {
+  MaybeValue v = genValue(e, what);
+  if (!v)
+    return std::nullopt;
+  if (!v->cst || v->type.kind != SType::Scalar || isFloat(v->type.dtype))
+    return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant");
+  return v->cst->i;
+}
+
+std::optional<Shape> Generator::tileShape(const std::vector<ExprPtr> &dims, SMLoc at) {
+  Shape shape;
+  int64_t total = 1;
+  for (auto &d : dims) {
+    auto v = constInt(*d, "tile dimension");
+    if (!v)
+      return std::nullopt;
+    if (*v <= 0)
+      return error(d->loc, "tile dimension must be positive, got " + llvm::Twine(*v));
+    shape.push_back(*v);
+    total *= *v;
+    if (total > kMaxTileElements)
+      return error(at, "tile of " + llvm::Twine(total) + "+ elements exceeds the limit of " +
+                           llvm::Twine(kMaxTileElements));
+  }
+  if (shape.empty())
+    return error(at, "a tile needs at least one dimension");
+  return shape;
+}
+
+std::optional<Shape> Generator::constShape(const Expr &e, const char *what) {
+  if (e.kind != Expr::List)
+    return error(e.loc, llvm::Twine(what) + " must be a list like [64, 32]");
+  return tileShape(static_cast<const ListExpr &>(e).elements, e.loc);
+}
+
+std::optional<int64_t> Generator::axisArg(const Expr &e, int64_t rank, bool allowEnd) {
+  auto axis = constInt(e, "axis");
+  if (!axis)
+    return std::nullopt;
+  int64_t limit = rank + (allowEnd ? 1 : 0);
+  int64_t a = *axis < 0 ? *axis + limit : *axis;
+  if (a < 0 || a >= limit)
+    return error(e.loc, "axis " + llvm::Twine(*axis) + " is out of range for rank " +
+                            llvm::Twine(rank));
+  return a;
+}
+
+MaybeValue Generator::genCall(const CallExpr &e) {
+  if (isBuiltin(e.callee))
+    return genBuiltin(e);
+  if (const FnDecl *fn = module.findFunction(e.callee)) {
+    if (inGridRule)
+      return error(e.loc, "the grid rule may not call functions other than cdiv, min and max");
+    return genHelperCall(e, *fn);
+  }
+  if (module.findKernel(e.callee))
+    return error(e.loc, "'" + e.callee + "' is a kernel; kernels cannot be called from kernels");
+  return error(e.loc, "unknown function '" + e.callee + "'");
+}
+
+MaybeValue Generator::genHelperCall(const CallExpr &e, const FnDecl &fn) {
+  if (!e.kwargs.empty())
+    return error(e.kwargs[0].loc, "helper functions take positional arguments only");
+  if (e.typeArg)
+    return error(e.loc, "helper functions take no type argument");
+  if (e.args.size() != fn.params.size())
+    return error(e.loc, "'" + fn.name + "' takes " + llvm::Twine(fn.params.size()) +
+                            " arguments, got " + llvm::Twine(e.args.size()));
+  if (activeHelpers.contains(fn.name))
+    return error(e.loc, "recursive call to '" + fn.name + "' is not supported");
+  std::vector<TValue> args;
+  std::string key = fn.name;
+  for (auto [i, a] : llvm::enumerate(e.args)) {
+    MaybeValue v = genExpr(*a);
+    if (!v)
+      return std::nullopt;
+    if (v->type.kind == SType::View || v->type.kind == SType::List ||
+        v->type.kind == SType::Void)
+      return error(a->loc, "cannot pass a " + v->type.str() + " to a function");
+    if (fn.params[i].dtype && (v->type.kind != SType::Scalar ||
+                               (*fn.params[i].dtype != v->type.dtype && !v->type.weak)))
+      return error(a->loc, "argument '" + fn.params[i].name + "' of '" + fn.name +
+                               "' must be a " + dtypeName(*fn.params[i].dtype) +
+                               " scalar, got " + v->type.str());
+    if (fn.params[i].dtype && v->type.dtype != *fn.params[i].dtype)
+      v = convert(*v, *fn.params[i].dtype, {}, a->loc);
+    key += "|" + v->type.str();
+    if (v->cst)
+      key += "=" + std::to_string(v->cst->asDouble());
+    args.push_back(*v);
+  }
+
+  // Signature: runtime values become arguments; constants are baked into the
+  // specialization so shapes may depend on them.
+  llvm::SmallVector<mlir::Type> argTypes;
+  for (const TValue &a : args)
+    if (!a.cst)
+      argTypes.push_back(a.value.getType());
+
+  mlir::func::FuncOp callee;
+  auto it = specializations.find(key);
+  if (it != specializations.end()) {
+    callee = it->second;
+  } else {
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(moduleOp.getBody());
+    std::string name = fn.name + "__" + std::to_string(specializations.size());
+    callee = builder.create<mlir::func::FuncOp>(loc(fn.loc), name,
+                                                builder.getFunctionType(argTypes, {}));
+    callee.setPrivate();
+    mlir::Block *entry = callee.addEntryBlock();
+    builder.setInsertionPointToStart(entry);
+
+    auto savedScopes = std::move(scopes);
+    bool savedInHelper = inHelper;
+    auto savedResult = std::move(helperResult);
+    scopes.clear();
+    scopes.emplace_back(); // globals: none besides builtins
+    scopes.emplace_back();
+    inHelper = true;
+    helperResult.reset();
+    activeHelpers.insert(fn.name);
+    unsigned argNo = 0;
+    bool ok = true;
+    for (auto [i, a] : llvm::enumerate(args)) {
+      TValue bound = a;
+      if (a.cst)
+        bound = constant(*a.cst, a.type.dtype, a.type.weak, loc(fn.params[i].loc));
+      else
+        bound.value = entry->getArgument(argNo++);
+      ok = ok && declare(fn.params[i].loc, fn.params[i].name, bound, false);
+    }
+    ok = ok && genBlock(fn.body);
+    activeHelpers.erase(fn.name);
+    std::optional<TValue> result = std::move(helperResult);
+    scopes = std::move(savedScopes);
+    inHelper = savedInHelper;
+    helperResult = std::move(savedResult);
+    if (!ok)
+      return std::nullopt;
+    llvm::SmallVector<Value> rets;
+    llvm::SmallVector<mlir::Type> retTypes;
+    if (result && result->value) {
+      rets.push_back(result->value);
+      retTypes.push_back(result->value.getType());
+    }
+    builder.create<mlir::func::ReturnOp>(loc(fn.loc), rets);
+    callee.setType(builder.getFunctionType(argTypes, retTypes));
+    // Remember the result's static type on the function for later call sites.
+    if (result && result->value)
+      callee->setAttr("kiln.result_dtype",
+                      builder.getStringAttr(dtypeName(result->type.dtype)));
+    specializations[key] = callee;
+  }
+
+  llvm::SmallVector<Value> operands;
+  for (const TValue &a : args)
+    if (!a.cst)
+      operands.push_back(a.value);
+  auto call = builder.create<mlir::func::CallOp>(loc(e.loc), callee, operands);
+  TValue out;
+  if (call.getNumResults() == 0) {
+    out.type.kind = SType::Void;
+    return out;
+  }
+  Value r = call.getResult(0);
+  auto dt = parseDType(mlir::cast<mlir::StringAttr>(callee->getAttr("kiln.result_dtype"))
+                           .getValue()
+                           .str());
+  Shape shape;
+  if (auto t = mlir::dyn_cast<mlir::RankedTensorType>(r.getType()))
+    shape.assign(t.getShape().begin(), t.getShape().end());
+  out.type = SType::value(*dt, shape);
+  out.value = r;
+  return out;
+}
+
+MaybeValue Generator::genBuiltin(const CallExpr &e) {
+  const std::string &name = e.callee;
+  mlir::Location l = loc(e.loc);
+  if (inGridRule && name != "cdiv" && name != "min" && name != "max" && name != "cast")
+    return error(e.loc, "'" + name + "' cannot be used in a grid rule (only cdiv, min, max "
+                                     "and cast)");
+
+  if (name == "program_id" || name == "num_programs") {
+    if (!checkArity(e, 1, 1))
+      return std::nullopt;
+    auto axis = constInt(*e.args[0], "axis");
+    if (!axis)
+      return std::nullopt;
+    if (*axis < 0 || *axis > 2)
+      return error(e.args[0]->loc, "grid axis must be 0, 1 or 2, got " + llvm::Twine(*axis));
+    TValue out;
+    out.type = SType::scalar(DType::I32);
+    if (name == "program_id")
+      out.value = builder.create<ProgramIdOp>(l, builder.getI32Type(), *axis);
+    else
+      out.value = builder.create<NumProgramsOp>(l, builder.getI32Type(), *axis);
+    return out;
+  }
+  if (name == "arange") {
+    if (!checkArity(e, 1, 2))
+      return std::nullopt;
+    auto first = constInt(*e.args[0], "arange bound");
+    if (!first)
+      return std::nullopt;
+    int64_t start = 0, end = *first;
+    if (e.args.size() == 2) {
+      auto second = constInt(*e.args[1], "arange bound");
+      if (!second)
+        return std::nullopt;
+      start = *first;
+      end = *second;
+    }
+    if (end <= start)
+      return error(e.loc, "arange(" + llvm::Twine(start) + ", " + llvm::Twine(end) +
+                              ") is empty; the end must exceed the start");
+    if (end - start > kMaxTileElements || start < INT32_MIN || end > INT32_MAX)
+      return error(e.loc, "arange of " + llvm::Twine(end - start) + " elements is too large");
+    TValue out;
+    out.type = SType::tile(DType::I32, {end - start});
+    out.value = builder.create<ArangeOp>(
+        l, mlir::RankedTensorType::get({end - start}, builder.getI32Type()), start, end);
+    return out;
+  }
+  if (name == "zeros" || name == "ones") {
+    if (!e.typeArg)
+      return error(e.loc, "'" + name + "' needs an element type: " + name + "<f32>[M, N]");
+    if (!e.hasShapeArg)
+      return error(e.loc, "'" + name + "' needs a shape: " + name + "<f32>[M, N]");
+    if (!checkArity(e, 0, 0))
+      return std::nullopt;
+    auto shape = tileShape(e.shapeArg, e.loc);
+    if (!shape)
+      return std::nullopt;
+    TValue c = constant(Const::ofInt(name == "ones"), *e.typeArg, false, l);
+    return convert(c, *e.typeArg, *shape, e.loc);
+  }
+  if (name == "full") {
+    if (!checkArity(e, 2, 2))
+      return std::nullopt;
+    auto shape = constShape(*e.args[0], "shape of full");
+    if (!shape)
+      return std::nullopt;
+    MaybeValue v = genValue(*e.args[1], "fill value");
+    if (!v)
+      return std::nullopt;
+    if (v->type.kind != SType::Scalar)
+      return error(e.args[1]->loc, "the fill value must be a scalar, got " + v->type.str());
+    DType dt = e.typeArg ? *e.typeArg : v->type.dtype;
+    return convert(*v, dt, *shape, e.loc);
+  }
+  if (name == "cast") {
+    if (!e.typeArg)
+      return error(e.loc, "'cast' needs a target type: cast<f16>(x)");
+    if (!checkArity(e, 1, 1))
+      return std::nullopt;
+    MaybeValue v = genValue(*e.args[0], "cast operand");
+    if (!v)
+      return std::nullopt;
+    TValue out = convert(*v, *e.typeArg, v->type.shape, e.loc);
+    out.type.weak = false;
+    return out;
+  }
+  if (name == "load")
+    return genLoad(e);
+  if (name == "store")
+    return genStore(e);
+  if (name == "sum")
+    return genReduce(e, ReduceKind::Sum);
+  if (name == "prod")
+    return genReduce(e, ReduceKind::Prod);
+  if (name == "min" || name == "max")
+    return genMinMax(e, name == "max");
+  if (name == "dot")
+    return genDot(e);
+  if (name == "reshape" || name == "trans" || name == "expand_dims" || name == "broadcast_to")
+    return genShapeOp(e);
+  if (name == "cdiv") {
+    if (!checkArity(e, 2, 2))
+      return std::nullopt;
+    MaybeValue a = genValue(*e.args[0], "cdiv operand");
+    if (!a)
+      return std::nullopt;
+    MaybeValue b = genValue(*e.args[1], "cdiv operand");
+    if (!b)
+      return std::nullopt;
+    if (isFloat(a->type.dtype) || isFloat(b->type.dtype))
+      return error(e.loc, "cdiv needs integer operands");
+    if (b->cst && b->cst->i <= 0)
+      return error(e.args[1]->loc, "cdiv by " + llvm::Twine(b->cst->i) +
+                                       "; the divisor must be positive");
+    TValue one = constant(Const::ofInt(1), DType::I32, true, l);
+    MaybeValue sum = binary(BinOp::Add, *a, *b, e.loc);
+    if (!sum)
+      return std::nullopt;
+    MaybeValue minus = binary(BinOp::Sub, *sum, one, e.loc);
+    if (!minus)
+      return std::nullopt;
+    return binary(BinOp::Div, *minus, *b, e.loc);
+  }
+  if (name == "where") {
+    if (!checkArity(e, 3, 3))
+      return std::nullopt;
+    MaybeValue c = genValue(*e.args[0], "condition");
+    if (!c)
+      return std::nullopt;
+    if (c->type.dtype != DType::I1)
+      return error(e.args[0]->loc, "where's condition must be bool, got " + c->type.str());
+    MaybeValue a = genValue(*e.args[1], "where operand");
+    if (!a)
+      return std::nullopt;
+    MaybeValue b = genValue(*e.args[2], "where operand");
+    if (!b)
+      return std::nullopt;
+    auto s1 = broadcastShapes(a->type.shape, b->type.shape);
+    auto shape = s1 ? broadcastShapes(*s1, c->type.shape) : std::nullopt;
+    if (!shape)
+      return error(e.loc, "where: shapes " + shapeStr(c->type.shape) + ", " +
+                              shapeStr(a->type.shape) + " and " + shapeStr(b->type.shape) +
+                              " do not broadcast");
+    DType dt = promote(a->type, b->type);
+    TValue cc = convert(*c, DType::I1, *shape, e.loc);
+    TValue aa = convert(*a, dt, *shape, e.loc), bb = convert(*b, dt, *shape, e.loc);
+    TValue out;
+    out.type = SType::value(dt, *shape);
+    out.value = builder.create<mlir::arith::SelectOp>(l, cc.value, aa.value, bb.value);
+    return out;
+  }
+  if (name == "fma") {
+    if (!checkArity(e, 3, 3))
+      return std::nullopt;
+    std::vector<TValue> ops;
+    Shape shape;
+    for (auto &a : e.args) {
+      MaybeValue v = genValue(*a, "fma operand");
+      if (!v)
+        return std::nullopt;
+      auto s = broadcastShapes(shape, v->type.shape);
+      if (!s)
+        return error(a->loc, "fma operand shape " + shapeStr(v->type.shape) +
+                                 " does not broadcast with " + shapeStr(shape));
+      shape = *s;
+      ops.push_back(*v);
+    }
+    SType ab = SType::scalar(promote(ops[0].type, ops[1].type),
+                             ops[0].type.weak && ops[1].type.weak);
+    DType dt = promote(ab, ops[2].type);
+    if (!isFloat(dt))
+      dt = DType::F32;
+    Value a = convert(ops[0], dt, shape, e.loc).value;
+    Value b = convert(ops[1], dt, shape, e.loc).value;
+    Value c = convert(ops[2], dt, shape, e.loc).value;
+    TValue out;
+    out.type = SType::value(dt, shape);
+    out.value = builder.create<mlir::math::FmaOp>(l, a, b, c);
+    return out;
+  }
+  if (name == "range")
+    return error(e.loc, "'range' is only valid in a for loop: for i in range(...)");
+  if (name == "inf" || name == "nan")
+    return error(e.loc, "'" + name + "' is a constant, not a function");
+  return genUnaryMath(e);
+}
+
+MaybeValue Generator::genUnaryMath(const CallExpr &e) {
+  if (!checkArity(e, 1, 1))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], "operand");
+  if (!v)
+    return std::nullopt;
+  const std::string &name = e.callee;
+  mlir::Location l = loc(e.loc);
+  if (v->type.dtype == DType::I1)
+    return error(e.args[0]->loc, "'" + name + "' is not defined on bool");
+  TValue out;
+  if (name == "abs") {
+    out.type = v->type;
+    out.type.weak = false;
+    out.value = isFloat(v->type.dtype)
+                    ? (Value)builder.create<mlir::math::AbsFOp>(l, v->value)
+                    : builder.create<mlir::math::AbsIOp>(l, v->value);
+    return out;
+  }
+  // Float-only math: integers are converted to f32 first.
+  DType dt = isFloat(v->type.dtype) ? v->type.dtype : DType::F32;
+  Value x = convert(*v, dt, v->type.shape, e.loc).value;
+  out.type = SType::value(dt, v->type.shape);
+  using namespace mlir::math;
+  if (name == "exp") out.value = builder.create<ExpOp>(l, x);
+  else if (name == "exp2") out.value = builder.create<Exp2Op>(l, x);
+  else if (name == "log") out.value = builder.create<LogOp>(l, x);
+  else if (name == "log2") out.value = builder.create<Log2Op>(l, x);
+  else if (name == "sqrt") out.value = builder.create<SqrtOp>(l, x);
+  else if (name == "rsqrt") out.value = builder.create<RsqrtOp>(l, x);
+  else if (name == "tanh") out.value = builder.create<TanhOp>(l, x);
+  else if (name == "erf") out.value = builder.create<ErfOp>(l, x);
+  else if (name == "sin") out.value = builder.create<SinOp>(l, x);
+  else if (name == "cos") out.value = builder.create<CosOp>(l, x);
+  else if (name == "floor") out.value = builder.create<FloorOp>(l, x);
+  else if (name == "ceil") out.value = builder.create<CeilOp>(l, x);
+  else if (name == "sigmoid") {
+    // 1 / (1 + exp(-x))
+    Value neg = builder.create<mlir::arith::NegFOp>(l, x);
+    Value ex = builder.create<ExpOp>(l, neg);
+    TValue one = convert(constant(Const::ofFloat(1.0), dt, true, l), dt, v->type.shape, e.loc);
+    Value den = builder.create<mlir::arith::AddFOp>(l, one.value, ex);
+    out.value = builder.create<mlir::arith::DivFOp>(l, one.value, den);
+  } else
+    return error(e.loc, "unknown builtin '" + name + "'");
+  return out;
+}
+
+MaybeValue Generator::genLoad(const CallExpr &e) {
+  if (!checkArity(e, 1, 1, {"mask", "other"}))
+    return std::nullopt;
+  MaybeValue view = genExpr(*e.args[0]);
+  if (!view)
+    return std::nullopt;
+  if (view->type.kind != SType::View)
+    return error(e.args[0]->loc, "load needs a view such as x[i, j] or x.tile(...), got a " +
+                                     view->type.str());
+  DType dt = view->type.dtype;
+  const Shape &shape = view->type.shape;
+  mlir::Location l = loc(e.loc);
+  Value other;
+  if (const KeywordArg *kw = e.kwarg("other")) {
+    MaybeValue o = genValue(*kw->value, "'other' value");
+    if (!o)
+      return std::nullopt;
+    if (o->type.dtype != dt && !o->type.weak)
+      return error(kw->value->loc, "'other' has type " + o->type.str() + " but the tensor holds " +
+                                       dtypeName(dt));
+    if (view->view->block && o->type.kind != SType::Scalar)
+      return error(kw->value->loc, "'other' of a block load must be a scalar");
+    auto s = broadcastShapes(o->type.shape, shape);
+    if (!s || *s != shape)
+      return error(kw->value->loc, "'other' shape " + shapeStr(o->type.shape) +
+                                       " does not broadcast to " + shapeStr(shape));
+    other = convert(*o, dt, view->view->block ? Shape{} : shape, kw->value->loc).value;
+  }
+  TValue out;
+  out.type = SType::value(dt, shape);
+  mlir::Type resultType = valueType(dt, shape);
+  if (view->view->block) {
+    if (const KeywordArg *kw = e.kwarg("mask"))
+      return error(kw->loc, "mask= is not supported on block views; out-of-bounds elements "
+                            "are masked automatically");
+    out.value = builder.create<LoadBlockOp>(l, resultType, view->view->memory,
+                                            view->view->coords, other);
+    return out;
+  }
+  Value mask;
+  if (const KeywordArg *kw = e.kwarg("mask")) {
+    MaybeValue m = genValue(*kw->value, "mask");
+    if (!m)
+      return std::nullopt;
+    if (m->type.dtype != DType::I1)
+      return error(kw->value->loc, "mask must be bool, got " + m->type.str());
+    auto s = broadcastShapes(m->type.shape, shape);
+    if (!s || *s != shape)
+      return error(kw->value->loc, "mask shape " + shapeStr(m->type.shape) +
+                                       " does not broadcast to " + shapeStr(shape));
+    mask = convert(*m, DType::I1, shape, kw->value->loc).value;
+  }
+  out.value = builder.create<LoadOp>(l, resultType, view->view->memory, view->view->coords,
+                                     mask, other);
+  return out;
+}
+
+MaybeValue Generator::genStore(const CallExpr &e) {
+  if (!checkArity(e, 2, 2, {"mask"}))
+    return std::nullopt;
+  MaybeValue view = genExpr(*e.args[0]);
+  if (!view)
+    return std::nullopt;
+  if (view->type.kind != SType::View)
+    return error(e.args[0]->loc, "store needs a view such as y[i, j] or y.tile(...), got a " +
+                                     view->type.str());
+  MaybeValue v = genValue(*e.args[1], "stored value");
+  if (!v)
+    return std::nullopt;
+  DType dt = view->type.dtype;
+  const Shape &shape = view->type.shape;
+  if (v->type.dtype != dt && !v->type.weak)
+    return error(e.args[1]->loc, "cannot store " + v->type.str() + " into tensor '" +
+                                     view->view->tensorName + "' of " + dtypeName(dt) +
+                                     "; convert it with cast<" + dtypeName(dt) + ">(...)");
+  auto s = broadcastShapes(v->type.shape, shape);
+  if (!s || *s != shape)
+    return error(e.args[1]->loc, "stored value of shape " + shapeStr(v->type.shape) +
+                                     " does not fit the view of shape " + shapeStr(shape));
+  Value value = convert(*v, dt, shape, e.args[1]->loc).value;
+  mlir::Location l = loc(e.loc);
+  if (view->view->block) {
+    if (const KeywordArg *kw = e.kwarg("mask"))
+      return error(kw->loc, "mask= is not supported on block views; out-of-bounds elements "
+                            "are masked automatically");
+    builder.create<StoreBlockOp>(l, view->view->memory, view->view->coords, value);
+  } else {
+    Value mask;
+    if (const KeywordArg *kw = e.kwarg("mask")) {
+      MaybeValue m = genValue(*kw->value, "mask");
+      if (!m)
+        return std::nullopt;
+      if (m->type.dtype != DType::I1)
+        return error(kw->value->loc, "mask must be bool, got " + m->type.str());
+      auto ms = broadcastShapes(m->type.shape, shape);
+      if (!ms || *ms != shape)
+        return error(kw->value->loc, "mask shape " + shapeStr(m->type.shape) +
+                                         " does not broadcast to " + shapeStr(shape));
+      mask = convert(*m, DType::I1, shape, kw->value->loc).value;
+    }
+    builder.create<StoreOp>(l, view->view->memory, view->view->coords, value, mask);
+  }
+  TValue out;
+  out.type.kind = SType::Void;
+  return out;
+}
+
+MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
+  if (!checkArity(e, 1, 1, {"axis", "keepdims"}))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], "reduction operand");
+  if (!v)
+    return std::nullopt;
+  if (v->type.kind != SType::Tile)
+    return error(e.args[0]->loc, "'" + e.callee + "' reduces a tile, got a " + v->type.str());
+  bool keepdims = false;
+  if (const KeywordArg *kw = e.kwarg("keepdims")) {
+    MaybeValue k = genValue(*kw->value, "keepdims");
+    if (!k)
+      return std::nullopt;
+    if (!k->cst || k->type.dtype != DType::I1)
+      return error(kw->value->loc, "keepdims must be true or false");
+    keepdims = k->cst->i;
+  }
+  mlir::Location l = loc(e.loc);
+  TValue src = *v;
+  // Sums of bools count; they are done in i32.
+  if (src.type.dtype == DType::I1)
+    src = convert(src, DType::I32, src.type.shape, e.loc);
+  DType dt = src.type.dtype;
+  Shape shape = src.type.shape;
+  int64_t axis;
+  if (const KeywordArg *kw = e.kwarg("axis")) {
+    auto a = axisArg(*kw->value, shape.size());
+    if (!a)
+      return std::nullopt;
+    axis = *a;
+  } else {
+    // No axis: reduce every element.
+    int64_t total = 1;
+    for (int64_t d : shape)
+      total *= d;
+    if (shape.size() > 1)
+      src.value = builder.create<ReshapeOp>(
+          l, mlir::RankedTensorType::get({total}, mlirType(dt)), src.value);
+    shape = {total};
+    axis = 0;
+    if (keepdims)
+      return error(e.loc, "keepdims needs an axis");
+  }
+  Shape resultShape = shape;
+  resultShape.erase(resultShape.begin() + axis);
+  TValue out;
+  out.type = SType::value(dt, resultShape);
+  out.value = builder.create<ReduceOp>(l, valueType(dt, resultShape),
+                                       ReduceKindAttr::get(&ctx, kind), src.value,
+                                       builder.getI32IntegerAttr(axis));
+  if (keepdims) {
+    Shape kept = shape;
+    kept[axis] = 1;
+    out.value = resultShape.empty()
+                    ? (Value)builder.create<SplatOp>(l, mlir::RankedTensorType::get(kept, mlirType(dt)),
+                                                     out.value)
+                    : builder.create<ExpandDimsOp>(
+                          l, mlir::RankedTensorType::get(kept, mlirType(dt)), out.value,
+                          builder.getI32IntegerAttr(axis));
+    out.type = SType::tile(dt, kept);
+  }
+  return out;
+}
+
+MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
+  if (e.args.size() == 1)
+    return genReduce(e, isMax ? ReduceKind::Max : ReduceKind::Min);
+  if (!checkArity(e, 2, 2))
+    return std::nullopt;
+  MaybeValue a = genValue(*e.args[0], "operand");
+  if (!a)
+    return std::nullopt;
+  MaybeValue b = genValue(*e.args[1], "operand");
+  if (!b)
+    return std::nullopt;
+  auto shape = broadcastShapes(a->type.shape, b->type.shape);
+  if (!shape)
+    return error(e.loc, "shapes " + shapeStr(a->type.shape) + " and " +
+                            shapeStr(b->type.shape) + " do not broadcast");
+  DType dt = promote(a->type, b->type);
+  mlir::Location l = loc(e.loc);
+  if (a->cst && b->cst && shape->empty()) {
+    double x = convertConst(*a->cst, dt).asDouble(), y = convertConst(*b->cst, dt).asDouble();
+    double r = isMax ? std::max(x, y) : std::min(x, y);
+    return constant(isFloat(dt) ? Const::ofFloat(r) : Const::ofInt(static_cast<int64_t>(r)),
+                    dt, a->type.weak && b->type.weak, l);
+  }
+  Value x = convert(*a, dt, *shape, e.loc).value, y = convert(*b, dt, *shape, e.loc).value;
+  using namespace mlir::arith;
+  TValue out;
+  out.type = SType::value(dt, *shape);
+  if (isFloat(dt))
+    out.value = isMax ? (Value)builder.create<MaximumFOp>(l, x, y) : builder.create<MinimumFOp>(l, x, y);
+  else
+    out.value = isMax ? (Value)builder.create<MaxSIOp>(l, x, y) : builder.create<MinSIOp>(l, x, y);
+  return out;
+}
+
+MaybeValue Generator::genDot(const CallExpr &e) {
+  if (!checkArity(e, 2, 3))
+    return std::nullopt;
+  MaybeValue a = genValue(*e.args[0], "dot operand");
+  if (!a)
+    return std::nullopt;
+  MaybeValue b = genValue(*e.args[1], "dot operand");
+  if (!b)
+    return std::nullopt;
+  if (a->type.shape.size() != 2 || b->type.shape.size() != 2)
+    return error(e.loc, "dot multiplies 2-D tiles, got " + a->type.str() + " and " +
+                            b->type.str());
+  if (a->type.shape[1] != b->type.shape[0])
+    return error(e.loc, "dot: inner dimensions differ (" + a->type.str() + " times " +
+                            b->type.str() + ")");
+  if (a->type.dtype != b->type.dtype)
+    return error(e.loc, "dot: operands have different element types (" +
+                            llvm::Twine(dtypeName(a->type.dtype)) + " and " +
+                            dtypeName(b->type.dtype) + "); cast one of them");
+  if (a->type.dtype == DType::I1)
+    return error(e.loc, "dot is not defined on bool");
+  Shape shape = {a->type.shape[0], b->type.shape[1]};
+  DType accType = isFloat(a->type.dtype) ? (a->type.dtype == DType::F64 ? DType::F64 : DType::F32)
+                                         : (a->type.dtype == DType::I64 ? DType::I64 : DType::I32);
+  TValue acc;
+  mlir::Location l = loc(e.loc);
+  if (e.args.size() == 3) {
+    MaybeValue c = genValue(*e.args[2], "accumulator");
+    if (!c)
+      return std::nullopt;
+    if (c->type.kind != SType::Tile || c->type.shape != shape)
+      return error(e.args[2]->loc, "dot accumulator must be a " +
+                                       SType::tile(c->type.dtype, shape).str() +
+                                       " tile, got " + c->type.str());
+    if (isFloat(c->type.dtype) != isFloat(a->type.dtype))
+      return error(e.args[2]->loc, "dot accumulator " + c->type.str() +
+                                       " does not match operands of " +
+                                       dtypeName(a->type.dtype));
+    acc = *c;
+  } else {
+    acc = convert(constant(Const::ofInt(0), accType, false, l), accType, shape, e.loc);
+  }
+  TValue out;
+  out.type = SType::tile(acc.type.dtype, shape);
+  out.value = builder.create<DotOp>(l, acc.value.getType(), a->value, b->value, acc.value);
+  return out;
+}
+
+MaybeValue Generator::genShapeOp(const CallExpr &e) {
+  const std::string &name = e.callee;
+  if (!checkArity(e, name == "trans" ? 1 : 2, 2))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], "operand");
+  if (!v)
+    return std::nullopt;
+  if (v->type.kind != SType::Tile)
+    return error(e.args[0]->loc, "'" + name + "' needs a tile, got a " + v->type.str());
+  DType dt = v->type.dtype;
+  const Shape &shape = v->type.shape;
+  mlir::Location l = loc(e.loc);
+  TValue out;
+  if (name == "reshape" || name == "broadcast_to") {
+    auto target = constShape(*e.args[1], "target shape");
+    if (!target)
+      return std::nullopt;
+    if (name == "reshape") {
+      int64_t from = 1, to = 1;
+      for (int64_t d : shape)
+        from *= d;
+      for (int64_t d : *target)
+        to *= d;
+      if (from != to)
+        return error(e.loc, "cannot reshape " + shapeStr(shape) + " (" + llvm::Twine(from) +
+                                " elements) to " + shapeStr(*target) + " (" + llvm::Twine(to) +
+                                " elements)");
+      out.type = SType::tile(dt, *target);
+      out.value = builder.create<ReshapeOp>(l, valueType(dt, *target), v->value);
+      return out;
+    }
+    auto s = broadcastShapes(shape, *target);
+    if (!s || *s != *target)
+      return error(e.loc, "cannot broadcast " + shapeStr(shape) + " to " + shapeStr(*target));
+    return convert(*v, dt, *target, e.loc);
+  }
+  if (name == "expand_dims") {
+    auto axis = axisArg(*e.args[1], shape.size(), /*allowEnd=*/true);
+    if (!axis)
+      return std::nullopt;
+    Shape result = shape;
+    result.insert(result.begin() + *axis, 1);
+    out.type = SType::tile(dt, result);
+    out.value = builder.create<ExpandDimsOp>(l, valueType(dt, result), v->value,
+                                             builder.getI32IntegerAttr(*axis));
+    return out;
+  }
+  // trans
+  llvm::SmallVector<int32_t> perm;
+  if (e.args.size() == 2) {
+    if (e.args[1]->kind != Expr::List)
+      return error(e.args[1]->loc, "the permutation must be a list like [1, 0]");
+    for (auto &p : static_cast<const ListExpr &>(*e.args[1]).elements) {
+      auto a = constInt(*p, "permutation entry");
+      if (!a)
+        return std::nullopt;
+      perm.push_back(static_cast<int32_t>(*a));
+    }
+    llvm::SmallVector<bool> seen(shape.size(), false);
+    if (perm.size() != shape.size())
+      return error(e.args[1]->loc, "permutation has " + llvm::Twine(perm.size()) +
+                                       " entries for a tile of rank " + llvm::Twine(shape.size()));
+    for (int32_t p : perm) {
+      if (p < 0 || p >= static_cast<int32_t>(shape.size()) || seen[p])
+        return error(e.args[1]->loc, "not a permutation of 0.." + llvm::Twine(shape.size() - 1));
+      seen[p] = true;
+    }
+  } else {
+    if (shape.size() != 2)
+      return error(e.loc, "trans without a permutation needs a 2-D tile, got " + v->type.str());
+    perm = {1, 0};
+  }
+  Shape result;
+  for (int32_t p : perm)
+    result.push_back(shape[p]);
+  out.type = SType::tile(dt, result);
+  out.value = builder.create<TransOp>(l, valueType(dt, result), v->value, perm);
+  return out;
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> kiln::mlirGen(mlir::MLIRContext &context,
+                                                const Module &module, DiagEngine &diag,
+                                                const GenOptions &options,
+                                                std::vector<KernelInfo> &infos) {
+  return Generator(context, module, diag).run(options, infos);
+}

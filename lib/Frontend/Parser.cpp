@@ -1,0 +1,639 @@
+//===- Parser.cpp - recursive-descent parser for .kiln --------------------===//
+
+#include "lib/Frontend/Parser.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace kiln;
+using llvm::SMLoc;
+
+namespace {
+
+class Parser {
+public:
+  Parser(llvm::StringRef buffer, DiagEngine &diag) : lexer(buffer), diag(diag) {
+    advance();
+  }
+
+  std::unique_ptr<Module> parseModule();
+
+private:
+  // Token handling. After an error `failed` is set and every parse function returns
+  // null, so only the first error is reported.
+  void advance() {
+    tok = lexer.next();
+    if (tok.kind == Tok::Error && !failed) {
+      diag.error(tok.loc(), lexer.errorMessage());
+      failed = true;
+    }
+  }
+  bool is(Tok kind) const { return tok.kind == kind; }
+  bool consumeIf(Tok kind) {
+    if (!is(kind))
+      return false;
+    advance();
+    return true;
+  }
+  bool expect(Tok kind, const char *context) {
+    if (consumeIf(kind))
+      return true;
+    errorHere(llvm::Twine("expected ") + tokSpelling(kind) + " " + context);
+    return false;
+  }
+  void errorHere(const llvm::Twine &message) { error(tok.loc(), message); }
+  void error(SMLoc loc, const llvm::Twine &message) {
+    if (failed)
+      return;
+    failed = true;
+    // Mention what was found, so "expected ';'" reads well at the end of a line.
+    std::string found = tok.kind == Tok::Eof ? std::string("end of file")
+                                             : ("'" + tok.text.str() + "'");
+    diag.error(loc, message + (loc == tok.loc() ? ", found " + found : std::string()));
+  }
+  Token peekNext() {
+    Lexer copy = lexer;
+    return copy.next();
+  }
+
+  std::unique_ptr<KernelDecl> parseKernel();
+  std::unique_ptr<FnDecl> parseFn();
+  bool parseArg(ArgDecl &arg);
+  bool parseDType(DType &dt);
+  bool parseBlock(Block &block);
+  StmtPtr parseStmt();
+  StmtPtr parseFor();
+  StmtPtr parseIf();
+  ExprPtr parseExpr();
+  ExprPtr parseBinary(int minPrec);
+  ExprPtr parseUnary();
+  ExprPtr parsePostfix(ExprPtr base);
+  ExprPtr parsePrimary();
+  bool parseCallArgs(CallExpr &call);
+  bool parseExprList(Tok close, std::vector<ExprPtr> &out, const char *context);
+
+  Lexer lexer;
+  DiagEngine &diag;
+  Token tok;
+  bool failed = false;
+};
+
+} // namespace
+
+std::unique_ptr<Module> Parser::parseModule() {
+  auto module = std::make_unique<Module>();
+  llvm::StringSet<> names;
+  while (!failed && !is(Tok::Eof)) {
+    SMLoc loc = tok.loc();
+    std::string name;
+    if (is(Tok::KwKernel)) {
+      auto kernel = parseKernel();
+      if (!kernel)
+        return nullptr;
+      name = kernel->name;
+      loc = kernel->loc;
+      module->kernels.push_back(std::move(kernel));
+    } else if (is(Tok::KwFn)) {
+      auto fn = parseFn();
+      if (!fn)
+        return nullptr;
+      name = fn->name;
+      loc = fn->loc;
+      module->functions.push_back(std::move(fn));
+    } else {
+      errorHere("expected 'kernel' or 'fn' at top level");
+      return nullptr;
+    }
+    if (!names.insert(name).second) {
+      error(loc, "redefinition of '" + name + "'");
+      return nullptr;
+    }
+  }
+  return failed ? nullptr : std::move(module);
+}
+
+bool Parser::parseDType(DType &dt) {
+  if (!is(Tok::Ident)) {
+    errorHere("expected an element type (i1, i8, i16, i32, i64, f16, bf16, f32, f64)");
+    return false;
+  }
+  auto parsed = kiln::parseDType(tok.text);
+  if (!parsed) {
+    errorHere("unknown element type '" + tok.text +
+              "' (expected i1, i8, i16, i32, i64, f16, bf16, f32 or f64)");
+    return false;
+  }
+  dt = *parsed;
+  advance();
+  return true;
+}
+
+bool Parser::parseArg(ArgDecl &arg) {
+  arg.loc = tok.loc();
+  if (!is(Tok::Ident)) {
+    errorHere("expected an argument name");
+    return false;
+  }
+  arg.name = tok.text.str();
+  advance();
+  if (!expect(Tok::Colon, "after the argument name"))
+    return false;
+  if (consumeIf(Tok::KwTensor)) {
+    arg.isTensor = true;
+    if (!expect(Tok::Lt, "after 'tensor'") || !parseDType(arg.dtype) ||
+        !expect(Tok::Gt, "after the element type") ||
+        !expect(Tok::LBracket, "before the tensor's sizes"))
+      return false;
+    do {
+      DimSpec dim;
+      dim.loc = tok.loc();
+      if (is(Tok::Ident)) {
+        dim.name = tok.text.str();
+      } else if (is(Tok::Int)) {
+        unsigned long long value;
+        if (llvm::getAsUnsignedInteger(tok.text, 10, value) || value == 0 ||
+            value > (1ull << 40)) {
+          errorHere("tensor size must be a positive integer");
+          return false;
+        }
+        dim.fixed = static_cast<int64_t>(value);
+      } else {
+        errorHere("expected a size name or an integer");
+        return false;
+      }
+      advance();
+      arg.dims.push_back(dim);
+    } while (consumeIf(Tok::Comma));
+    return expect(Tok::RBracket, "after the tensor's sizes");
+  }
+  return parseDType(arg.dtype);
+}
+
+std::unique_ptr<KernelDecl> Parser::parseKernel() {
+  auto kernel = std::make_unique<KernelDecl>();
+  advance(); // 'kernel'
+  kernel->loc = tok.loc();
+  if (!is(Tok::Ident)) {
+    errorHere("expected the kernel's name");
+    return nullptr;
+  }
+  kernel->name = tok.text.str();
+  advance();
+  if (!expect(Tok::LParen, "after the kernel name"))
+    return nullptr;
+  if (!is(Tok::RParen)) {
+    do {
+      ArgDecl arg;
+      if (!parseArg(arg))
+        return nullptr;
+      kernel->args.push_back(std::move(arg));
+    } while (consumeIf(Tok::Comma));
+  }
+  if (!expect(Tok::RParen, "after the kernel's arguments"))
+    return nullptr;
+
+  if (consumeIf(Tok::KwParams)) {
+    if (!expect(Tok::LParen, "after 'params'"))
+      return nullptr;
+    if (!is(Tok::RParen)) {
+      do {
+        ParamDecl param;
+        param.loc = tok.loc();
+        if (!is(Tok::Ident)) {
+          errorHere("expected a param name");
+          return nullptr;
+        }
+        param.name = tok.text.str();
+        advance();
+        if (!expect(Tok::Colon, "after the param name") || !parseDType(param.dtype))
+          return nullptr;
+        if (consumeIf(Tok::Assign)) {
+          param.defaultValue = parseExpr();
+          if (!param.defaultValue)
+            return nullptr;
+        }
+        kernel->params.push_back(std::move(param));
+      } while (consumeIf(Tok::Comma));
+    }
+    if (!expect(Tok::RParen, "after the params"))
+      return nullptr;
+  }
+
+  if (is(Tok::KwGrid)) {
+    kernel->gridLoc = tok.loc();
+    advance();
+    if (!expect(Tok::LParen, "after 'grid'"))
+      return nullptr;
+    if (!parseExprList(Tok::RParen, kernel->grid, "in the grid rule"))
+      return nullptr;
+    if (kernel->grid.empty() || kernel->grid.size() > 3) {
+      error(kernel->gridLoc, "a grid rule has 1 to 3 dimensions, got " +
+                                 llvm::Twine(kernel->grid.size()));
+      return nullptr;
+    }
+  }
+  if (!parseBlock(kernel->body))
+    return nullptr;
+  return kernel;
+}
+
+std::unique_ptr<FnDecl> Parser::parseFn() {
+  auto fn = std::make_unique<FnDecl>();
+  advance(); // 'fn'
+  fn->loc = tok.loc();
+  if (!is(Tok::Ident)) {
+    errorHere("expected the function's name");
+    return nullptr;
+  }
+  fn->name = tok.text.str();
+  advance();
+  if (!expect(Tok::LParen, "after the function name"))
+    return nullptr;
+  if (!is(Tok::RParen)) {
+    do {
+      FnParam param;
+      param.loc = tok.loc();
+      if (!is(Tok::Ident)) {
+        errorHere("expected a parameter name");
+        return nullptr;
+      }
+      param.name = tok.text.str();
+      advance();
+      if (consumeIf(Tok::Colon)) {
+        DType dt;
+        if (!parseDType(dt))
+          return nullptr;
+        param.dtype = dt;
+      }
+      fn->params.push_back(std::move(param));
+    } while (consumeIf(Tok::Comma));
+  }
+  if (!expect(Tok::RParen, "after the function's parameters") || !parseBlock(fn->body))
+    return nullptr;
+  return fn;
+}
+
+bool Parser::parseBlock(Block &block) {
+  if (!expect(Tok::LBrace, "to open a block"))
+    return false;
+  while (!is(Tok::RBrace)) {
+    if (is(Tok::Eof)) {
+      errorHere("expected '}' to close the block");
+      return false;
+    }
+    StmtPtr stmt = parseStmt();
+    if (!stmt)
+      return false;
+    block.push_back(std::move(stmt));
+  }
+  advance();
+  return true;
+}
+
+StmtPtr Parser::parseStmt() {
+  SMLoc loc = tok.loc();
+  switch (tok.kind) {
+  case Tok::KwLet:
+  case Tok::KwVar: {
+    bool isMutable = is(Tok::KwVar);
+    advance();
+    if (!is(Tok::Ident)) {
+      errorHere("expected a variable name");
+      return nullptr;
+    }
+    std::string name = tok.text.str();
+    SMLoc nameLoc = tok.loc();
+    advance();
+    if (!expect(Tok::Assign, "after the variable name"))
+      return nullptr;
+    ExprPtr init = parseExpr();
+    if (!init || !expect(Tok::Semi, "after the statement"))
+      return nullptr;
+    return std::make_unique<LetStmt>(nameLoc, name, isMutable, std::move(init));
+  }
+  case Tok::KwFor:
+    return parseFor();
+  case Tok::KwIf:
+    return parseIf();
+  case Tok::KwReturn: {
+    advance();
+    ExprPtr value;
+    if (!is(Tok::Semi) && !(value = parseExpr()))
+      return nullptr;
+    if (!expect(Tok::Semi, "after the return"))
+      return nullptr;
+    return std::make_unique<ReturnStmt>(loc, std::move(value));
+  }
+  default:
+    break;
+  }
+
+  // Assignment: IDENT ('=' | 'op=') expr ';'
+  if (is(Tok::Ident)) {
+    Tok after = peekNext().kind;
+    static const std::pair<Tok, BinOp> compound[] = {{Tok::PlusAssign, BinOp::Add},
+                                                     {Tok::MinusAssign, BinOp::Sub},
+                                                     {Tok::StarAssign, BinOp::Mul},
+                                                     {Tok::SlashAssign, BinOp::Div}};
+    if (after == Tok::Assign ||
+        llvm::any_of(compound, [&](auto &c) { return c.first == after; })) {
+      std::string name = tok.text.str();
+      advance();
+      Tok opTok = tok.kind;
+      SMLoc opLoc = tok.loc();
+      advance();
+      ExprPtr value = parseExpr();
+      if (!value || !expect(Tok::Semi, "after the assignment"))
+        return nullptr;
+      for (auto &[t, op] : compound)
+        if (t == opTok)
+          value = std::make_unique<BinaryExpr>(
+              opLoc, op, std::make_unique<NameExpr>(loc, name), std::move(value));
+      return std::make_unique<AssignStmt>(loc, name, std::move(value));
+    }
+  }
+
+  ExprPtr expr = parseExpr();
+  if (!expr || !expect(Tok::Semi, "after the expression"))
+    return nullptr;
+  return std::make_unique<ExprStmt>(loc, std::move(expr));
+}
+
+StmtPtr Parser::parseFor() {
+  auto stmt = std::make_unique<ForStmt>(tok.loc());
+  advance(); // 'for'
+  if (!is(Tok::Ident)) {
+    errorHere("expected the loop variable");
+    return nullptr;
+  }
+  stmt->var = tok.text.str();
+  stmt->varLoc = tok.loc();
+  advance();
+  if (!expect(Tok::KwIn, "after the loop variable"))
+    return nullptr;
+  if (!is(Tok::Ident) || tok.text != "range") {
+    errorHere("expected 'range(...)' after 'in'");
+    return nullptr;
+  }
+  SMLoc rangeLoc = tok.loc();
+  advance();
+  if (!expect(Tok::LParen, "after 'range'"))
+    return nullptr;
+  std::vector<ExprPtr> bounds;
+  if (!parseExprList(Tok::RParen, bounds, "in range(...)"))
+    return nullptr;
+  if (bounds.empty() || bounds.size() > 3) {
+    error(rangeLoc, "range takes 1 to 3 arguments (end | start, end | start, end, step)");
+    return nullptr;
+  }
+  if (bounds.size() == 1) {
+    stmt->start = std::make_unique<IntLitExpr>(rangeLoc, 0);
+    stmt->end = std::move(bounds[0]);
+  } else {
+    stmt->start = std::move(bounds[0]);
+    stmt->end = std::move(bounds[1]);
+    if (bounds.size() == 3)
+      stmt->step = std::move(bounds[2]);
+  }
+  if (!parseBlock(stmt->body))
+    return nullptr;
+  return stmt;
+}
+
+StmtPtr Parser::parseIf() {
+  auto stmt = std::make_unique<IfStmt>(tok.loc());
+  advance(); // 'if'
+  stmt->cond = parseExpr();
+  if (!stmt->cond || !parseBlock(stmt->thenBody))
+    return nullptr;
+  if (consumeIf(Tok::KwElse)) {
+    if (is(Tok::KwIf)) {
+      StmtPtr nested = parseIf();
+      if (!nested)
+        return nullptr;
+      stmt->elseBody.push_back(std::move(nested));
+    } else if (!parseBlock(stmt->elseBody)) {
+      return nullptr;
+    }
+  }
+  return stmt;
+}
+
+ExprPtr Parser::parseExpr() { return parseBinary(0); }
+
+static int precedence(Tok kind, BinOp &op) {
+  switch (kind) {
+  case Tok::PipePipe: op = BinOp::LOr; return 1;
+  case Tok::AmpAmp: op = BinOp::LAnd; return 2;
+  case Tok::Pipe: op = BinOp::Or; return 3;
+  case Tok::Caret: op = BinOp::Xor; return 4;
+  case Tok::Amp: op = BinOp::And; return 5;
+  case Tok::Eq: op = BinOp::Eq; return 6;
+  case Tok::Ne: op = BinOp::Ne; return 6;
+  case Tok::Lt: op = BinOp::Lt; return 7;
+  case Tok::Le: op = BinOp::Le; return 7;
+  case Tok::Gt: op = BinOp::Gt; return 7;
+  case Tok::Ge: op = BinOp::Ge; return 7;
+  case Tok::Plus: op = BinOp::Add; return 8;
+  case Tok::Minus: op = BinOp::Sub; return 8;
+  case Tok::Star: op = BinOp::Mul; return 9;
+  case Tok::Slash: op = BinOp::Div; return 9;
+  case Tok::Percent: op = BinOp::Rem; return 9;
+  default: return -1;
+  }
+}
+
+ExprPtr Parser::parseBinary(int minPrec) {
+  ExprPtr lhs = parseUnary();
+  while (lhs) {
+    BinOp op;
+    int prec = precedence(tok.kind, op);
+    if (prec < 0 || prec < minPrec)
+      return lhs;
+    SMLoc loc = tok.loc();
+    advance();
+    ExprPtr rhs = parseBinary(prec + 1);
+    if (!rhs)
+      return nullptr;
+    lhs = std::make_unique<BinaryExpr>(loc, op, std::move(lhs), std::move(rhs));
+  }
+  return lhs;
+}
+
+ExprPtr Parser::parseUnary() {
+  if (is(Tok::Minus) || is(Tok::Bang)) {
+    SMLoc loc = tok.loc();
+    char op = is(Tok::Minus) ? '-' : '!';
+    advance();
+    ExprPtr operand = parseUnary();
+    if (!operand)
+      return nullptr;
+    return std::make_unique<UnaryExpr>(loc, op, std::move(operand));
+  }
+  ExprPtr primary = parsePrimary();
+  return primary ? parsePostfix(std::move(primary)) : nullptr;
+}
+
+bool Parser::parseExprList(Tok close, std::vector<ExprPtr> &out, const char *context) {
+  if (!is(close)) {
+    do {
+      ExprPtr e = parseExpr();
+      if (!e)
+        return false;
+      out.push_back(std::move(e));
+    } while (consumeIf(Tok::Comma));
+  }
+  return expect(close, context);
+}
+
+bool Parser::parseCallArgs(CallExpr &call) {
+  if (!expect(Tok::LParen, "to start the call's arguments"))
+    return false;
+  if (!is(Tok::RParen)) {
+    do {
+      if (is(Tok::Ident) && peekNext().kind == Tok::Assign) {
+        KeywordArg kw;
+        kw.name = tok.text.str();
+        kw.loc = tok.loc();
+        advance();
+        advance(); // '='
+        if (call.kwarg(kw.name)) {
+          error(kw.loc, "keyword argument '" + kw.name + "' given twice");
+          return false;
+        }
+        kw.value = parseExpr();
+        if (!kw.value)
+          return false;
+        call.kwargs.push_back(std::move(kw));
+        continue;
+      }
+      if (!call.kwargs.empty()) {
+        errorHere("positional argument after a keyword argument");
+        return false;
+      }
+      ExprPtr arg = parseExpr();
+      if (!arg)
+        return false;
+      call.args.push_back(std::move(arg));
+    } while (consumeIf(Tok::Comma));
+  }
+  return expect(Tok::RParen, "to close the call");
+}
+
+ExprPtr Parser::parsePostfix(ExprPtr base) {
+  while (base) {
+    if (is(Tok::LBracket)) {
+      auto index = std::make_unique<IndexExpr>(tok.loc(), std::move(base));
+      advance();
+      if (!parseExprList(Tok::RBracket, index->indices, "to close the index list"))
+        return nullptr;
+      if (index->indices.empty()) {
+        error(index->loc, "an index list needs at least one index");
+        return nullptr;
+      }
+      base = std::move(index);
+    } else if (is(Tok::Dot)) {
+      advance();
+      if (!is(Tok::Ident)) {
+        errorHere("expected a method name after '.'");
+        return nullptr;
+      }
+      auto method = std::make_unique<MethodExpr>(base->loc, std::move(base), tok.text.str());
+      method->nameLoc = tok.loc();
+      advance();
+      if (!expect(Tok::LParen, "after the method name") ||
+          !parseExprList(Tok::RParen, method->args, "to close the method call"))
+        return nullptr;
+      base = std::move(method);
+    } else {
+      return base;
+    }
+  }
+  return nullptr;
+}
+
+/// Builtins written `name<dtype>...`; elsewhere `<` is less-than.
+static bool takesTypeArgument(llvm::StringRef name) {
+  return name == "zeros" || name == "ones" || name == "full" || name == "cast";
+}
+
+ExprPtr Parser::parsePrimary() {
+  SMLoc loc = tok.loc();
+  switch (tok.kind) {
+  case Tok::Int: {
+    std::string digits = tok.text.str();
+    llvm::erase(digits, '_');
+    unsigned long long value;
+    if (llvm::getAsUnsignedInteger(digits, 10, value) || value > INT64_MAX) {
+      errorHere("integer literal is too large");
+      return nullptr;
+    }
+    advance();
+    return std::make_unique<IntLitExpr>(loc, static_cast<int64_t>(value));
+  }
+  case Tok::Float: {
+    double value;
+    if (tok.text.getAsDouble(value)) {
+      errorHere("malformed number");
+      return nullptr;
+    }
+    advance();
+    return std::make_unique<FloatLitExpr>(loc, value);
+  }
+  case Tok::KwTrue:
+  case Tok::KwFalse: {
+    bool value = is(Tok::KwTrue);
+    advance();
+    return std::make_unique<BoolLitExpr>(loc, value);
+  }
+  case Tok::LParen: {
+    advance();
+    ExprPtr inner = parseExpr();
+    if (!inner || !expect(Tok::RParen, "to close the parenthesis"))
+      return nullptr;
+    return inner;
+  }
+  case Tok::LBracket: {
+    auto list = std::make_unique<ListExpr>(loc);
+    advance();
+    if (!parseExprList(Tok::RBracket, list->elements, "to close the list"))
+      return nullptr;
+    return list;
+  }
+  case Tok::Ident: {
+    std::string name = tok.text.str();
+    advance();
+    if (is(Tok::Lt) && takesTypeArgument(name)) {
+      auto call = std::make_unique<CallExpr>(loc, name);
+      advance();
+      DType dt;
+      if (!parseDType(dt) || !expect(Tok::Gt, "after the type argument"))
+        return nullptr;
+      call->typeArg = dt;
+      if (is(Tok::LBracket)) {
+        advance();
+        call->hasShapeArg = true;
+        if (!parseExprList(Tok::RBracket, call->shapeArg, "to close the shape"))
+          return nullptr;
+      }
+      if (is(Tok::LParen) && !parseCallArgs(*call))
+        return nullptr;
+      return call;
+    }
+    if (is(Tok::LParen)) {
+      auto call = std::make_unique<CallExpr>(loc, name);
+      if (!parseCallArgs(*call))
+        return nullptr;
+      return call;
+    }
+    return std::make_unique<NameExpr>(loc, name);
+  }
+  default:
+    errorHere("expected an expression");
+    return nullptr;
+  }
+}
+
+std::unique_ptr<Module> kiln::parseModule(llvm::StringRef buffer, DiagEngine &diag) {
+  return Parser(buffer, diag).parseModule();
+}

@@ -1,0 +1,13 @@
+//===- Parser.h - recursive-descent parser for .kiln ------------*- C++ -*-===//
+#pragma once
+
+#include "lib/Frontend/AST.h"
+#include "lib/Frontend/Diagnostics.h"
+#include "lib/Frontend/Lexer.h"
+
+namespace kiln {
+
+/// Parses one buffer into a Module. Returns null after reporting the first error.
+std::unique_ptr<Module> parseModule(llvm::StringRef buffer, DiagEngine &diag);
+
+} // namespace kiln

@@ -1,0 +1,148 @@
+//===- Sema.cpp - types and typing rules of the .kiln language ------------===//
+
+#include "lib/Frontend/Sema.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
+
+using namespace kiln;
+
+std::string kiln::shapeStr(const Shape &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string SType::str() const {
+  switch (kind) {
+  case Scalar: return dtypeName(dtype);
+  case Tile: return std::string(dtypeName(dtype)) + shapeStr(shape);
+  case Tensor: return "tensor<" + std::string(dtypeName(dtype)) + "> of rank " +
+                      std::to_string(shape.size());
+  case View: return "view " + std::string(dtypeName(dtype)) + shapeStr(shape);
+  case List: return "list";
+  case Void: return "void";
+  }
+  return "?";
+}
+
+std::optional<Shape> kiln::broadcastShapes(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+DType kiln::promote(const SType &a, const SType &b) {
+  if (a.dtype == b.dtype)
+    return a.dtype;
+  if (a.weak != b.weak) {
+    const SType &strong = a.weak ? b : a;
+    const SType &weak = a.weak ? a : b;
+    if (isFloat(weak.dtype) && !isFloat(strong.dtype))
+      return DType::F32;
+    if (strong.dtype == DType::I1 && weak.dtype != DType::I1)
+      return weak.dtype;
+    return strong.dtype;
+  }
+  bool fa = isFloat(a.dtype), fb = isFloat(b.dtype);
+  if (fa != fb)
+    return fa ? a.dtype : b.dtype;
+  if (fa && dtypeBits(a.dtype) == 16 && dtypeBits(b.dtype) == 16)
+    return DType::F32; // f16 with bf16
+  return dtypeBits(a.dtype) >= dtypeBits(b.dtype) ? a.dtype : b.dtype;
+}
+
+bool kiln::assignable(const SType &from, const SType &to) {
+  if (!from.isValue() || !to.isValue())
+    return false;
+  if (from.dtype != to.dtype && !from.weak)
+    return false;
+  auto shape = broadcastShapes(from.shape, to.shape);
+  return shape && *shape == to.shape;
+}
+
+Const kiln::convertConst(const Const &c, DType dt) {
+  if (isFloat(dt))
+    return Const::ofFloat(c.asDouble());
+  int64_t v = c.isFloat ? static_cast<int64_t>(c.f) : c.i;
+  unsigned bits = dtypeBits(dt);
+  if (bits == 1)
+    return Const::ofInt(v != 0);
+  if (bits < 64) {
+    // Wrap like the hardware would, then sign-extend.
+    uint64_t mask = (uint64_t(1) << bits) - 1;
+    uint64_t u = static_cast<uint64_t>(v) & mask;
+    if (u >> (bits - 1))
+      u |= ~mask;
+    v = static_cast<int64_t>(u);
+  }
+  return Const::ofInt(v);
+}
+
+std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,
+                                      DType dt) {
+  if (isFloat(dt)) {
+    double a = l.asDouble(), b = r.asDouble();
+    switch (op) {
+    case BinOp::Add: return Const::ofFloat(a + b);
+    case BinOp::Sub: return Const::ofFloat(a - b);
+    case BinOp::Mul: return Const::ofFloat(a * b);
+    case BinOp::Div: return Const::ofFloat(a / b);
+    case BinOp::Rem: return Const::ofFloat(std::fmod(a, b));
+    case BinOp::Eq: return Const::ofInt(a == b);
+    case BinOp::Ne: return Const::ofInt(a != b);
+    case BinOp::Lt: return Const::ofInt(a < b);
+    case BinOp::Le: return Const::ofInt(a <= b);
+    case BinOp::Gt: return Const::ofInt(a > b);
+    case BinOp::Ge: return Const::ofInt(a >= b);
+    default: return std::nullopt;
+    }
+  }
+  int64_t a = l.i, b = r.i;
+  // Unsigned arithmetic: signed overflow must not be undefined behaviour here.
+  auto wrap = [&](uint64_t v) { return convertConst(Const::ofInt(static_cast<int64_t>(v)), dt); };
+  switch (op) {
+  case BinOp::Add: return wrap(uint64_t(a) + uint64_t(b));
+  case BinOp::Sub: return wrap(uint64_t(a) - uint64_t(b));
+  case BinOp::Mul: return wrap(uint64_t(a) * uint64_t(b));
+  case BinOp::Div:
+    if (b == 0 || (a == INT64_MIN && b == -1))
+      return std::nullopt;
+    return wrap(a / b);
+  case BinOp::Rem:
+    if (b == 0 || (a == INT64_MIN && b == -1))
+      return std::nullopt;
+    return wrap(a % b);
+  case BinOp::And:
+  case BinOp::LAnd: return wrap(a & b);
+  case BinOp::Or:
+  case BinOp::LOr: return wrap(a | b);
+  case BinOp::Xor: return wrap(a ^ b);
+  case BinOp::Eq: return Const::ofInt(a == b);
+  case BinOp::Ne: return Const::ofInt(a != b);
+  case BinOp::Lt: return Const::ofInt(a < b);
+  case BinOp::Le: return Const::ofInt(a <= b);
+  case BinOp::Gt: return Const::ofInt(a > b);
+  case BinOp::Ge: return Const::ofInt(a >= b);
+  }
+  return std::nullopt;
+}
+
+bool kiln::isBuiltin(llvm::StringRef name) {
+  static const llvm::StringSet<> builtins = {
+      "program_id", "num_programs", "arange", "zeros", "ones", "full", "cast",
+      "load", "store", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
+      "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid", "min", "max", "sum",
+      "prod", "fma", "where", "dot", "reshape", "trans", "expand_dims",
+      "broadcast_to", "cdiv", "inf", "nan", "range"};
+  return builtins.contains(name);
+}

@@ -1,0 +1,81 @@
+//===- Sema.h - types and typing rules of the .kiln language ----*- C++ -*-===//
+//
+// Sema owns the rules: what type each construct has, which implicit conversions
+// exist, how shapes broadcast, which builtin takes what, and how compile-time
+// constants fold. MLIRGen asks Sema at every node before it emits anything, so no
+// ill-typed program reaches the kiln dialect.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "lib/Frontend/AST.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <string>
+
+namespace kiln {
+
+using Shape = llvm::SmallVector<int64_t, 4>;
+
+/// Largest tile Kiln accepts; bigger shapes are almost always a typo.
+inline constexpr int64_t kMaxTileElements = 1 << 22;
+
+/// The static type of a value in a .kiln program.
+struct SType {
+  enum Kind { Scalar, Tile, Tensor, View, List, Void };
+  Kind kind = Void;
+  DType dtype = DType::I32;
+  Shape shape;       // Tile and View: the tile shape. Tensor: rank only (all -1).
+  bool weak = false; // a compile-time constant whose dtype yields to its partner's
+
+  static SType scalar(DType dt, bool weak = false) { return {Scalar, dt, {}, weak}; }
+  static SType tile(DType dt, Shape shape) { return {Tile, dt, std::move(shape), false}; }
+  /// A scalar for an empty shape, else a tile.
+  static SType value(DType dt, const Shape &shape) {
+    return shape.empty() ? scalar(dt) : tile(dt, shape);
+  }
+  bool isValue() const { return kind == Scalar || kind == Tile; }
+  bool sameValueType(const SType &o) const {
+    return isValue() && o.isValue() && dtype == o.dtype && shape == o.shape;
+  }
+  std::string str() const;
+};
+
+/// A compile-time constant: integers (and bools) or floats.
+struct Const {
+  bool isFloat = false;
+  int64_t i = 0;
+  double f = 0;
+  static Const ofInt(int64_t v) { return {false, v, static_cast<double>(v)}; }
+  static Const ofFloat(double v) { return {true, static_cast<int64_t>(v), v}; }
+  double asDouble() const { return isFloat ? f : static_cast<double>(i); }
+};
+
+std::string shapeStr(const Shape &shape);
+
+/// numpy broadcasting of two shapes (a scalar is the empty shape). Returns nullopt
+/// when a pair of dimensions differs and neither is 1.
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
+
+/// The dtype two operands are converted to before a binary operation.
+/// Weak (constant) operands take their partner's kind; ints meet floats in the float;
+/// narrower meets wider in the wider; f16 meets bf16 in f32.
+DType promote(const SType &a, const SType &b);
+
+/// Can a value of type `from` be assigned to a variable of type `to` without an
+/// explicit cast? (same dtype, or a weak constant; shape broadcastable to `to`.)
+bool assignable(const SType &from, const SType &to);
+
+/// Folds `lhs op rhs` on constants of dtype `dt`. Returns nullopt when the result
+/// is not a constant (division by zero stays a runtime operation).
+std::optional<Const> foldBinary(BinOp op, const Const &lhs, const Const &rhs, DType dt);
+
+/// Converts a constant to dtype `dt` (truncation, int<->float).
+Const convertConst(const Const &c, DType dt);
+
+/// Whether `name` is a builtin the language reserves.
+bool isBuiltin(llvm::StringRef name);
+
+} // namespace kiln

@@ -1,0 +1,383 @@
+//===- ConvertKilnToLinalg.cpp - kiln tile ops to linalg on tensors -------===//
+//
+// The CPU path keeps tiles as tensors: every kiln op becomes a linalg op (or a
+// guarded loop nest for stores), so that upstream elementwise fusion, one-shot
+// bufferization and loop lowering do the rest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKILNTOLINALG
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+using BodyBuilder = function_ref<void(OpBuilder &, Location, ValueRange)>;
+
+Value emptyLike(OpBuilder &b, Location loc, RankedTensorType type) {
+  return b.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType());
+}
+
+SmallVector<utils::IteratorType> parallel(int64_t rank) {
+  return SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel);
+}
+
+/// A linalg.generic producing one tensor of `type` from `inputs` read with `inputMaps`.
+Value generic(OpBuilder &b, Location loc, RankedTensorType type, ValueRange inputs,
+              ArrayRef<AffineMap> inputMaps, BodyBuilder body) {
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(type.getRank()));
+  auto op = b.create<linalg::GenericOp>(loc, TypeRange{type}, inputs,
+                                        ValueRange{emptyLike(b, loc, type)}, maps,
+                                        parallel(type.getRank()), body);
+  return op.getResult(0);
+}
+
+Value constI32(OpBuilder &b, Location loc, int64_t v) {
+  return b.create<arith::ConstantIntOp>(loc, v, 32);
+}
+
+/// Sizes of `memory` as i32 values, computed once before the tile op.
+SmallVector<Value> memorySizes(OpBuilder &b, Location loc, Value memory) {
+  SmallVector<Value> sizes;
+  auto type = cast<MemRefType>(memory.getType());
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    Value dim = b.create<memref::DimOp>(loc, memory, d);
+    sizes.push_back(b.create<arith::IndexCastOp>(loc, b.getI32Type(), dim));
+  }
+  return sizes;
+}
+
+/// `0 <= coords[d] < sizes[d]` for all d, and-ed with `mask` when present.
+Value inBounds(OpBuilder &b, Location loc, ValueRange coords, ValueRange sizes, Value mask) {
+  Value ok = mask;
+  for (auto [c, s] : llvm::zip(coords, sizes)) {
+    // One unsigned compare checks both bounds: negative coordinates wrap high.
+    Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, c, s);
+    ok = ok ? b.create<arith::AndIOp>(loc, ok, inside) : inside;
+  }
+  return ok;
+}
+
+SmallVector<Value> toIndex(OpBuilder &b, Location loc, ValueRange coords) {
+  SmallVector<Value> out;
+  for (Value c : coords)
+    out.push_back(b.create<arith::IndexCastOp>(loc, b.getIndexType(), c));
+  return out;
+}
+
+Value zeroOf(OpBuilder &b, Location loc, Type type) {
+  return b.create<arith::ConstantOp>(loc, type, b.getZeroAttr(type));
+}
+
+/// Reads memory[coords] if in bounds (and unmasked), else `other`.
+Value guardedLoad(OpBuilder &b, Location loc, Value memory, ValueRange coords,
+                  ValueRange sizes, Value mask, Value other) {
+  Value ok = inBounds(b, loc, coords, sizes, mask);
+  Type elem = cast<MemRefType>(memory.getType()).getElementType();
+  auto ifOp = b.create<scf::IfOp>(
+      loc, ok,
+      [&](OpBuilder &tb, Location l) {
+        Value v = tb.create<memref::LoadOp>(l, memory, toIndex(tb, l, coords));
+        tb.create<scf::YieldOp>(l, v);
+      },
+      [&](OpBuilder &eb, Location l) {
+        eb.create<scf::YieldOp>(l, other ? other : zeroOf(eb, l, elem));
+      });
+  return ifOp.getResult(0);
+}
+
+void guardedStore(OpBuilder &b, Location loc, Value value, Value memory, ValueRange coords,
+                  ValueRange sizes, Value mask) {
+  Value ok = inBounds(b, loc, coords, sizes, mask);
+  b.create<scf::IfOp>(loc, ok, [&](OpBuilder &tb, Location l) {
+    tb.create<memref::StoreOp>(l, value, memory, toIndex(tb, l, coords));
+    tb.create<scf::YieldOp>(l);
+  });
+}
+
+/// Emits a loop nest over `shape`; `body` gets the induction variables.
+void loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+              function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d : shape) {
+    lbs.push_back(b.create<arith::ConstantIndexOp>(loc, 0));
+    ubs.push_back(b.create<arith::ConstantIndexOp>(loc, d));
+    steps.push_back(b.create<arith::ConstantIndexOp>(loc, 1));
+  }
+  scf::buildLoopNest(b, loc, lbs, ubs, steps, body);
+}
+
+/// Reshapes through a 1-D tensor; both steps are views after bufferization.
+Value reshapeTensor(OpBuilder &b, Location loc, Value src, RankedTensorType dst) {
+  auto srcType = cast<RankedTensorType>(src.getType());
+  if (srcType.getRank() > 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < srcType.getRank(); ++i)
+      all.push_back(i);
+    src = b.create<tensor::CollapseShapeOp>(loc, src, ArrayRef<ReassociationIndices>{all});
+  }
+  if (dst.getRank() > 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < dst.getRank(); ++i)
+      all.push_back(i);
+    src = b.create<tensor::ExpandShapeOp>(loc, dst, src, ArrayRef<ReassociationIndices>{all});
+  }
+  return src;
+}
+
+TypedAttr reductionIdentity(OpBuilder &b, ReduceKind kind, Type elem) {
+  if (auto f = dyn_cast<FloatType>(elem)) {
+    const llvm::fltSemantics &sem = f.getFloatSemantics();
+    switch (kind) {
+    case ReduceKind::Sum: return b.getFloatAttr(elem, 0.0);
+    case ReduceKind::Prod: return b.getFloatAttr(elem, 1.0);
+    case ReduceKind::Max: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, true));
+    case ReduceKind::Min: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, false));
+    }
+  }
+  unsigned bits = elem.getIntOrFloatBitWidth();
+  switch (kind) {
+  case ReduceKind::Sum: return b.getIntegerAttr(elem, 0);
+  case ReduceKind::Prod: return b.getIntegerAttr(elem, 1);
+  case ReduceKind::Max: return b.getIntegerAttr(elem, APInt::getSignedMinValue(bits));
+  case ReduceKind::Min: return b.getIntegerAttr(elem, APInt::getSignedMaxValue(bits));
+  }
+  return {};
+}
+
+Value combine(OpBuilder &b, Location loc, ReduceKind kind, Value x, Value acc) {
+  bool f = isa<FloatType>(x.getType());
+  switch (kind) {
+  case ReduceKind::Sum:
+    return f ? (Value)b.create<arith::AddFOp>(loc, x, acc) : b.create<arith::AddIOp>(loc, x, acc);
+  case ReduceKind::Prod:
+    return f ? (Value)b.create<arith::MulFOp>(loc, x, acc) : b.create<arith::MulIOp>(loc, x, acc);
+  case ReduceKind::Max:
+    return f ? (Value)b.create<arith::MaximumFOp>(loc, x, acc) : b.create<arith::MaxSIOp>(loc, x, acc);
+  case ReduceKind::Min:
+    return f ? (Value)b.create<arith::MinimumFOp>(loc, x, acc) : b.create<arith::MinSIOp>(loc, x, acc);
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// One rewrite per op
+//===----------------------------------------------------------------------===//
+
+Value lowerArange(OpBuilder &b, ArangeOp op) {
+  int64_t start = op.getStart();
+  return generic(b, op.getLoc(), op.getType(), {}, {},
+                 [&](OpBuilder &nb, Location l, ValueRange) {
+                   Value i = nb.create<linalg::IndexOp>(l, 0);
+                   Value v = nb.create<arith::IndexCastOp>(l, nb.getI32Type(), i);
+                   if (start)
+                     v = nb.create<arith::AddIOp>(l, v, constI32(nb, l, start));
+                   nb.create<linalg::YieldOp>(l, v);
+                 });
+}
+
+Value lowerSplat(OpBuilder &b, SplatOp op) {
+  Value scalar = op.getValue();
+  return generic(b, op.getLoc(), op.getType(), {}, {},
+                 [&](OpBuilder &nb, Location l, ValueRange) {
+                   nb.create<linalg::YieldOp>(l, scalar);
+                 });
+}
+
+Value lowerBroadcast(OpBuilder &b, BroadcastOp op) {
+  auto src = op.getSource().getType();
+  auto dst = op.getType();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < dst.getRank(); ++d)
+    exprs.push_back(src.getDimSize(d) == 1 && dst.getDimSize(d) != 1
+                        ? b.getAffineConstantExpr(0)
+                        : b.getAffineDimExpr(d));
+  AffineMap map = AffineMap::get(dst.getRank(), 0, exprs, b.getContext());
+  return generic(b, op.getLoc(), dst, op.getSource(), map,
+                 [](OpBuilder &nb, Location l, ValueRange args) {
+                   nb.create<linalg::YieldOp>(l, args[0]);
+                 });
+}
+
+Value lowerTrans(OpBuilder &b, TransOp op) {
+  ArrayRef<int32_t> perm = op.getPerm();
+  SmallVector<AffineExpr> exprs(perm.size());
+  // Source dimension perm[i] is result dimension i.
+  for (auto [i, p] : llvm::enumerate(perm))
+    exprs[p] = b.getAffineDimExpr(i);
+  AffineMap map = AffineMap::get(perm.size(), 0, exprs, b.getContext());
+  return generic(b, op.getLoc(), op.getType(), op.getSource(), map,
+                 [](OpBuilder &nb, Location l, ValueRange args) {
+                   nb.create<linalg::YieldOp>(l, args[0]);
+                 });
+}
+
+Value lowerReduce(OpBuilder &b, ReduceOp op) {
+  Location loc = op.getLoc();
+  auto src = op.getSource().getType();
+  int64_t axis = op.getAxis();
+  Type elem = src.getElementType();
+  SmallVector<int64_t> outShape(src.getShape());
+  outShape.erase(outShape.begin() + axis);
+  auto outType = RankedTensorType::get(outShape, elem);
+  Value identity = b.create<arith::ConstantOp>(loc, reductionIdentity(b, op.getKind(), elem));
+  Value init = b.create<linalg::FillOp>(loc, identity, emptyLike(b, loc, outType)).getResult(0);
+
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iters = parallel(src.getRank());
+  iters[axis] = utils::IteratorType::reduction;
+  for (int64_t d = 0; d < src.getRank(); ++d)
+    if (d != axis)
+      outExprs.push_back(b.getAffineDimExpr(d));
+  SmallVector<AffineMap> maps = {
+      b.getMultiDimIdentityMap(src.getRank()),
+      AffineMap::get(src.getRank(), 0, outExprs, b.getContext())};
+  ReduceKind kind = op.getKind();
+  auto generic = b.create<linalg::GenericOp>(
+      loc, TypeRange{outType}, ValueRange{op.getSource()}, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        nb.create<linalg::YieldOp>(l, combine(nb, l, kind, args[0], args[1]));
+      });
+  Value result = generic.getResult(0);
+  if (outShape.empty())
+    return b.create<tensor::ExtractOp>(loc, result, ValueRange{});
+  return result;
+}
+
+Value lowerDot(OpBuilder &b, DotOp op) {
+  return b.create<linalg::MatmulOp>(op.getLoc(), ValueRange{op.getA(), op.getB()},
+                                    ValueRange{op.getAcc()})
+      .getResult(0);
+}
+
+Value lowerLoad(OpBuilder &b, LoadOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
+  Value memory = op.getMemory();
+  auto type = dyn_cast<RankedTensorType>(op.getType());
+  if (!type)
+    return guardedLoad(b, loc, memory, op.getIndices(), sizes, op.getMask(), op.getOther());
+
+  SmallVector<Value> inputs(op.getIndices());
+  unsigned numIndices = inputs.size();
+  bool hasMask = static_cast<bool>(op.getMask());
+  bool hasOther = static_cast<bool>(op.getOther());
+  if (hasMask)
+    inputs.push_back(op.getMask());
+  if (hasOther)
+    inputs.push_back(op.getOther());
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(type.getRank()));
+  return generic(b, loc, type, inputs, maps, [&](OpBuilder &nb, Location l, ValueRange args) {
+    ValueRange coords = args.take_front(numIndices);
+    Value mask = hasMask ? args[numIndices] : Value();
+    Value other = hasOther ? args[numIndices + hasMask] : Value();
+    nb.create<linalg::YieldOp>(l, guardedLoad(nb, l, memory, coords, sizes, mask, other));
+  });
+}
+
+Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
+  Value memory = op.getMemory(), other = op.getOther();
+  SmallVector<Value> offsets(op.getOffsets());
+  return generic(b, loc, op.getType(), {}, {}, [&](OpBuilder &nb, Location l, ValueRange) {
+    SmallVector<Value> coords;
+    for (auto [d, off] : llvm::enumerate(offsets)) {
+      Value i = nb.create<linalg::IndexOp>(l, d);
+      Value i32 = nb.create<arith::IndexCastOp>(l, nb.getI32Type(), i);
+      coords.push_back(nb.create<arith::AddIOp>(l, off, i32));
+    }
+    nb.create<linalg::YieldOp>(l, guardedLoad(nb, l, memory, coords, sizes, Value(), other));
+  });
+}
+
+void lowerStore(OpBuilder &b, StoreOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
+  auto type = dyn_cast<RankedTensorType>(op.getValue().getType());
+  if (!type)
+    return guardedStore(b, loc, op.getValue(), op.getMemory(), op.getIndices(), sizes,
+                        op.getMask());
+  loopNest(b, loc, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+    SmallVector<Value> coords;
+    for (Value index : op.getIndices())
+      coords.push_back(nb.create<tensor::ExtractOp>(l, index, ivs));
+    Value mask = op.getMask() ? nb.create<tensor::ExtractOp>(l, op.getMask(), ivs) : Value();
+    Value value = nb.create<tensor::ExtractOp>(l, op.getValue(), ivs);
+    guardedStore(nb, l, value, op.getMemory(), coords, sizes, mask);
+  });
+}
+
+void lowerStoreBlock(OpBuilder &b, StoreBlockOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
+  auto type = op.getValue().getType();
+  loopNest(b, loc, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+    SmallVector<Value> coords;
+    for (auto [off, iv] : llvm::zip(op.getOffsets(), ivs)) {
+      Value i32 = nb.create<arith::IndexCastOp>(l, nb.getI32Type(), iv);
+      coords.push_back(nb.create<arith::AddIOp>(l, off, i32));
+    }
+    Value value = nb.create<tensor::ExtractOp>(l, op.getValue(), ivs);
+    guardedStore(nb, l, value, op.getMemory(), coords, sizes, Value());
+  });
+}
+
+struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLinalg> {
+  void runOnOperation() override {
+    SmallVector<Operation *> worklist;
+    getOperation().walk([&](Operation *op) {
+      if (op->getDialect() && isa<KilnDialect>(op->getDialect()))
+        worklist.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (Operation *op : worklist) {
+      rewriter.setInsertionPoint(op);
+      Value replacement;
+      if (auto o = dyn_cast<ArangeOp>(op)) replacement = lowerArange(rewriter, o);
+      else if (auto o = dyn_cast<SplatOp>(op)) replacement = lowerSplat(rewriter, o);
+      else if (auto o = dyn_cast<BroadcastOp>(op)) replacement = lowerBroadcast(rewriter, o);
+      else if (auto o = dyn_cast<ExpandDimsOp>(op))
+        replacement = rewriter.create<tensor::ExpandShapeOp>(
+            o.getLoc(), o.getType(), o.getSource(),
+            getReassociationIndicesForReshape(o.getSource().getType(), o.getType()).value());
+      else if (auto o = dyn_cast<ReshapeOp>(op))
+        replacement = reshapeTensor(rewriter, o.getLoc(), o.getSource(), o.getType());
+      else if (auto o = dyn_cast<TransOp>(op)) replacement = lowerTrans(rewriter, o);
+      else if (auto o = dyn_cast<ReduceOp>(op)) replacement = lowerReduce(rewriter, o);
+      else if (auto o = dyn_cast<DotOp>(op)) replacement = lowerDot(rewriter, o);
+      else if (auto o = dyn_cast<LoadOp>(op)) replacement = lowerLoad(rewriter, o);
+      else if (auto o = dyn_cast<LoadBlockOp>(op)) replacement = lowerLoadBlock(rewriter, o);
+      else if (auto o = dyn_cast<StoreOp>(op)) lowerStore(rewriter, o);
+      else if (auto o = dyn_cast<StoreBlockOp>(op)) lowerStoreBlock(rewriter, o);
+      else {
+        op->emitOpError("has no CPU lowering (run kiln-lower-program-ids first?)");
+        return signalPassFailure();
+      }
+      if (replacement)
+        rewriter.replaceOp(op, replacement);
+      else
+        rewriter.eraseOp(op);
+    }
+  }
+};
+
+} // namespace

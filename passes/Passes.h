@@ -1,0 +1,24 @@
+//===- Passes.h - Kiln's transforms and conversions -------------*- C++ -*-===//
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace arith { class ArithDialect; }
+namespace func { class FuncDialect; }
+namespace linalg { class LinalgDialect; }
+namespace memref { class MemRefDialect; }
+namespace scf { class SCFDialect; }
+namespace tensor { class TensorDialect; }
+} // namespace mlir
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace kiln
