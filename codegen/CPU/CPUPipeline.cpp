@@ -32,7 +32,7 @@ const std::string &kiln::cpu::pipelineString() {
       "kiln-lower-program-ids,convert-kiln-to-linalg,"
       "func.func(convert-elementwise-to-linalg,linalg-fuse-elementwise-ops),"
       "canonicalize,cse,"
-      "one-shot-bufferize{bufferize-function-boundaries=1 "
+      "one-shot-bufferize{allow-return-allocs-from-loops=1 bufferize-function-boundaries=1 "
       "function-boundary-type-conversion=identity-layout-map},"
       "func.func(buffer-hoisting,buffer-loop-hoisting),"
       "buffer-deallocation-pipeline,"

@@ -728,10 +728,10 @@ bool Generator::genFor(const ForStmt &stmt) {
   mlir::Location l = loc(stmt.loc);
   auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value, inits);
   mlir::OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToStart(forOp.getBody());
-  // Terminator is created below; ForOp's builder adds none when iter args exist.
+  // The body's yield is created below (ForOp adds an empty one without iter args).
   if (!forOp.getBody()->empty() && forOp.getBody()->back().hasTrait<mlir::OpTrait::IsTerminator>())
     forOp.getBody()->back().erase();
+  builder.setInsertionPointToEnd(forOp.getBody());
   std::vector<TValue> saved;
   for (auto [i, c] : llvm::enumerate(carry)) {
     saved.push_back(c.second->val);

@@ -1,0 +1,256 @@
+//===- ExamplesTest.cpp - run examples/*.kiln on the CPU ------------------===//
+//
+// Each kernel runs at sizes that are not multiples of its tile (1, 7, 1000, 4097)
+// and on a non-contiguous strided view, against a plain C++ reference in double.
+
+#include "test/e2e/Harness.h"
+
+#include <algorithm>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// vector_add
+//===----------------------------------------------------------------------===//
+
+class VectorAdd : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(VectorAdd, MatchesReference) {
+  int64_t n = GetParam();
+  auto exe = compileExample("vector_add.kiln", "vector_add");
+  ASSERT_TRUE(exe);
+  auto x = randomVector(n, 1), y = randomVector(n, 2);
+  std::vector<float> z(n, NAN);
+  launchOrFail(*exe, "vector_add",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(z.data(), DType::F32, {n}))});
+  std::vector<double> want(n);
+  for (int64_t i = 0; i < n; ++i)
+    want[i] = double(x[i]) + double(y[i]);
+  EXPECT_TRUE(allClose(z, want));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, VectorAdd, ::testing::Values(1, 7, 1000, 4097));
+
+TEST(VectorAddStrided, ReadsEveryOtherElement) {
+  // x is a view of every second element of a buffer; z is written with stride 3.
+  int64_t n = 1000;
+  auto exe = compileExample("vector_add.kiln", "vector_add", {{"BLOCK", "128"}});
+  ASSERT_TRUE(exe);
+  auto xs = randomVector(2 * n, 3), y = randomVector(n, 4);
+  std::vector<float> zs(3 * n, -7.0f);
+  TensorRef x{xs.data(), DType::F32, {n}, {2}};
+  TensorRef z{zs.data(), DType::F32, {n}, {3}};
+  launchOrFail(*exe, "vector_add",
+               {KernelArg::of(x), KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {n})),
+                KernelArg::of(z)});
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_FLOAT_EQ(zs[3 * i], xs[2 * i] + y[i]) << "at " << i;
+    ASSERT_EQ(zs[3 * i + 1], -7.0f) << "wrote between strided elements at " << i;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// softmax
+//===----------------------------------------------------------------------===//
+
+std::vector<double> softmaxRef(const std::vector<float> &x, int64_t m, int64_t n,
+                               int64_t stride) {
+  std::vector<double> y(m * n);
+  for (int64_t r = 0; r < m; ++r) {
+    double mx = -INFINITY, s = 0;
+    for (int64_t c = 0; c < n; ++c)
+      mx = std::max(mx, double(x[r * stride + c]));
+    for (int64_t c = 0; c < n; ++c)
+      s += std::exp(double(x[r * stride + c]) - mx);
+    for (int64_t c = 0; c < n; ++c)
+      y[r * n + c] = std::exp(double(x[r * stride + c]) - mx) / s;
+  }
+  return y;
+}
+
+struct Shape2 {
+  int64_t m, n;
+};
+
+class Softmax : public ::testing::TestWithParam<Shape2> {};
+
+TEST_P(Softmax, MatchesReference) {
+  auto [m, n] = GetParam();
+  // Like Triton's tutorial: the row fits one tile, BLOCK = next power of two >= N.
+  int64_t block = 1;
+  while (block < n)
+    block *= 2;
+  auto exe = compileExample("softmax.kiln", "softmax", {{"BLOCK", std::to_string(block)}});
+  ASSERT_TRUE(exe);
+  auto x = randomVector(m * n, 5, -4, 4);
+  std::vector<float> y(m * n, NAN);
+  launchOrFail(*exe, "softmax",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {m, n})),
+                KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {m, n}))});
+  EXPECT_TRUE(allClose(y, softmaxRef(x, m, n, n), 1e-5, 1e-7));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, Softmax,
+                         ::testing::Values(Shape2{1, 1}, Shape2{7, 7}, Shape2{1000, 7},
+                                           Shape2{3, 1000}, Shape2{2, 4097}));
+
+TEST(SoftmaxStrided, RowsOfAWiderBuffer) {
+  // A [m, n] view whose rows are 50 elements apart.
+  int64_t m = 7, n = 33, stride = 50;
+  auto exe = compileExample("softmax.kiln", "softmax", {{"BLOCK", "64"}});
+  ASSERT_TRUE(exe);
+  auto buf = randomVector(m * stride, 6, -3, 3);
+  std::vector<float> y(m * n, NAN);
+  launchOrFail(*exe, "softmax",
+               {KernelArg::of(TensorRef{buf.data(), DType::F32, {m, n}, {stride, 1}}),
+                KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {m, n}))});
+  EXPECT_TRUE(allClose(y, softmaxRef(buf, m, n, stride), 1e-5, 1e-7));
+}
+
+//===----------------------------------------------------------------------===//
+// layernorm
+//===----------------------------------------------------------------------===//
+
+class LayerNorm : public ::testing::TestWithParam<Shape2> {};
+
+TEST_P(LayerNorm, MatchesReference) {
+  auto [m, n] = GetParam();
+  auto exe = compileExample("layernorm.kiln", "layernorm");
+  ASSERT_TRUE(exe);
+  auto x = randomVector(m * n, 7, -2, 3), w = randomVector(n, 8), b = randomVector(n, 9);
+  std::vector<float> y(m * n, NAN);
+  float eps = 1e-5f;
+  launchOrFail(*exe, "layernorm",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {m, n})),
+                KernelArg::of(TensorRef::contiguous(w.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {m, n})),
+                KernelArg::ofFloat(eps)});
+  std::vector<double> want(m * n);
+  for (int64_t r = 0; r < m; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < n; ++c)
+      mean += x[r * n + c];
+    mean /= n;
+    for (int64_t c = 0; c < n; ++c)
+      var += (x[r * n + c] - mean) * (x[r * n + c] - mean);
+    var /= n;
+    double rstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t c = 0; c < n; ++c)
+      want[r * n + c] = (x[r * n + c] - mean) * rstd * w[c] + b[c];
+  }
+  EXPECT_TRUE(allClose(y, want, 1e-4, 1e-4));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, LayerNorm,
+                         ::testing::Values(Shape2{1, 1}, Shape2{7, 7}, Shape2{1000, 7},
+                                           Shape2{5, 1000}, Shape2{3, 4097}));
+
+//===----------------------------------------------------------------------===//
+// reductions
+//===----------------------------------------------------------------------===//
+
+class Reductions : public ::testing::TestWithParam<Shape2> {};
+
+TEST_P(Reductions, RowAndColumnSums) {
+  auto [m, n] = GetParam();
+  auto rowExe = compileExample("reduce.kiln", "row_sum");
+  auto colExe = compileExample("reduce.kiln", "col_sum");
+  ASSERT_TRUE(rowExe && colExe);
+  auto x = randomVector(m * n, 10);
+  std::vector<float> rows(m, NAN), cols(n, NAN);
+  auto xt = TensorRef::contiguous(x.data(), DType::F32, {m, n});
+  launchOrFail(*rowExe, "row_sum",
+               {KernelArg::of(xt), KernelArg::of(TensorRef::contiguous(rows.data(), DType::F32, {m}))});
+  launchOrFail(*colExe, "col_sum",
+               {KernelArg::of(xt), KernelArg::of(TensorRef::contiguous(cols.data(), DType::F32, {n}))});
+  std::vector<double> wantRows(m, 0), wantCols(n, 0);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      wantRows[r] += x[r * n + c];
+      wantCols[c] += x[r * n + c];
+    }
+  EXPECT_TRUE(allClose(rows, wantRows, 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(cols, wantCols, 1e-4, 1e-4));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, Reductions,
+                         ::testing::Values(Shape2{1, 1}, Shape2{7, 7}, Shape2{1000, 7},
+                                           Shape2{7, 1000}, Shape2{3, 4097}, Shape2{4097, 3}));
+
+TEST(ReductionsStrided, ColumnSumOfATransposedView) {
+  // x^T viewed through strides: element (i, j) of the view is buf[j * m + i].
+  int64_t m = 33, n = 70;
+  auto exe = compileExample("reduce.kiln", "col_sum");
+  ASSERT_TRUE(exe);
+  auto buf = randomVector(m * n, 11);
+  std::vector<float> cols(n, NAN);
+  launchOrFail(*exe, "col_sum",
+               {KernelArg::of(TensorRef{buf.data(), DType::F32, {m, n}, {1, m}}),
+                KernelArg::of(TensorRef::contiguous(cols.data(), DType::F32, {n}))});
+  std::vector<double> want(n, 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      want[j] += buf[j * m + i];
+  EXPECT_TRUE(allClose(cols, want, 1e-4, 1e-4));
+}
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+struct Shape3 {
+  int64_t m, n, k;
+};
+
+class Matmul : public ::testing::TestWithParam<Shape3> {};
+
+std::vector<double> matmulRef(const std::vector<float> &a, const std::vector<float> &b,
+                              int64_t m, int64_t n, int64_t k, int64_t lda, int64_t sak,
+                              int64_t ldb) {
+  std::vector<double> c(m * n, 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * n + j] += double(a[i * lda + p * sak]) * double(b[p * ldb + j]);
+  return c;
+}
+
+TEST_P(Matmul, MatchesReference) {
+  auto [m, n, k] = GetParam();
+  auto exe = compileExample("matmul.kiln", "matmul");
+  ASSERT_TRUE(exe);
+  auto a = randomVector(m * k, 12), b = randomVector(k * n, 13);
+  std::vector<float> c(m * n, NAN);
+  launchOrFail(*exe, "matmul",
+               {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {m, k})),
+                KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {k, n})),
+                KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))});
+  EXPECT_TRUE(allClose(c, matmulRef(a, b, m, n, k, k, 1, n), 1e-4, 1e-4));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, Matmul,
+                         ::testing::Values(Shape3{1, 1, 1}, Shape3{7, 7, 7},
+                                           Shape3{1000, 7, 33}, Shape3{7, 1000, 70},
+                                           Shape3{65, 4097, 3}, Shape3{129, 97, 300}));
+
+TEST(MatmulStrided, TransposedA) {
+  // a is given as the transpose view of a [k, m] buffer.
+  int64_t m = 50, n = 40, k = 37;
+  auto exe = compileExample("matmul.kiln", "matmul", {{"BK", "16"}});
+  ASSERT_TRUE(exe);
+  auto at = randomVector(k * m, 14), b = randomVector(k * n, 15);
+  std::vector<float> c(m * n, NAN);
+  launchOrFail(*exe, "matmul",
+               {KernelArg::of(TensorRef{at.data(), DType::F32, {m, k}, {1, m}}),
+                KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {k, n})),
+                KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))});
+  EXPECT_TRUE(allClose(c, matmulRef(at, b, m, n, k, 1, m, n), 1e-4, 1e-4));
+}
+
+} // namespace
