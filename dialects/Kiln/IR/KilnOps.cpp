@@ -18,9 +18,6 @@ using namespace kiln;
 #include "dialects/Kiln/IR/KilnDialect.cpp.inc"
 #include "dialects/Kiln/IR/KilnEnums.cpp.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "dialects/Kiln/IR/KilnAttrs.cpp.inc"
-
 namespace {
 /// Every kiln op may be inlined: helpers are always inlined into kernels.
 struct KilnInlinerInterface : DialectInlinerInterface {
@@ -32,10 +29,6 @@ struct KilnInlinerInterface : DialectInlinerInterface {
 
 void KilnDialect::initialize() {
   addInterfaces<KilnInlinerInterface>();
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "dialects/Kiln/IR/KilnAttrs.cpp.inc"
-      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Kiln/IR/KilnOps.cpp.inc"

@@ -12,9 +12,6 @@
 #include "dialects/Kiln/IR/KilnDialect.h.inc"
 #include "dialects/Kiln/IR/KilnEnums.h.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "dialects/Kiln/IR/KilnAttrs.h.inc"
-
 #define GET_OP_CLASSES
 #include "dialects/Kiln/IR/KilnOps.h.inc"
 

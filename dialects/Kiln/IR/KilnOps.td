@@ -28,7 +28,6 @@ def Kiln_Dialect : Dialect {
     or through a block offset (block style); out-of-bounds lanes are masked
     automatically.
   }];
-  let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
 }
 
@@ -42,9 +41,7 @@ def Kiln_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
     I32EnumAttrCase<"Min", 3, "min">
   ]> {
   let cppNamespace = "::kiln";
-  let genSpecializedAttr = 0;
 }
-def Kiln_ReduceKindAttr : EnumAttr<Kiln_Dialect, Kiln_ReduceKind, "reduce_kind">;
 
 def Kiln_Tile : RankedTensorOf<[AnyType]>;
 def Kiln_IndexTile : RankedTensorOf<[I32]>;
@@ -195,7 +192,7 @@ def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure]> {
     %s = kiln.reduce sum %e, 0 : tensor<128xf32> -> f32
     ```
   }];
-  let arguments = (ins Kiln_ReduceKindAttr:$kind, Kiln_Tile:$source, I32Attr:$axis);
+  let arguments = (ins Kiln_ReduceKind:$kind, Kiln_Tile:$source, I32Attr:$axis);
   let results = (outs Kiln_TileOrScalar:$result);
   let assemblyFormat =
       "$kind $source `,` $axis attr-dict `:` type($source) `->` type($result)";
@@ -234,7 +231,7 @@ def Kiln_LoadOp : Kiln_Op<"load", [AttrSizedOperandSegments,
 
     ```mlir
     %v = kiln.load %x[%rows, %cols] other %ninf : tensor<128xf32>
-        : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<128xi32>, tensor<128xi32>
+        : memref<?x?xf32, strided<[?, ?], offset: ?>>[tensor<128xi32>, tensor<128xi32>]
         -> tensor<128xf32>
     ```
   }];
@@ -245,7 +242,7 @@ def Kiln_LoadOp : Kiln_Op<"load", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     $memory `[` $indices `]` (`mask` $mask^ `:` type($mask))?
     (`other` $other^ `:` type($other))? attr-dict
-    `:` type($memory) `,` type($indices) `->` type($result)
+    `:` type($memory) `[` type($indices) `]` `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -259,7 +256,7 @@ def Kiln_StoreOp : Kiln_Op<"store", [AttrSizedOperandSegments,
 
     ```mlir
     kiln.store %y[%rows, %cols], %v
-        : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<128xi32>, tensor<128xi32>,
+        : memref<?x?xf32, strided<[?, ?], offset: ?>>[tensor<128xi32>, tensor<128xi32>],
           tensor<128xf32>
     ```
   }];
@@ -267,7 +264,7 @@ def Kiln_StoreOp : Kiln_Op<"store", [AttrSizedOperandSegments,
                    Kiln_TileOrScalar:$value, Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
   let assemblyFormat = [{
     $memory `[` $indices `]` `,` $value (`mask` $mask^ `:` type($mask))? attr-dict
-    `:` type($memory) `,` type($indices) `,` type($value)
+    `:` type($memory) `[` type($indices) `]` `,` type($value)
   }];
   let hasVerifier = 1;
 }
