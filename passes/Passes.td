@@ -29,11 +29,14 @@ def ConvertKilnToLinalg : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
 }
 
 def KilnSimplifyMasks : Pass<"kiln-simplify-masks", "mlir::ModuleOp"> {
-  let summary = "Drop load/store masks that are statically all-true";
+  let summary = "Fold load/store masks that are uniform constants";
   let description = [{
     A mask that is a splat of `true` (for example after params fold a comparison)
-    guards nothing: the op is rewritten without it. Automatic bounds checks remain.
+    guards nothing: the op is rewritten without it, and the automatic bounds checks
+    remain. A splat of `false` means nothing is touched: the load becomes its
+    `other` value (or zero) and the store disappears.
   }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
 #endif // KILN_PASSES_TD

@@ -1,0 +1,149 @@
+// RUN: kiln-opt %s -split-input-file --convert-kiln-to-linalg | FileCheck %s
+
+// CHECK-LABEL: func @arange
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: %[[C:.*]] = arith.index_cast %[[I]] : index to i32
+// CHECK: arith.addi %[[C]], %{{.*}} : i32
+func.func @arange() -> tensor<8xi32> {
+  %0 = kiln.arange 4, 12 : tensor<8xi32>
+  return %0 : tensor<8xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func @splat
+// CHECK-SAME: (%[[S:.*]]: f32)
+// CHECK: linalg.generic
+// CHECK: linalg.yield %[[S]] : f32
+func.func @splat(%s: f32) -> tensor<4x4xf32> {
+  %0 = kiln.splat %s : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// Size-1 dimensions are read at index 0.
+// CHECK: #[[MAP:.*]] = affine_map<(d0, d1) -> (0, d1)>
+// CHECK-LABEL: func @broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[MAP]], #{{.*}}]
+func.func @broadcast(%t: tensor<1x8xf32>) -> tensor<4x8xf32> {
+  %0 = kiln.broadcast %t : tensor<1x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK: #[[MAP:.*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-LABEL: func @trans
+// CHECK: linalg.generic {indexing_maps = [#[[MAP]], #{{.*}}]
+func.func @trans(%t: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %0 = kiln.trans %t [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @reshape
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [2, 16] : tensor<32xf32> into tensor<2x16xf32>
+// CHECK-LABEL: func @expand
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [8, 1] : tensor<8xf32> into tensor<8x1xf32>
+func.func @reshape(%t: tensor<4x8xf32>) -> tensor<2x16xf32> {
+  %0 = kiln.reshape %t : tensor<4x8xf32> -> tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
+}
+func.func @expand(%t: tensor<8xf32>) -> tensor<8x1xf32> {
+  %0 = kiln.expand_dims %t, 1 : tensor<8xf32> -> tensor<8x1xf32>
+  return %0 : tensor<8x1xf32>
+}
+
+// -----
+
+// Max starts from -inf and propagates NaN (maximumf); the axis becomes a reduction.
+// CHECK-LABEL: func @reduce_max
+// CHECK: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[NINF]] : f32)
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+// CHECK: arith.maximumf
+func.func @reduce_max(%t: tensor<4x8xf32>) -> tensor<8xf32> {
+  %0 = kiln.reduce max %t, 0 : tensor<4x8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// A rank-1 reduction yields a scalar through a rank-0 tensor.
+// CHECK-LABEL: func @reduce_scalar
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]
+// CHECK: arith.addi
+// CHECK: tensor.extract %{{.*}}[] : tensor<i32>
+func.func @reduce_scalar(%t: tensor<8xi32>) -> i32 {
+  %0 = kiln.reduce sum %t, 0 : tensor<8xi32> -> i32
+  return %0 : i32
+}
+
+// -----
+
+// CHECK-LABEL: func @dot
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xf16>, tensor<8x2xf16>) outs(%{{.*}} : tensor<4x2xf32>)
+func.func @dot(%a: tensor<4x8xf16>, %b: tensor<8x2xf16>, %c: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %0 = kiln.dot %a, %b, %c : tensor<4x8xf16>, tensor<8x2xf16> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+!mem = memref<?xf32, strided<[?], offset: ?>>
+
+// Each lane checks 0 <= i < size with one unsigned compare, ands in the mask, and
+// reads memory only when the check passes; masked lanes yield `other`.
+// CHECK-LABEL: func @load
+// CHECK: %[[DIM:.*]] = memref.dim
+// CHECK: %[[SIZE:.*]] = arith.index_cast %[[DIM]] : index to i32
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[I:.*]]: i32, %[[K:.*]]: i1, %[[O:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %[[SIZE]] : i32
+// CHECK: %[[OK:.*]] = arith.andi %[[K]], %[[IN]] : i1
+// CHECK: scf.if %[[OK]] -> (f32)
+// CHECK: memref.load
+// CHECK: } else {
+// CHECK: scf.yield %[[O]] : f32
+func.func @load(%m: !mem, %i: tensor<16xi32>, %k: tensor<16xi1>, %o: tensor<16xf32>) -> tensor<16xf32> {
+  %0 = kiln.load %m[%i] mask %k : tensor<16xi1> other %o : tensor<16xf32> : !mem[tensor<16xi32>] -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+!mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// Stores walk the tile with loops and write only in-bounds elements.
+// CHECK-LABEL: func @store_block
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: tensor.extract
+// CHECK: arith.cmpi ult
+// CHECK: arith.cmpi ult
+// CHECK: scf.if
+// CHECK: memref.store
+func.func @store_block(%m: !mem, %r: i32, %c: i32, %v: tensor<4x8xf32>) {
+  kiln.store_block %m[%r, %c], %v : !mem, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+!mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// Block loads compute coordinates from the offsets and linalg.index.
+// CHECK-LABEL: func @load_block
+// CHECK: linalg.generic
+// CHECK: linalg.index 0
+// CHECK: linalg.index 1
+// CHECK: scf.if
+// CHECK: memref.load
+func.func @load_block(%m: !mem, %r: i32, %c: i32) -> tensor<4x8xf32> {
+  %0 = kiln.load_block %m[%r, %c] : !mem -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
