@@ -311,6 +311,16 @@ TValue Generator::convert(const TValue &v, DType dt, const Shape &shape, SMLoc a
   mlir::Location l = loc(at);
   if (v.cst && shape.empty())
     return constant(*v.cst, dt, v.type.weak, l);
+  if (v.cst) {
+    // A constant tile is one splat attribute, not a scalar plus a splat op.
+    TValue out;
+    out.type = SType::tile(dt, shape);
+    out.cst = convertConst(*v.cst, dt);
+    auto type = mlir::RankedTensorType::get(shape, mlirType(dt));
+    out.value = builder.create<mlir::arith::ConstantOp>(
+        l, mlir::SplatElementsAttr::get(type, mlir::Attribute(constAttr(*v.cst, dt))));
+    return out;
+  }
   TValue out;
   out.type = SType::value(dt, shape);
   Value cast = castValue(v.value, v.type.dtype, dt, l);
