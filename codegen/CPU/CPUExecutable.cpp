@@ -11,6 +11,8 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
+#include "llvm/Support/FileSystem.h"
+
 #include <limits>
 #include <map>
 
@@ -215,6 +217,12 @@ llvm::Error Executable::launch(llvm::StringRef kernel, const std::vector<KernelA
 }
 
 llvm::Error Executable::writeObject(llvm::StringRef path) {
+  // The JIT compiles on first lookup; make sure the object exists before dumping it.
+  for (const KernelInfo &k : infos)
+    if (auto fn = engine->lookupPacked(k.name); !fn)
+      return fn.takeError();
   engine->dumpToObjectFile(path);
+  if (!llvm::sys::fs::exists(path))
+    return makeError("could not write object file '" + path + "'");
   return llvm::Error::success();
 }
