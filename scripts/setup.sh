@@ -4,7 +4,7 @@
 set -euo pipefail
 
 DEB_PACKAGES=(
-  cmake ninja-build ccache g++ python3 python3-pip
+  cmake ninja-build ccache g++ python3
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools lld-19 clang-19
   libgtest-dev
   spirv-tools spirv-cross libspirv-cross-c-shared-dev
@@ -27,8 +27,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "setup: all Debian packages present"
 fi
-
-# lit drives the test suite; FileCheck, not and count come from llvm-19-tools.
-if ! python3 -c "import lit" 2>/dev/null; then
-  python3 -m pip install --quiet lit
-fi
+# lit.py, FileCheck, not and count come with llvm-19-tools; nothing from PyPI is needed.

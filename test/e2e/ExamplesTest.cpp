@@ -3,6 +3,7 @@
 // Each kernel runs at sizes that are not multiples of its tile (1, 7, 1000, 4097)
 // and on a non-contiguous strided view, against a plain C++ reference in double.
 
+#include "examples/reference/References.h"
 #include "test/e2e/Harness.h"
 
 #include <algorithm>
@@ -28,10 +29,7 @@ TEST_P(VectorAdd, MatchesReference) {
                {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
                 KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {n})),
                 KernelArg::of(TensorRef::contiguous(z.data(), DType::F32, {n}))});
-  std::vector<double> want(n);
-  for (int64_t i = 0; i < n; ++i)
-    want[i] = double(x[i]) + double(y[i]);
-  EXPECT_TRUE(allClose(z, want));
+  EXPECT_TRUE(allClose(z, reference::vectorAdd(x.data(), y.data(), n)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, VectorAdd, ::testing::Values(1, 7, 1000, 4097));
@@ -58,21 +56,6 @@ TEST(VectorAddStrided, ReadsEveryOtherElement) {
 // softmax
 //===----------------------------------------------------------------------===//
 
-std::vector<double> softmaxRef(const std::vector<float> &x, int64_t m, int64_t n,
-                               int64_t stride) {
-  std::vector<double> y(m * n);
-  for (int64_t r = 0; r < m; ++r) {
-    double mx = -INFINITY, s = 0;
-    for (int64_t c = 0; c < n; ++c)
-      mx = std::max(mx, double(x[r * stride + c]));
-    for (int64_t c = 0; c < n; ++c)
-      s += std::exp(double(x[r * stride + c]) - mx);
-    for (int64_t c = 0; c < n; ++c)
-      y[r * n + c] = std::exp(double(x[r * stride + c]) - mx) / s;
-  }
-  return y;
-}
-
 struct Shape2 {
   int64_t m, n;
 };
@@ -92,7 +75,7 @@ TEST_P(Softmax, MatchesReference) {
   launchOrFail(*exe, "softmax",
                {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {m, n})),
                 KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {m, n}))});
-  EXPECT_TRUE(allClose(y, softmaxRef(x, m, n, n), 1e-5, 1e-7));
+  EXPECT_TRUE(allClose(y, reference::softmax(x.data(), m, n, n), 1e-5, 1e-7));
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, Softmax,
@@ -109,7 +92,7 @@ TEST(SoftmaxStrided, RowsOfAWiderBuffer) {
   launchOrFail(*exe, "softmax",
                {KernelArg::of(TensorRef{buf.data(), DType::F32, {m, n}, {stride, 1}}),
                 KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {m, n}))});
-  EXPECT_TRUE(allClose(y, softmaxRef(buf, m, n, stride), 1e-5, 1e-7));
+  EXPECT_TRUE(allClose(y, reference::softmax(buf.data(), m, n, stride), 1e-5, 1e-7));
 }
 
 //===----------------------------------------------------------------------===//
@@ -131,20 +114,8 @@ TEST_P(LayerNorm, MatchesReference) {
                 KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {n})),
                 KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {m, n})),
                 KernelArg::ofFloat(eps)});
-  std::vector<double> want(m * n);
-  for (int64_t r = 0; r < m; ++r) {
-    double mean = 0, var = 0;
-    for (int64_t c = 0; c < n; ++c)
-      mean += x[r * n + c];
-    mean /= n;
-    for (int64_t c = 0; c < n; ++c)
-      var += (x[r * n + c] - mean) * (x[r * n + c] - mean);
-    var /= n;
-    double rstd = 1.0 / std::sqrt(var + eps);
-    for (int64_t c = 0; c < n; ++c)
-      want[r * n + c] = (x[r * n + c] - mean) * rstd * w[c] + b[c];
-  }
-  EXPECT_TRUE(allClose(y, want, 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(y, reference::layernorm(x.data(), w.data(), b.data(), m, n, eps),
+                       1e-4, 1e-4));
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, LayerNorm,
@@ -169,14 +140,8 @@ TEST_P(Reductions, RowAndColumnSums) {
                {KernelArg::of(xt), KernelArg::of(TensorRef::contiguous(rows.data(), DType::F32, {m}))});
   launchOrFail(*colExe, "col_sum",
                {KernelArg::of(xt), KernelArg::of(TensorRef::contiguous(cols.data(), DType::F32, {n}))});
-  std::vector<double> wantRows(m, 0), wantCols(n, 0);
-  for (int64_t r = 0; r < m; ++r)
-    for (int64_t c = 0; c < n; ++c) {
-      wantRows[r] += x[r * n + c];
-      wantCols[c] += x[r * n + c];
-    }
-  EXPECT_TRUE(allClose(rows, wantRows, 1e-4, 1e-4));
-  EXPECT_TRUE(allClose(cols, wantCols, 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(rows, reference::sum2d(x.data(), m, n, n, 1, true), 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(cols, reference::sum2d(x.data(), m, n, n, 1, false), 1e-4, 1e-4));
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, Reductions,
@@ -193,11 +158,7 @@ TEST(ReductionsStrided, ColumnSumOfATransposedView) {
   launchOrFail(*exe, "col_sum",
                {KernelArg::of(TensorRef{buf.data(), DType::F32, {m, n}, {1, m}}),
                 KernelArg::of(TensorRef::contiguous(cols.data(), DType::F32, {n}))});
-  std::vector<double> want(n, 0);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      want[j] += buf[j * m + i];
-  EXPECT_TRUE(allClose(cols, want, 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(cols, reference::sum2d(buf.data(), m, n, 1, m, false), 1e-4, 1e-4));
 }
 
 //===----------------------------------------------------------------------===//
@@ -210,17 +171,6 @@ struct Shape3 {
 
 class Matmul : public ::testing::TestWithParam<Shape3> {};
 
-std::vector<double> matmulRef(const std::vector<float> &a, const std::vector<float> &b,
-                              int64_t m, int64_t n, int64_t k, int64_t lda, int64_t sak,
-                              int64_t ldb) {
-  std::vector<double> c(m * n, 0);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * n + j] += double(a[i * lda + p * sak]) * double(b[p * ldb + j]);
-  return c;
-}
-
 TEST_P(Matmul, MatchesReference) {
   auto [m, n, k] = GetParam();
   auto exe = compileExample("matmul.kiln", "matmul");
@@ -231,7 +181,7 @@ TEST_P(Matmul, MatchesReference) {
                {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {m, k})),
                 KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {k, n})),
                 KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))});
-  EXPECT_TRUE(allClose(c, matmulRef(a, b, m, n, k, k, 1, n), 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(c, reference::matmul(a.data(), b.data(), m, n, k, k, 1), 1e-4, 1e-4));
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, Matmul,
@@ -250,7 +200,7 @@ TEST(MatmulStrided, TransposedA) {
                {KernelArg::of(TensorRef{at.data(), DType::F32, {m, k}, {1, m}}),
                 KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {k, n})),
                 KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))});
-  EXPECT_TRUE(allClose(c, matmulRef(at, b, m, n, k, 1, m, n), 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(c, reference::matmul(at.data(), b.data(), m, n, k, 1, m), 1e-4, 1e-4));
 }
 
 } // namespace
