@@ -1,0 +1,123 @@
+//===- LaunchTest.cpp - launches reject wrong arguments clearly -----------===//
+
+#include "test/e2e/Harness.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+std::string launchError(cpu::Executable &exe, const std::string &kernel,
+                        const std::vector<KernelArg> &args) {
+  llvm::Error err = exe.launch(kernel, args);
+  return err ? llvm::toString(std::move(err)) : "";
+}
+
+class SoftmaxLaunch : public ::testing::Test {
+protected:
+  void SetUp() override { exe = compileExample("softmax.kiln", "softmax", {{"BLOCK", "16"}}); }
+  std::unique_ptr<cpu::Executable> exe;
+  std::vector<float> x = std::vector<float>(64, 1.0f), y = std::vector<float>(64, 0.0f);
+  TensorRef xs = TensorRef::contiguous(x.data(), DType::F32, {4, 16});
+  TensorRef ys = TensorRef::contiguous(y.data(), DType::F32, {4, 16});
+};
+
+TEST_F(SoftmaxLaunch, Succeeds) {
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(launchError(*exe, "softmax", {KernelArg::of(xs), KernelArg::of(ys)}), "");
+  EXPECT_FLOAT_EQ(y[0], 1.0f / 16);
+}
+
+TEST_F(SoftmaxLaunch, WrongArgumentCount) {
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(launchError(*exe, "softmax", {KernelArg::of(xs)}),
+            "kernel 'softmax': takes 2 arguments, got 1");
+}
+
+TEST_F(SoftmaxLaunch, WrongDType) {
+  ASSERT_TRUE(exe);
+  std::vector<uint16_t> h(64);
+  TensorRef hs = TensorRef::contiguous(h.data(), DType::F16, {4, 16});
+  EXPECT_EQ(launchError(*exe, "softmax", {KernelArg::of(hs), KernelArg::of(ys)}),
+            "kernel 'softmax': argument 'x' has dtype f16 but the kernel expects f32");
+}
+
+TEST_F(SoftmaxLaunch, WrongRank) {
+  ASSERT_TRUE(exe);
+  TensorRef flat = TensorRef::contiguous(x.data(), DType::F32, {64});
+  EXPECT_EQ(launchError(*exe, "softmax", {KernelArg::of(flat), KernelArg::of(ys)}),
+            "kernel 'softmax': argument 'x' has rank 1 but the kernel expects rank 2");
+}
+
+TEST_F(SoftmaxLaunch, SizeNamesMustAgree) {
+  ASSERT_TRUE(exe);
+  TensorRef other = TensorRef::contiguous(y.data(), DType::F32, {2, 16});
+  EXPECT_EQ(launchError(*exe, "softmax", {KernelArg::of(xs), KernelArg::of(other)}),
+            "kernel 'softmax': argument 'y' dimension 0 (M) is 2 but argument 'x' has M = 4");
+}
+
+TEST_F(SoftmaxLaunch, ScalarWhereTensorExpected) {
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(launchError(*exe, "softmax", {KernelArg::ofFloat(1.0), KernelArg::of(ys)}),
+            "kernel 'softmax': argument 'x' must be a tensor");
+}
+
+TEST_F(SoftmaxLaunch, NullData) {
+  ASSERT_TRUE(exe);
+  TensorRef null = xs;
+  null.data = nullptr;
+  EXPECT_EQ(launchError(*exe, "softmax", {KernelArg::of(null), KernelArg::of(ys)}),
+            "kernel 'softmax': argument 'x' has no data (null pointer)");
+}
+
+TEST_F(SoftmaxLaunch, UnknownKernel) {
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(launchError(*exe, "softmin", {}), "no kernel named 'softmin' in this module");
+}
+
+TEST_F(SoftmaxLaunch, EmptyGridIsANoOp) {
+  ASSERT_TRUE(exe);
+  TensorRef e0 = TensorRef::contiguous(x.data(), DType::F32, {0, 16});
+  TensorRef e1 = TensorRef::contiguous(y.data(), DType::F32, {0, 16});
+  EXPECT_EQ(launchError(*exe, "softmax", {KernelArg::of(e0), KernelArg::of(e1)}), "");
+  EXPECT_EQ(y[0], 0.0f);
+}
+
+TEST(LaunchScalars, ScalarDTypeIsChecked) {
+  auto exe = compileExample("layernorm.kiln", "layernorm");
+  ASSERT_TRUE(exe);
+  std::vector<float> x(8), w(8), b(8), y(8);
+  std::vector<KernelArg> args = {
+      KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {1, 8})),
+      KernelArg::of(TensorRef::contiguous(w.data(), DType::F32, {8})),
+      KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {8})),
+      KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {1, 8})),
+      KernelArg::ofInt(1)};
+  EXPECT_EQ(launchError(*exe, "layernorm", args),
+            "kernel 'layernorm': argument 'eps' has dtype i32 but the kernel expects f32");
+}
+
+TEST(Grid, ComesFromTheKernel) {
+  auto exe = compileExample("matmul.kiln", "matmul", {{"BM", "16"}, {"BN", "8"}});
+  ASSERT_TRUE(exe);
+  std::vector<float> a(100 * 7), b(7 * 33), c(100 * 33);
+  auto grid = exe->grid("matmul", {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {100, 7})),
+                                   KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {7, 33})),
+                                   KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {100, 33}))});
+  ASSERT_TRUE(bool(grid)) << llvm::toString(grid.takeError());
+  EXPECT_EQ((*grid)[0], 7); // cdiv(100, 16)
+  EXPECT_EQ((*grid)[1], 5); // cdiv(33, 8)
+  EXPECT_EQ((*grid)[2], 1);
+}
+
+TEST(Compile, ErrorsCarrySourceLocations) {
+  GenOptions options;
+  auto exe = compileForCPU("kernel k(x: tensor<f32>[N]) {\n  store(x[0], y);\n}\n", "bad.kiln",
+                           options);
+  ASSERT_FALSE(bool(exe));
+  std::string message = llvm::toString(exe.takeError());
+  EXPECT_NE(message.find("bad.kiln:2:15: error: unknown name 'y'"), std::string::npos) << message;
+  EXPECT_NE(message.find("  store(x[0], y);\n              ^"), std::string::npos) << message;
+}
+
+} // namespace

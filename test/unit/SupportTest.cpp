@@ -1,0 +1,65 @@
+//===- SupportTest.cpp - dtypes, half floats, the thread pool -------------===//
+
+#include "kiln/DType.h"
+#include "lib/Support/Half.h"
+#include "lib/Support/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <set>
+#include <vector>
+
+using namespace kiln;
+
+TEST(DType, NamesRoundTrip) {
+  for (DType dt : {DType::I1, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16,
+                   DType::BF16, DType::F32, DType::F64})
+    EXPECT_EQ(parseDType(dtypeName(dt)), dt);
+  EXPECT_FALSE(parseDType("f8").has_value());
+  EXPECT_EQ(dtypeBytes(DType::I1), 1u);
+  EXPECT_EQ(dtypeBytes(DType::BF16), 2u);
+}
+
+TEST(Half, ExactValuesRoundTrip) {
+  for (float f : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604645e-08f})
+    EXPECT_EQ(halfBitsToFloat(floatToHalfBits(f)), f) << f;
+  EXPECT_EQ(floatToHalfBits(1.0f), 0x3c00);
+}
+
+TEST(Half, RoundsToNearestEvenAndSaturates) {
+  EXPECT_EQ(floatToHalfBits(1.0f + 1.0f / 2048), 0x3c00);       // tie to even (down)
+  EXPECT_EQ(floatToHalfBits(1.0f + 3.0f / 2048), 0x3c02);       // tie to even (up)
+  EXPECT_EQ(floatToHalfBits(1e6f), 0x7c00);                     // overflow to inf
+  EXPECT_TRUE(std::isnan(halfBitsToFloat(floatToHalfBits(NAN))));
+}
+
+TEST(BF16, RoundTripAndRounding) {
+  EXPECT_EQ(bf16BitsToFloat(floatToBF16Bits(1.5f)), 1.5f);
+  EXPECT_EQ(floatToBF16Bits(1.0f), 0x3f80);
+  EXPECT_TRUE(std::isnan(bf16BitsToFloat(floatToBF16Bits(NAN))));
+  EXPECT_EQ(bf16BitsToFloat(floatToBF16Bits(INFINITY)), INFINITY);
+}
+
+TEST(ThreadPool, EveryIndexExactlyOnce) {
+  for (unsigned threads : {1u, 2u, 7u}) {
+    const int64_t n = 10007;
+    std::vector<std::atomic<int>> hits(n);
+    std::vector<std::atomic<int>> busy(threads);
+    parallelFor(n, threads, [&](int64_t i, unsigned w) {
+      ASSERT_LT(w, threads);
+      EXPECT_EQ(busy[w].fetch_add(1), 0) << "worker slot shared by two threads";
+      hits[i].fetch_add(1);
+      busy[w].fetch_sub(1);
+    });
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(hits[i].load(), 1) << "index " << i << " with " << threads << " threads";
+  }
+}
+
+TEST(ThreadPool, EmptyRangeRunsNothing) {
+  bool ran = false;
+  parallelFor(0, 4, [&](int64_t, unsigned) { ran = true; });
+  EXPECT_FALSE(ran);
+}
