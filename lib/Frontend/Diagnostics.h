@@ -19,6 +19,14 @@ public:
     ++errors;
     sourceMgr.PrintMessage(os, loc, llvm::SourceMgr::DK_Error, message);
   }
+  /// An error about the file as a whole (no line to point at): `FILE: error: ...`.
+  void fileError(const llvm::Twine &message) {
+    ++errors;
+    auto *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+    llvm::SMDiagnostic(buffer->getBufferIdentifier(), llvm::SourceMgr::DK_Error,
+                       message.str())
+        .print(nullptr, os);
+  }
   void note(llvm::SMLoc loc, const llvm::Twine &message) {
     sourceMgr.PrintMessage(os, loc, llvm::SourceMgr::DK_Note, message);
   }

@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cctype>
+#include <cstdio>
 
 using namespace kiln;
 
@@ -77,8 +78,12 @@ void Lexer::skipTrivia() {
       const char *end = cur + 2;
       while (end + 1 < buf.end() && !(end[0] == '*' && end[1] == '/'))
         ++end;
-      // An unterminated comment runs to the end of the file.
-      cur = end + 1 < buf.end() ? end + 2 : buf.end();
+      if (end + 1 >= buf.end()) {
+        unterminatedComment = cur; // reported by next() at the comment's start
+        cur = buf.end();
+        return;
+      }
+      cur = end + 2;
     } else {
       return;
     }
@@ -86,7 +91,7 @@ void Lexer::skipTrivia() {
 }
 
 Token Lexer::lexNumber(const char *start) {
-  bool isFloat = false;
+  bool isFloat = *start == '.';
   while (cur != buf.end() && (isdigit(static_cast<unsigned char>(*cur)) || *cur == '_'))
     ++cur;
   if (cur != buf.end() && *cur == '.' && cur + 1 < buf.end() &&
@@ -121,6 +126,12 @@ Token Lexer::lexNumber(const char *start) {
 
 Token Lexer::next() {
   skipTrivia();
+  if (unterminatedComment) {
+    const char *start = unterminatedComment;
+    unterminatedComment = nullptr;
+    error = "unterminated /* comment";
+    return {Tok::Error, llvm::StringRef(start, 2)};
+  }
   const char *start = cur;
   if (cur == buf.end())
     return {Tok::Eof, llvm::StringRef(cur, 0)};
@@ -186,10 +197,17 @@ Token Lexer::next() {
   case '&': return make(follows('&') ? Tok::AmpAmp : Tok::Amp, start);
   case '|': return make(follows('|') ? Tok::PipePipe : Tok::Pipe, start);
   default:
-    error = std::string("unexpected character '") +
-            (isprint(static_cast<unsigned char>(c)) ? std::string(1, c)
-                                                    : std::string("\\x") + "??") +
-            "'";
+    unsigned char byte = static_cast<unsigned char>(c);
+    if (isprint(byte)) {
+      error = std::string("unexpected character '") + c + "'";
+    } else {
+      char hex[8];
+      snprintf(hex, sizeof hex, "0x%02X", byte);
+      error = std::string("unexpected byte ") + hex +
+              (byte >= 0x80 ? " (identifiers and code are ASCII; non-ASCII text may appear "
+                              "only in comments)"
+                            : "");
+    }
     return make(Tok::Error, start);
   }
 }

@@ -46,6 +46,7 @@ private:
 
   llvm::StringRef buf;
   const char *cur;
+  const char *unterminatedComment = nullptr;
   std::string error;
 };
 

@@ -61,7 +61,14 @@ using MaybeValue = std::optional<TValue>;
 struct Binding {
   TValue val;
   bool isMutable = false;
+  bool isLoopVar = false;
 };
+
+/// "an i32", "an f16", "a bf16", "a tensor<...>": the article as the name is spoken.
+std::string withArticle(const std::string &noun) {
+  bool vowelSound = !noun.empty() && llvm::StringRef("aeiouf").contains(noun[0]);
+  return (vowelSound ? "an " : "a ") + noun;
+}
 
 /// Collects the names assigned anywhere in a block.
 void collectAssigned(const Block &block, llvm::StringSet<> &names) {
@@ -237,6 +244,8 @@ private:
   std::map<std::string, mlir::func::FuncOp> specializations;
   llvm::StringSet<> activeHelpers; // helpers being generated, to catch recursion
   std::map<std::string, Const> paramValues;
+  const KernelDecl *currentKernel = nullptr;
+  bool currentKernelArgsBound = false; // params are bound first, without the args
 };
 
 } // namespace
@@ -347,9 +356,9 @@ mlir::OwningOpRef<mlir::ModuleOp> Generator::run(const GenOptions &options,
     std::string names;
     for (auto &k : module.kernels)
       names += (names.empty() ? "" : ", ") + k->name;
-    llvm::errs() << "error: " << (options.kernel.empty() ? "no kernel in the file"
-                                                         : "no kernel named '" + options.kernel + "'")
-                 << (names.empty() ? "" : " (kernels: " + names + ")") << "\n";
+    diag.fileError((options.kernel.empty() ? "no kernel in the file"
+                                           : "no kernel named '" + options.kernel + "'") +
+                   (names.empty() ? "" : " (kernels: " + names + ")"));
     return nullptr;
   }
   for (auto &[name, value] : options.defines) {
@@ -357,8 +366,7 @@ mlir::OwningOpRef<mlir::ModuleOp> Generator::run(const GenOptions &options,
       return llvm::any_of(k->params, [&](const ParamDecl &p) { return p.name == name; });
     });
     if (!known) {
-      llvm::errs() << "error: -D " << name << ": no selected kernel has a param named '"
-                   << name << "'\n";
+      diag.fileError("-D " + name + ": no selected kernel has a param named '" + name + "'");
       return nullptr;
     }
   }
@@ -374,6 +382,10 @@ mlir::OwningOpRef<mlir::ModuleOp> Generator::run(const GenOptions &options,
 bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
                            KernelInfo &info) {
   for (const ParamDecl &param : kernel.params) {
+    if (paramValues.count(param.name)) {
+      error(param.loc, "redefinition of param '" + param.name + "'");
+      return false;
+    }
     if (lookup(param.name) || isBuiltin(param.name)) {
       error(param.loc, "param '" + param.name + "' shadows another name");
       return false;
@@ -505,9 +517,14 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
 
   scopes.clear();
   paramValues.clear();
+  currentKernel = &kernel;
+  currentKernelArgsBound = false;
   {
     ScopeGuard scope(*this);
-    if (!bindParams(kernel, options, info) || !bindArgs(kernel, *entry))
+    if (!bindParams(kernel, options, info))
+      return false;
+    currentKernelArgsBound = true;
+    if (!bindArgs(kernel, *entry))
       return false;
     if (!genBlock(kernel.body))
       return false;
@@ -554,6 +571,7 @@ bool Generator::genGridFunction(const KernelDecl &kernel, const GenOptions &opti
   builder.setInsertionPointToStart(entry);
 
   scopes.clear();
+  paramValues.clear();
   ScopeGuard scope(*this);
   KernelInfo scratch;
   if (!bindParams(kernel, options, scratch) || !bindArgs(kernel, *entry))
@@ -601,7 +619,8 @@ bool Generator::genBlock(const Block &block) {
         return false;
       }
       if (i + 1 != block.size() || scopes.size() != 2) {
-        error(stmt->loc, "'return' must be the last statement of a function");
+        error(stmt->loc, "'return' must be the last statement of a function's body; "
+                         "early returns are not supported");
         return false;
       }
     }
@@ -624,7 +643,7 @@ bool Generator::genStmt(const Stmt &stmt) {
     }
     if (let.isMutable) {
       if (!v->type.isValue()) {
-        error(let.init->loc, "a 'var' must hold a scalar or a tile, not a " + v->type.str());
+        error(let.init->loc, "a 'var' must hold a scalar or a tile, not " + withArticle(v->type.str()));
         return false;
       }
       // A var is a runtime value: it forgets compile-time-ness so loops may update it.
@@ -641,8 +660,9 @@ bool Generator::genStmt(const Stmt &stmt) {
       return false;
     }
     if (!b->isMutable) {
-      error(assign.loc, "cannot assign to '" + assign.name +
-                            "': declare it with 'var' to make it mutable");
+      error(assign.loc, b->isLoopVar ? "cannot assign to loop variable '" + assign.name + "'"
+                                     : "cannot assign to '" + assign.name +
+                                           "': declare it with 'var' to make it mutable");
       return false;
     }
     MaybeValue v = genValue(*assign.value, "assigned value");
@@ -671,7 +691,7 @@ bool Generator::genStmt(const Stmt &stmt) {
     if (!v)
       return false;
     if (!v->type.isValue()) {
-      error(ret.value->loc, "a function returns a scalar or a tile, not a " + v->type.str());
+      error(ret.value->loc, "a function returns a scalar or a tile, not " + withArticle(v->type.str()));
       return false;
     }
     helperResult = *v;
@@ -752,7 +772,10 @@ bool Generator::genFor(const ForStmt &stmt) {
     TValue iv;
     iv.type = SType::scalar(DType::I32);
     iv.value = forOp.getInductionVar();
-    if (!declare(stmt.varLoc, stmt.var, iv, false) || !genBlock(stmt.body))
+    if (!declare(stmt.varLoc, stmt.var, iv, false))
+      return false;
+    scopes.back()[stmt.var].isLoopVar = true;
+    if (!genBlock(stmt.body))
       return false;
   }
   llvm::SmallVector<Value> yields;
@@ -860,7 +883,7 @@ MaybeValue Generator::genValue(const Expr &e, const char *what) {
     return error(e.loc, llvm::Twine("a view is not a value (") + what +
                             "); wrap it in load(...)");
   return error(e.loc, llvm::Twine("expected a scalar or tile for the ") + what +
-                          ", got a " + v->type.str());
+                          ", got " + withArticle(v->type.str()));
 }
 
 MaybeValue Generator::genName(const NameExpr &e) {
@@ -877,6 +900,14 @@ MaybeValue Generator::genName(const NameExpr &e) {
   if (inGridRule)
     return error(e.loc, "unknown name '" + e.name +
                             "' in the grid rule (it may use sizes, scalar arguments and params)");
+  if (currentKernel && !currentKernelArgsBound) {
+    for (const ArgDecl &arg : currentKernel->args)
+      if (arg.name == e.name || llvm::any_of(arg.dims, [&](const DimSpec &d) {
+            return d.name == e.name;
+          }))
+        return error(e.loc, "param defaults are compile-time constants; '" + e.name +
+                                "' is known only at launch");
+  }
   return error(e.loc, "unknown name '" + e.name + "'");
 }
 
@@ -946,7 +977,9 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
     if (auto folded = foldBinary(op, convertConst(*l.cst, dt), convertConst(*r.cst, dt), dt))
       return constant(*folded, resultType, l.type.weak && r.type.weak, loc_);
     if (!isFloat(dt) && (op == BinOp::Div || op == BinOp::Rem))
-      return error(at, "integer division by zero in a constant expression");
+      return error(at, convertConst(*r.cst, dt).i == 0
+                           ? "integer division by zero in a constant expression"
+                           : "integer overflow in a constant expression");
   }
   TValue a = convert(l, dt, *shape, at), b = convert(r, dt, *shape, at);
   Value x = a.value, y = b.value, out;
@@ -983,7 +1016,7 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
   if (!base)
     return std::nullopt;
   if (base->type.kind != SType::Tensor)
-    return error(e.loc, "only tensor arguments can be indexed, not a " + base->type.str());
+    return error(e.loc, "only tensor arguments can be indexed, not " + withArticle(base->type.str()));
   size_t rank = base->type.shape.size();
   if (e.indices.size() != rank)
     return error(e.loc, "tensor '" + base->tensorName + "' has rank " + llvm::Twine(rank) +
@@ -1022,7 +1055,7 @@ MaybeValue Generator::genMethod(const MethodExpr &e) {
     return std::nullopt;
   if (base->type.kind != SType::Tensor)
     return error(e.nameLoc, "methods exist only on tensor arguments; '" + e.name +
-                                "' called on a " + base->type.str());
+                                "' called on " + withArticle(base->type.str()));
   size_t rank = base->type.shape.size();
   mlir::Location l = loc(e.loc);
   if (e.name == "size" || e.name == "stride") {
@@ -1169,7 +1202,8 @@ MaybeValue Generator::genCall(const CallExpr &e) {
     return genBuiltin(e);
   if (const FnDecl *fn = module.findFunction(e.callee)) {
     if (inGridRule)
-      return error(e.loc, "the grid rule may not call functions other than cdiv, min and max");
+      return error(e.loc, "'" + e.callee + "' cannot be used in a grid rule (only cdiv, min, "
+                                           "max and cast)");
     return genHelperCall(e, *fn);
   }
   if (module.findKernel(e.callee))
@@ -1195,11 +1229,11 @@ MaybeValue Generator::genHelperCall(const CallExpr &e, const FnDecl &fn) {
       return std::nullopt;
     if (v->type.kind == SType::View || v->type.kind == SType::List ||
         v->type.kind == SType::Void)
-      return error(a->loc, "cannot pass a " + v->type.str() + " to a function");
+      return error(a->loc, "cannot pass " + withArticle(v->type.str()) + " to a function");
     if (fn.params[i].dtype && (v->type.kind != SType::Scalar ||
                                (*fn.params[i].dtype != v->type.dtype && !v->type.weak)))
       return error(a->loc, "argument '" + fn.params[i].name + "' of '" + fn.name +
-                               "' must be a " + dtypeName(*fn.params[i].dtype) +
+                               "' must be " + withArticle(dtypeName(*fn.params[i].dtype)) +
                                " scalar, got " + v->type.str());
     if (fn.params[i].dtype && v->type.dtype != *fn.params[i].dtype)
       v = convert(*v, *fn.params[i].dtype, {}, a->loc);
@@ -1537,8 +1571,8 @@ MaybeValue Generator::genLoad(const CallExpr &e) {
   if (!view)
     return std::nullopt;
   if (view->type.kind != SType::View)
-    return error(e.args[0]->loc, "load needs a view such as x[i, j] or x.tile(...), got a " +
-                                     view->type.str());
+    return error(e.args[0]->loc, "load needs a view such as x[i, j] or x.tile(...), got " +
+                                     withArticle(view->type.str()));
   DType dt = view->type.dtype;
   const Shape &shape = view->type.shape;
   mlir::Location l = loc(e.loc);
@@ -1547,7 +1581,8 @@ MaybeValue Generator::genLoad(const CallExpr &e) {
     MaybeValue o = genValue(*kw->value, "'other' value");
     if (!o)
       return std::nullopt;
-    if (o->type.dtype != dt && !o->type.weak)
+    if (o->type.dtype != dt &&
+        (!o->type.weak || (isFloat(o->type.dtype) && !isFloat(dt))))
       return error(kw->value->loc, "'other' has type " + o->type.str() + " but the tensor holds " +
                                        dtypeName(dt));
     if (view->view->block && o->type.kind != SType::Scalar)
@@ -1594,14 +1629,14 @@ MaybeValue Generator::genStore(const CallExpr &e) {
   if (!view)
     return std::nullopt;
   if (view->type.kind != SType::View)
-    return error(e.args[0]->loc, "store needs a view such as y[i, j] or y.tile(...), got a " +
-                                     view->type.str());
+    return error(e.args[0]->loc, "store needs a view such as y[i, j] or y.tile(...), got " +
+                                     withArticle(view->type.str()));
   MaybeValue v = genValue(*e.args[1], "stored value");
   if (!v)
     return std::nullopt;
   DType dt = view->type.dtype;
   const Shape &shape = view->type.shape;
-  if (v->type.dtype != dt && !v->type.weak)
+  if (v->type.dtype != dt && (!v->type.weak || (isFloat(v->type.dtype) && !isFloat(dt))))
     return error(e.args[1]->loc, "cannot store " + v->type.str() + " into tensor '" +
                                      view->view->tensorName + "' of " + dtypeName(dt) +
                                      "; convert it with cast<" + dtypeName(dt) + ">(...)");
@@ -1644,7 +1679,7 @@ MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
   if (!v)
     return std::nullopt;
   if (v->type.kind != SType::Tile)
-    return error(e.args[0]->loc, "'" + e.callee + "' reduces a tile, got a " + v->type.str());
+    return error(e.args[0]->loc, "'" + e.callee + "' reduces a tile, got " + withArticle(v->type.str()));
   bool keepdims = false;
   if (const KeywordArg *kw = e.kwarg("keepdims")) {
     MaybeValue k = genValue(*kw->value, "keepdims");
@@ -1766,8 +1801,8 @@ MaybeValue Generator::genDot(const CallExpr &e) {
     if (!c)
       return std::nullopt;
     if (c->type.kind != SType::Tile || c->type.shape != shape)
-      return error(e.args[2]->loc, "dot accumulator must be a " +
-                                       SType::tile(c->type.dtype, shape).str() +
+      return error(e.args[2]->loc, "dot accumulator must be " +
+                                       withArticle(SType::tile(c->type.dtype, shape).str()) +
                                        " tile, got " + c->type.str());
     if (isFloat(c->type.dtype) != isFloat(a->type.dtype))
       return error(e.args[2]->loc, "dot accumulator " + c->type.str() +
@@ -1791,7 +1826,7 @@ MaybeValue Generator::genShapeOp(const CallExpr &e) {
   if (!v)
     return std::nullopt;
   if (v->type.kind != SType::Tile)
-    return error(e.args[0]->loc, "'" + name + "' needs a tile, got a " + v->type.str());
+    return error(e.args[0]->loc, "'" + name + "' needs a tile, got " + withArticle(v->type.str()));
   DType dt = v->type.dtype;
   const Shape &shape = v->type.shape;
   mlir::Location l = loc(e.loc);

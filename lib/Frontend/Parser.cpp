@@ -5,6 +5,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
+
 using namespace kiln;
 using llvm::SMLoc;
 
@@ -41,16 +43,38 @@ private:
     errorHere(llvm::Twine("expected ") + tokSpelling(kind) + " " + context);
     return false;
   }
-  void errorHere(const llvm::Twine &message) { error(tok.loc(), message); }
+  /// Reports at the current token, saying what was found there; messages that
+  /// already quote the token pass `mentionFound = false`.
+  void errorHere(const llvm::Twine &message, bool mentionFound = true) {
+    if (!mentionFound)
+      return error(tok.loc(), message);
+    std::string found = tok.kind == Tok::Eof ? std::string("end of file")
+                                             : ("'" + tok.text.str() + "'");
+    error(tok.loc(), message + ", found " + found);
+  }
   void error(SMLoc loc, const llvm::Twine &message) {
     if (failed)
       return;
     failed = true;
-    // Mention what was found, so "expected ';'" reads well at the end of a line.
-    std::string found = tok.kind == Tok::Eof ? std::string("end of file")
-                                             : ("'" + tok.text.str() + "'");
-    diag.error(loc, message + (loc == tok.loc() ? ", found " + found : std::string()));
+    diag.error(loc, message);
   }
+  /// Guards the recursive productions: pathological nesting is an error, not a
+  /// stack overflow.
+  struct DepthGuard {
+    Parser &p;
+    explicit DepthGuard(Parser &p) : p(p) { ++p.depth; }
+    ~DepthGuard() { --p.depth; }
+  };
+  bool tooDeep() {
+    if (depth <= kMaxDepth)
+      return false;
+    errorHere("expression or block nested more than " + llvm::Twine(kMaxDepth) +
+                  " levels deep",
+              false);
+    return true;
+  }
+  static constexpr int kMaxDepth = 256;
+  int depth = 0;
   Token peekNext() {
     Lexer copy = lexer;
     return copy.next();
@@ -120,7 +144,8 @@ bool Parser::parseDType(DType &dt) {
   auto parsed = kiln::parseDType(tok.text);
   if (!parsed) {
     errorHere("unknown element type '" + tok.text +
-              "' (expected i1, i8, i16, i32, i64, f16, bf16, f32 or f64)");
+                  "' (expected i1, i8, i16, i32, i64, f16, bf16, f32 or f64)",
+              false);
     return false;
   }
   dt = *parsed;
@@ -153,7 +178,7 @@ bool Parser::parseArg(ArgDecl &arg) {
         unsigned long long value;
         if (llvm::getAsUnsignedInteger(tok.text, 10, value) || value == 0 ||
             value > (1ull << 40)) {
-          errorHere("tensor size must be a positive integer");
+          errorHere("tensor size must be a positive integer, got " + tok.text, false);
           return false;
         }
         dim.fixed = static_cast<int64_t>(value);
@@ -274,6 +299,9 @@ std::unique_ptr<FnDecl> Parser::parseFn() {
 }
 
 bool Parser::parseBlock(Block &block) {
+  DepthGuard guard(*this);
+  if (tooDeep())
+    return false;
   if (!expect(Tok::LBrace, "to open a block"))
     return false;
   while (!is(Tok::RBrace)) {
@@ -444,6 +472,9 @@ static int precedence(Tok kind, BinOp &op) {
 }
 
 ExprPtr Parser::parseBinary(int minPrec) {
+  DepthGuard guard(*this);
+  if (tooDeep())
+    return nullptr;
   ExprPtr lhs = parseUnary();
   while (lhs) {
     BinOp op;
@@ -461,6 +492,9 @@ ExprPtr Parser::parseBinary(int minPrec) {
 }
 
 ExprPtr Parser::parseUnary() {
+  DepthGuard guard(*this);
+  if (tooDeep())
+    return nullptr;
   if (is(Tok::Minus) || is(Tok::Bang)) {
     SMLoc loc = tok.loc();
     char op = is(Tok::Minus) ? '-' : '!';
@@ -565,16 +599,22 @@ ExprPtr Parser::parsePrimary() {
     llvm::erase(digits, '_');
     unsigned long long value;
     if (llvm::getAsUnsignedInteger(digits, 10, value) || value > INT64_MAX) {
-      errorHere("integer literal is too large");
+      errorHere("integer literal " + tok.text + " does not fit in 64 bits", false);
       return nullptr;
     }
     advance();
     return std::make_unique<IntLitExpr>(loc, static_cast<int64_t>(value));
   }
   case Tok::Float: {
+    std::string digits = tok.text.str();
+    llvm::erase(digits, '_');
     double value;
-    if (tok.text.getAsDouble(value)) {
-      errorHere("malformed number");
+    if (llvm::StringRef(digits).getAsDouble(value)) {
+      errorHere("malformed number " + tok.text, false);
+      return nullptr;
+    }
+    if (std::isinf(value)) {
+      errorHere("number " + tok.text + " is too large for f64; write inf for infinity", false);
       return nullptr;
     }
     advance();

@@ -66,6 +66,9 @@ bool kiln::assignable(const SType &from, const SType &to) {
     return false;
   if (from.dtype != to.dtype && !from.weak)
     return false;
+  // A float constant would be truncated in an integer slot: ask for a cast.
+  if (from.dtype != to.dtype && isFloat(from.dtype) && !isFloat(to.dtype))
+    return false;
   auto shape = broadcastShapes(from.shape, to.shape);
   return shape && *shape == to.shape;
 }
