@@ -24,6 +24,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
@@ -223,6 +224,30 @@ private:
   MaybeValue genDot(const CallExpr &e);
   MaybeValue genShapeOp(const CallExpr &e);
 
+  /// Errors when a weak integer constant would change value in dtype `dt`
+  /// (`x_i8 + 1000` must not silently become `x + (-24)`).
+  bool constantFits(const TValue &v, DType dt, SMLoc at) {
+    if (!v.cst || !v.type.weak || isFloat(dt) || v.cst->isFloat || dt == DType::I1)
+      return true;
+    if (convertConst(*v.cst, dt).i == v.cst->i)
+      return true;
+    error(at, "constant " + llvm::Twine(v.cst->i) + " does not fit in " + dtypeName(dt));
+    return false;
+  }
+  /// Errors when a broadcast result exceeds the tile size limit.
+  bool checkTileSize(const Shape &shape, SMLoc at) {
+    int64_t total = 1;
+    for (int64_t d : shape) {
+      total *= d;
+      if (total > kMaxTileElements) {
+        error(at, "tile of shape " + shapeStr(shape) + " exceeds the limit of " +
+                      llvm::Twine(kMaxTileElements) + " elements");
+        return false;
+      }
+    }
+    return true;
+  }
+
   // Argument helpers.
   bool checkArity(const CallExpr &e, size_t min, size_t max,
                   llvm::ArrayRef<llvm::StringRef> keywords = {});
@@ -361,6 +386,11 @@ mlir::OwningOpRef<mlir::ModuleOp> Generator::run(const GenOptions &options,
                    (names.empty() ? "" : " (kernels: " + names + ")"));
     return nullptr;
   }
+  for (auto &fn : module.functions)
+    if (isBuiltin(fn->name)) {
+      error(fn->loc, "'" + fn->name + "' is a builtin and cannot be redefined");
+      return nullptr;
+    }
   for (auto &[name, value] : options.defines) {
     bool known = llvm::any_of(selected, [&](const KernelDecl *k) {
       return llvm::any_of(k->params, [&](const ParamDecl &p) { return p.name == name; });
@@ -970,7 +1000,11 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
     return error(at, llvm::Twine("shapes ") + shapeStr(l.type.shape) + " and " +
                          shapeStr(r.type.shape) + " do not broadcast for '" +
                          binOpSpelling(op) + "'");
+  if (!checkTileSize(*shape, at))
+    return std::nullopt;
   DType dt = promote(l.type, r.type);
+  if (!constantFits(l, dt, at) || !constantFits(r, dt, at))
+    return std::nullopt;
   DType resultType = compare ? DType::I1 : dt;
   mlir::Location loc_ = loc(at);
   if (l.cst && r.cst && shape->empty()) {
@@ -1036,6 +1070,8 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
       return error(ie->loc, "index shape " + shapeStr(idx->type.shape) +
                                 " does not broadcast with " + shapeStr(shape));
     shape = *s;
+    if (!checkTileSize(shape, ie->loc))
+      return std::nullopt;
     indices.push_back(*idx);
   }
   auto view = std::make_shared<ViewData>();
@@ -1147,6 +1183,11 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
     error(e.loc, "'" + e.callee + "' takes no type argument");
     return false;
   }
+  if (e.hasShapeArg && e.callee != "zeros" && e.callee != "ones") {
+    error(e.loc, "'" + e.callee + "' takes no [shape] after its type" +
+                     (e.callee == "full" ? "; pass the shape as the first argument" : ""));
+    return false;
+  }
   return true;
 }
 
@@ -1230,16 +1271,24 @@ MaybeValue Generator::genHelperCall(const CallExpr &e, const FnDecl &fn) {
     if (v->type.kind == SType::View || v->type.kind == SType::List ||
         v->type.kind == SType::Void)
       return error(a->loc, "cannot pass " + withArticle(v->type.str()) + " to a function");
-    if (fn.params[i].dtype && (v->type.kind != SType::Scalar ||
-                               (*fn.params[i].dtype != v->type.dtype && !v->type.weak)))
+    if (fn.params[i].dtype &&
+        (v->type.kind != SType::Scalar ||
+         !assignable(v->type, SType::scalar(*fn.params[i].dtype))))
       return error(a->loc, "argument '" + fn.params[i].name + "' of '" + fn.name +
                                "' must be " + withArticle(dtypeName(*fn.params[i].dtype)) +
                                " scalar, got " + v->type.str());
     if (fn.params[i].dtype && v->type.dtype != *fn.params[i].dtype)
       v = convert(*v, *fn.params[i].dtype, {}, a->loc);
-    key += "|" + v->type.str();
-    if (v->cst)
-      key += "=" + std::to_string(v->cst->asDouble());
+    // Exact: weak and strong constants, and nearby values, get separate copies.
+    key += "|" + v->type.str() + (v->type.weak ? "~" : "");
+    if (v->cst) {
+      char exact[64];
+      if (v->cst->isFloat)
+        snprintf(exact, sizeof exact, "%a", v->cst->f);
+      else
+        snprintf(exact, sizeof exact, "%lld", static_cast<long long>(v->cst->i));
+      key += std::string("=") + exact;
+    }
     args.push_back(*v);
   }
 
@@ -1472,7 +1521,11 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       return error(e.loc, "where: shapes " + shapeStr(c->type.shape) + ", " +
                               shapeStr(a->type.shape) + " and " + shapeStr(b->type.shape) +
                               " do not broadcast");
+    if (!checkTileSize(*shape, e.loc))
+      return std::nullopt;
     DType dt = promote(a->type, b->type);
+    if (!constantFits(*a, dt, e.loc) || !constantFits(*b, dt, e.loc))
+      return std::nullopt;
     TValue cc = convert(*c, DType::I1, *shape, e.loc);
     TValue aa = convert(*a, dt, *shape, e.loc), bb = convert(*b, dt, *shape, e.loc);
     TValue out;
@@ -1751,7 +1804,11 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   if (!shape)
     return error(e.loc, "shapes " + shapeStr(a->type.shape) + " and " +
                             shapeStr(b->type.shape) + " do not broadcast");
+  if (!checkTileSize(*shape, e.loc))
+    return std::nullopt;
   DType dt = promote(a->type, b->type);
+  if (!constantFits(*a, dt, e.loc) || !constantFits(*b, dt, e.loc))
+    return std::nullopt;
   mlir::Location l = loc(e.loc);
   if (a->cst && b->cst && shape->empty()) {
     double x = convertConst(*a->cst, dt).asDouble(), y = convertConst(*b->cst, dt).asDouble();
