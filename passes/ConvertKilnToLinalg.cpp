@@ -262,6 +262,45 @@ Value lowerReduce(OpBuilder &b, ReduceOp op) {
   return result;
 }
 
+/// An inclusive scan as loops over a tensor: the scanned axis is innermost and
+/// carries the running value; bufferization turns the inserts into stores.
+Value lowerScan(OpBuilder &b, ScanOp op) {
+  Location loc = op.getLoc();
+  auto type = op.getType();
+  int64_t axis = op.getAxis();
+  ReduceKind kind = op.getKind();
+  Value source = op.getSource();
+  SmallVector<int64_t> outerShape(type.getShape());
+  outerShape[axis] = 1;
+  auto zero = [&](OpBuilder &nb, Location l) { return nb.create<arith::ConstantIndexOp>(l, 0); };
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d : outerShape) {
+    lbs.push_back(zero(b, loc));
+    ubs.push_back(b.create<arith::ConstantIndexOp>(loc, d));
+    steps.push_back(b.create<arith::ConstantIndexOp>(loc, 1));
+  }
+  Value init = emptyLike(b, loc, type);
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, ValueRange{init},
+      [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange carried) -> scf::ValueVector {
+        Value identity =
+            nb.create<arith::ConstantOp>(l, reductionIdentity(nb, kind, type.getElementType()));
+        auto inner = nb.create<scf::ForOp>(
+            l, zero(nb, l), nb.create<arith::ConstantIndexOp>(l, type.getDimSize(axis)),
+            nb.create<arith::ConstantIndexOp>(l, 1), ValueRange{carried[0], identity},
+            [&](OpBuilder &ib, Location il, Value iv, ValueRange state) {
+              SmallVector<Value> coords(ivs);
+              coords[axis] = iv;
+              Value x = ib.create<tensor::ExtractOp>(il, source, coords);
+              Value acc = combine(ib, il, kind, x, state[1]);
+              Value t = ib.create<tensor::InsertOp>(il, acc, state[0], coords);
+              ib.create<scf::YieldOp>(il, ValueRange{t, acc});
+            });
+        return {inner.getResult(0)};
+      });
+  return nest.results.front();
+}
+
 Value lowerDot(OpBuilder &b, DotOp op) {
   return b.create<linalg::MatmulOp>(op.getLoc(), ValueRange{op.getA(), op.getB()},
                                     ValueRange{op.getAcc()})
@@ -363,6 +402,7 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
         replacement = reshapeTensor(rewriter, o.getLoc(), o.getSource(), o.getType());
       else if (auto o = dyn_cast<TransOp>(op)) replacement = lowerTrans(rewriter, o);
       else if (auto o = dyn_cast<ReduceOp>(op)) replacement = lowerReduce(rewriter, o);
+      else if (auto o = dyn_cast<ScanOp>(op)) replacement = lowerScan(rewriter, o);
       else if (auto o = dyn_cast<DotOp>(op)) replacement = lowerDot(rewriter, o);
       else if (auto o = dyn_cast<LoadOp>(op)) replacement = lowerLoad(rewriter, o);
       else if (auto o = dyn_cast<LoadBlockOp>(op)) replacement = lowerLoadBlock(rewriter, o);

@@ -221,6 +221,7 @@ private:
   MaybeValue genUnaryMath(const CallExpr &e);
   MaybeValue genReduce(const CallExpr &e, ReduceKind kind);
   MaybeValue genMinMax(const CallExpr &e, bool isMax);
+  MaybeValue genScan(const CallExpr &e);
   MaybeValue genDot(const CallExpr &e);
   MaybeValue genShapeOp(const CallExpr &e);
 
@@ -1474,6 +1475,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genReduce(e, ReduceKind::Prod);
   if (name == "min" || name == "max")
     return genMinMax(e, name == "max");
+  if (name == "cumsum" || name == "cumprod" || name == "cummax" || name == "cummin")
+    return genScan(e);
   if (name == "dot")
     return genDot(e);
   if (name == "reshape" || name == "trans" || name == "expand_dims" || name == "broadcast_to")
@@ -1786,6 +1789,40 @@ MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
                           builder.getI32IntegerAttr(axis));
     out.type = SType::tile(dt, kept);
   }
+  return out;
+}
+
+MaybeValue Generator::genScan(const CallExpr &e) {
+  if (!checkArity(e, 1, 1, {"axis"}))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], "scan operand");
+  if (!v)
+    return std::nullopt;
+  if (v->type.kind != SType::Tile)
+    return error(e.args[0]->loc, "'" + e.callee + "' scans a tile, got " +
+                                     withArticle(v->type.str()));
+  TValue src = *v;
+  if (src.type.dtype == DType::I1)
+    src = convert(src, DType::I32, src.type.shape, e.loc); // running counts of bools
+  int64_t axis = 0;
+  if (const KeywordArg *kw = e.kwarg("axis")) {
+    auto a = axisArg(*kw->value, src.type.shape.size());
+    if (!a)
+      return std::nullopt;
+    axis = *a;
+  } else if (src.type.shape.size() != 1) {
+    return error(e.loc, "'" + e.callee + "' of a rank-" +
+                            llvm::Twine(src.type.shape.size()) + " tile needs axis=");
+  }
+  ReduceKind kind = e.callee == "cumsum"    ? ReduceKind::Sum
+                    : e.callee == "cumprod" ? ReduceKind::Prod
+                    : e.callee == "cummax"  ? ReduceKind::Max
+                                            : ReduceKind::Min;
+  TValue out;
+  out.type = SType::tile(src.type.dtype, src.type.shape);
+  out.value = builder.create<ScanOp>(loc(e.loc), src.value.getType(),
+                                     ReduceKindAttr::get(&ctx, kind), src.value,
+                                     builder.getI32IntegerAttr(axis));
   return out;
 }
 

@@ -145,7 +145,7 @@ bool kiln::isBuiltin(llvm::StringRef name) {
       "program_id", "num_programs", "arange", "zeros", "ones", "full", "cast",
       "load", "store", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
       "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid", "min", "max", "sum",
-      "prod", "fma", "where", "dot", "reshape", "trans", "expand_dims",
+      "prod", "cumsum", "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
       "broadcast_to", "cdiv", "inf", "nan", "range"};
   return builtins.contains(name);
 }

@@ -147,3 +147,19 @@ func.func @load_block(%m: !mem, %r: i32, %c: i32) -> tensor<4x8xf32> {
   %0 = kiln.load_block %m[%r, %c] : !mem -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A scan keeps a running value across the innermost loop (the scanned axis).
+// CHECK-LABEL: func @scan
+// CHECK: %[[INIT:.*]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[INIT]])
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: scf.for {{.*}} iter_args(%[[T:.*]] = %{{.*}}, %[[ACC:.*]] = %[[ZERO]])
+// CHECK: %[[X:.*]] = tensor.extract
+// CHECK: %[[NEXT:.*]] = arith.addf %[[X]], %[[ACC]] : f32
+// CHECK: tensor.insert %[[NEXT]] into %[[T]]
+func.func @scan(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = kiln.scan sum %t, 1 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

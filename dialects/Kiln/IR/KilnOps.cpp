@@ -247,6 +247,24 @@ LogicalResult ReduceOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ScanOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanOp::verify() {
+  int64_t rank = getSource().getType().getRank();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " out of range for rank " << rank;
+  return success();
+}
+
+OpFoldResult ScanOp::fold(FoldAdaptor) {
+  // Scanning a length-1 axis combines each element with nothing.
+  if (getSource().getType().getDimSize(getAxis()) == 1)
+    return getSource();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
 // DotOp
 //===----------------------------------------------------------------------===//
 

@@ -199,6 +199,23 @@ def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_ScanOp : Kiln_Op<"scan", [Pure, SameOperandsAndResultType]> {
+  let summary = "inclusive prefix combination along one axis";
+  let description = [{
+    Element `i` along `axis` of the result combines elements `0..i` of the source
+    (an inclusive scan); the shape is unchanged.
+
+    ```mlir
+    %c = kiln.scan sum %v, 0 : tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_ReduceKind:$kind, Kiln_Tile:$source, I32Attr:$axis);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$kind $source `,` $axis attr-dict `:` type($source)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
   let summary = "tile matrix product with accumulator";
   let description = [{

@@ -108,3 +108,14 @@ func.func @dead_code(%m: memref<?xf32, strided<[?], offset: ?>>, %i: i32, %v: f3
   kiln.store %m[%i], %v : memref<?xf32, strided<[?], offset: ?>>[i32], f32
   return
 }
+
+// -----
+
+// Scanning an axis of length 1 is the identity.
+// CHECK-LABEL: func @scan_unit_axis
+// CHECK-SAME: (%[[T:.*]]: tensor<1x8xf32>)
+// CHECK-NEXT: return %[[T]]
+func.func @scan_unit_axis(%t: tensor<1x8xf32>) -> tensor<1x8xf32> {
+  %0 = kiln.scan sum %t, 0 : tensor<1x8xf32>
+  return %0 : tensor<1x8xf32>
+}

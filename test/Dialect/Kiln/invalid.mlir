@@ -222,3 +222,11 @@ func.func @block_other(%m: memref<?x?xf32, strided<[?, ?], offset: ?>>, %o: i32,
   %0 = kiln.load_block %m[%o, %o] other %x : f16 : memref<?x?xf32, strided<[?, ?], offset: ?>> -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+func.func @scan_axis(%t: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 out of range for rank 2}}
+  %0 = kiln.scan sum %t, 2 : tensor<4x8xf32>
+  return
+}

@@ -38,6 +38,8 @@ func.func @reduce_dot(%t: tensor<4x8xf32>, %a: tensor<16x8xf16>, %b: tensor<8x32
   %m = kiln.reduce max %t, 0 : tensor<4x8xf32> -> tensor<8xf32>
   // CHECK: kiln.reduce sum %{{.*}}, 0 : tensor<8xf32> -> f32
   %s = kiln.reduce sum %m, 0 : tensor<8xf32> -> f32
+  // CHECK: kiln.scan prod %{{.*}}, 1 : tensor<4x8xf32>
+  %p = kiln.scan prod %t, 1 : tensor<4x8xf32>
   // CHECK: kiln.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x8xf16>, tensor<8x32xf16> -> tensor<16x32xf32>
   %c = kiln.dot %a, %b, %acc : tensor<16x8xf16>, tensor<8x32xf16> -> tensor<16x32xf32>
   return %m, %s, %c : tensor<8xf32>, f32, tensor<16x32xf32>

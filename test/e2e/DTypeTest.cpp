@@ -1,0 +1,148 @@
+//===- DTypeTest.cpp - every element type and scans, run on the CPU -------===//
+
+#include "lib/Support/Half.h"
+#include "test/e2e/Harness.h"
+
+#include <cstring>
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+std::unique_ptr<cpu::Executable> compileSource(const std::string &source,
+                                               const std::string &kernel) {
+  GenOptions options;
+  options.kernel = kernel;
+  auto exe = compileForCPU(source, kernel + ".kiln", options);
+  if (!exe) {
+    ADD_FAILURE() << llvm::toString(exe.takeError());
+    return nullptr;
+  }
+  return std::move(*exe);
+}
+
+TEST(DTypes, HalfInHalfOut) {
+  // f16 loads, an f16 scalar argument, f16 arithmetic (done in f32 and rounded).
+  auto exe = compileSource(R"(
+    kernel k(x: tensor<f16>[N], y: tensor<f16>[N], s: f16) params(B: i32 = 64) grid(cdiv(N, B)) {
+      let i = program_id(0) * B + arange(0, B);
+      store(y[i], load(x[i]) * s + 1.0);
+    })", "k");
+  ASSERT_TRUE(exe);
+  const int64_t n = 100;
+  std::vector<uint16_t> x(n), y(n, 0xffff);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = floatToHalfBits(0.25f * i);
+  launchOrFail(*exe, "k",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F16, {n})),
+                KernelArg::of(TensorRef::contiguous(y.data(), DType::F16, {n})),
+                KernelArg::ofFloat(-0.5, DType::F16)});
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(halfBitsToFloat(y[i]), halfBitsToFloat(floatToHalfBits(0.25f * i * -0.5f + 1.0f)))
+        << "at " << i;
+}
+
+TEST(DTypes, BFloat16AndDouble) {
+  auto exe = compileSource(R"(
+    kernel k(x: tensor<bf16>[N], y: tensor<bf16>[N], d: tensor<f64>[N]) grid(N) {
+      let i = program_id(0);
+      let v = load(x[i]);
+      store(y[i], v * v);
+      store(d[i], exp(cast<f64>(v)));
+    })", "k");
+  ASSERT_TRUE(exe);
+  const int64_t n = 9;
+  std::vector<uint16_t> x(n), y(n);
+  std::vector<double> d(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = floatToBF16Bits(1.5f * i - 4);
+  launchOrFail(*exe, "k",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::BF16, {n})),
+                KernelArg::of(TensorRef::contiguous(y.data(), DType::BF16, {n})),
+                KernelArg::of(TensorRef::contiguous(d.data(), DType::F64, {n}))});
+  for (int64_t i = 0; i < n; ++i) {
+    float v = bf16BitsToFloat(x[i]);
+    ASSERT_EQ(bf16BitsToFloat(y[i]), bf16BitsToFloat(floatToBF16Bits(v * v))) << i;
+    ASSERT_NEAR(d[i], std::exp(double(v)), 1e-12 * std::exp(double(v))) << i;
+  }
+}
+
+TEST(DTypes, IntegersAndBools) {
+  auto exe = compileSource(R"(
+    kernel k(a: tensor<i8>[N], b: tensor<i16>[N], keep: tensor<i1>[N], out: tensor<i64>[N])
+        params(B: i32 = 16) grid(cdiv(N, B)) {
+      let i = program_id(0) * B + arange(0, B);
+      let wide = cast<i64>(load(a[i])) * 1000000000 + cast<i64>(load(b[i]));
+      store(out[i], wide, mask = load(keep[i]));
+    })", "k");
+  ASSERT_TRUE(exe);
+  const int64_t n = 37;
+  std::vector<int8_t> a(n);
+  std::vector<int16_t> b(n);
+  std::vector<uint8_t> keep(n);
+  std::vector<int64_t> out(n, -1);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = static_cast<int8_t>(i * 7 - 128);
+    b[i] = static_cast<int16_t>(i * 1000 - 30000);
+    keep[i] = i % 3 != 0;
+  }
+  launchOrFail(*exe, "k",
+               {KernelArg::of(TensorRef::contiguous(a.data(), DType::I8, {n})),
+                KernelArg::of(TensorRef::contiguous(b.data(), DType::I16, {n})),
+                KernelArg::of(TensorRef::contiguous(keep.data(), DType::I1, {n})),
+                KernelArg::of(TensorRef::contiguous(out.data(), DType::I64, {n}))});
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], keep[i] ? int64_t(a[i]) * 1000000000 + b[i] : -1) << i;
+}
+
+TEST(Scans, PrefixSumsAndMaxima) {
+  auto exe = compileSource(R"(
+    kernel k(x: tensor<f32>[M, N], s: tensor<f32>[M, N], m: tensor<f32>[M, N]) {
+      let r = expand_dims(arange(0, 4), 1);
+      let c = expand_dims(arange(0, 8), 0);
+      let t = load(x[r, c]);
+      store(s[r, c], cumsum(t, axis = 1));
+      store(m[r, c], cummax(t, axis = 0));
+    })", "k");
+  ASSERT_TRUE(exe);
+  const int64_t rows = 3, cols = 6; // smaller than the tile: masked lanes must not leak
+  auto x = randomVector(rows * cols, 21);
+  std::vector<float> s(rows * cols), m(rows * cols);
+  launchOrFail(*exe, "k",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {rows, cols})),
+                KernelArg::of(TensorRef::contiguous(s.data(), DType::F32, {rows, cols})),
+                KernelArg::of(TensorRef::contiguous(m.data(), DType::F32, {rows, cols}))});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double sum = 0;
+      for (int64_t k = 0; k <= c; ++k)
+        sum += x[r * cols + k];
+      // Masked lanes load 0, so the column maximum includes 0 only past the rows.
+      float mx = -INFINITY;
+      for (int64_t k = 0; k <= r; ++k)
+        mx = std::max(mx, x[k * cols + c]);
+      ASSERT_NEAR(s[r * cols + c], sum, 1e-5) << r << "," << c;
+      ASSERT_EQ(m[r * cols + c], mx) << r << "," << c;
+    }
+}
+
+TEST(Helpers, InlinedAndSpecialized) {
+  auto exe = compileSource(R"(
+    fn relu(v) { return max(v, 0.0); }
+    fn affine(v, a, b) { return v * a + b; }
+    kernel k(x: tensor<f32>[N], y: tensor<f32>[N]) params(B: i32 = 32) grid(cdiv(N, B)) {
+      let i = program_id(0) * B + arange(0, B);
+      store(y[i], relu(affine(load(x[i]), 2.0, -1.0)));
+    })", "k");
+  ASSERT_TRUE(exe);
+  const int64_t n = 50;
+  auto x = randomVector(n, 22);
+  std::vector<float> y(n, NAN);
+  launchOrFail(*exe, "k", {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                           KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {n}))});
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_FLOAT_EQ(y[i], std::max(x[i] * 2.0f - 1.0f, 0.0f)) << i;
+}
+
+} // namespace
