@@ -11,6 +11,7 @@ namespace linalg { class LinalgDialect; }
 namespace memref { class MemRefDialect; }
 namespace scf { class SCFDialect; }
 namespace tensor { class TensorDialect; }
+namespace vector { class VectorDialect; }
 } // namespace mlir
 
 namespace kiln {

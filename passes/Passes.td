@@ -39,4 +39,19 @@ def KilnSimplifyMasks : Pass<"kiln-simplify-masks", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Turn elementwise linalg ops on tiles into vector ops";
+  let description = [{
+    A `linalg.generic` on statically shaped tiles whose iterators are all parallel and
+    whose body is straight-line arithmetic (no memory access, no nested regions)
+    becomes vector ops over the whole tile. Ops that read memory under masks stay
+    scalar; tiles above `max-elements` are left alone.
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", /*default=*/"4096",
+           "Largest tile (in elements) turned into one vector op">
+  ];
+  let dependentDialects = ["mlir::vector::VectorDialect"];
+}
+
 #endif // KILN_PASSES_TD

@@ -1,0 +1,52 @@
+//===- VectorizeElementwise.cpp - elementwise tile math as vector ops -----===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNVECTORIZEELEMENTWISE
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+/// Straight-line scalar arithmetic on a static tile small enough for one vector.
+static bool isVectorizable(linalg::GenericOp op, int64_t maxElements) {
+  if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0)
+    return false;
+  if (!llvm::all_of(op.getIteratorTypesArray(), linalg::isParallelIterator))
+    return false;
+  auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+  if (!type || !type.hasStaticShape() || type.getNumElements() > maxElements)
+    return false;
+  for (Operation &inner : op.getRegion().front()) {
+    if (inner.getNumRegions() != 0 || !isMemoryEffectFree(&inner))
+      return false;
+  }
+  return succeeded(linalg::vectorizeOpPrecondition(op));
+}
+
+namespace {
+struct VectorizeElementwise
+    : kiln::impl::KilnVectorizeElementwiseBase<VectorizeElementwise> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> candidates;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isVectorizable(op, maxElements))
+        candidates.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : candidates) {
+      rewriter.setInsertionPoint(op);
+      // Failure leaves the op as it was, to be lowered to loops.
+      (void)linalg::vectorize(rewriter, op);
+    }
+  }
+};
+} // namespace
