@@ -218,6 +218,9 @@ private:
   // Builtin families.
   MaybeValue genLoad(const CallExpr &e);
   MaybeValue genStore(const CallExpr &e);
+  /// The `mask=` of a load or store through `view`, converted to the view's shape;
+  /// null when absent. False after reporting an error.
+  bool maskArg(const CallExpr &e, const TValue &view, Value &mask);
   MaybeValue genUnaryMath(const CallExpr &e);
   MaybeValue genReduce(const CallExpr &e, ReduceKind kind);
   MaybeValue genMinMax(const CallExpr &e, bool isMax);
@@ -1652,30 +1655,43 @@ MaybeValue Generator::genLoad(const CallExpr &e) {
   TValue out;
   out.type = SType::value(dt, shape);
   mlir::Type resultType = valueType(dt, shape);
-  if (view->view->block) {
-    if (const KeywordArg *kw = e.kwarg("mask"))
-      return error(kw->loc, "mask= is not supported on block views; out-of-bounds elements "
-                            "are masked automatically");
+  Value mask;
+  if (!maskArg(e, *view, mask))
+    return std::nullopt;
+  if (view->view->block)
     out.value = builder.create<LoadBlockOp>(l, resultType, view->view->memory,
                                             view->view->coords, other);
-    return out;
-  }
-  Value mask;
-  if (const KeywordArg *kw = e.kwarg("mask")) {
-    MaybeValue m = genValue(*kw->value, "mask");
-    if (!m)
-      return std::nullopt;
-    if (m->type.dtype != DType::I1)
-      return error(kw->value->loc, "mask must be bool, got " + m->type.str());
-    auto s = broadcastShapes(m->type.shape, shape);
-    if (!s || *s != shape)
-      return error(kw->value->loc, "mask shape " + shapeStr(m->type.shape) +
-                                       " does not broadcast to " + shapeStr(shape));
-    mask = convert(*m, DType::I1, shape, kw->value->loc).value;
-  }
-  out.value = builder.create<LoadOp>(l, resultType, view->view->memory, view->view->coords,
-                                     mask, other);
+  else
+    out.value = builder.create<LoadOp>(l, resultType, view->view->memory, view->view->coords,
+                                       mask, other);
   return out;
+}
+
+bool Generator::maskArg(const CallExpr &e, const TValue &view, Value &mask) {
+  const KeywordArg *kw = e.kwarg("mask");
+  if (!kw)
+    return true;
+  if (view.view->block) {
+    error(kw->loc, "mask= is not supported on block views; out-of-bounds elements "
+                   "are masked automatically");
+    return false;
+  }
+  const Shape &shape = view.type.shape;
+  MaybeValue m = genValue(*kw->value, "mask");
+  if (!m)
+    return false;
+  if (m->type.dtype != DType::I1) {
+    error(kw->value->loc, "mask must be bool, got " + m->type.str());
+    return false;
+  }
+  auto s = broadcastShapes(m->type.shape, shape);
+  if (!s || *s != shape) {
+    error(kw->value->loc, "mask shape " + shapeStr(m->type.shape) + " does not broadcast to " +
+                              shapeStr(shape));
+    return false;
+  }
+  mask = convert(*m, DType::I1, shape, kw->value->loc).value;
+  return true;
 }
 
 MaybeValue Generator::genStore(const CallExpr &e) {
@@ -1702,27 +1718,13 @@ MaybeValue Generator::genStore(const CallExpr &e) {
                                      " does not fit the view of shape " + shapeStr(shape));
   Value value = convert(*v, dt, shape, e.args[1]->loc).value;
   mlir::Location l = loc(e.loc);
-  if (view->view->block) {
-    if (const KeywordArg *kw = e.kwarg("mask"))
-      return error(kw->loc, "mask= is not supported on block views; out-of-bounds elements "
-                            "are masked automatically");
+  Value mask;
+  if (!maskArg(e, *view, mask))
+    return std::nullopt;
+  if (view->view->block)
     builder.create<StoreBlockOp>(l, view->view->memory, view->view->coords, value);
-  } else {
-    Value mask;
-    if (const KeywordArg *kw = e.kwarg("mask")) {
-      MaybeValue m = genValue(*kw->value, "mask");
-      if (!m)
-        return std::nullopt;
-      if (m->type.dtype != DType::I1)
-        return error(kw->value->loc, "mask must be bool, got " + m->type.str());
-      auto ms = broadcastShapes(m->type.shape, shape);
-      if (!ms || *ms != shape)
-        return error(kw->value->loc, "mask shape " + shapeStr(m->type.shape) +
-                                         " does not broadcast to " + shapeStr(shape));
-      mask = convert(*m, DType::I1, shape, kw->value->loc).value;
-    }
+  else
     builder.create<StoreOp>(l, view->view->memory, view->view->coords, value, mask);
-  }
   TValue out;
   out.type.kind = SType::Void;
   return out;
