@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Common.h"
 #include "passes/Passes.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -143,41 +144,6 @@ Value reshapeTensor(OpBuilder &b, Location loc, Value src, RankedTensorType dst)
   return src;
 }
 
-TypedAttr reductionIdentity(OpBuilder &b, ReduceKind kind, Type elem) {
-  if (auto f = dyn_cast<FloatType>(elem)) {
-    const llvm::fltSemantics &sem = f.getFloatSemantics();
-    switch (kind) {
-    case ReduceKind::Sum: return b.getFloatAttr(elem, 0.0);
-    case ReduceKind::Prod: return b.getFloatAttr(elem, 1.0);
-    case ReduceKind::Max: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, true));
-    case ReduceKind::Min: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, false));
-    }
-  }
-  unsigned bits = elem.getIntOrFloatBitWidth();
-  switch (kind) {
-  case ReduceKind::Sum: return b.getIntegerAttr(elem, 0);
-  case ReduceKind::Prod: return b.getIntegerAttr(elem, 1);
-  case ReduceKind::Max: return b.getIntegerAttr(elem, APInt::getSignedMinValue(bits));
-  case ReduceKind::Min: return b.getIntegerAttr(elem, APInt::getSignedMaxValue(bits));
-  }
-  return {};
-}
-
-Value combine(OpBuilder &b, Location loc, ReduceKind kind, Value x, Value acc) {
-  bool f = isa<FloatType>(x.getType());
-  switch (kind) {
-  case ReduceKind::Sum:
-    return f ? (Value)b.create<arith::AddFOp>(loc, x, acc) : b.create<arith::AddIOp>(loc, x, acc);
-  case ReduceKind::Prod:
-    return f ? (Value)b.create<arith::MulFOp>(loc, x, acc) : b.create<arith::MulIOp>(loc, x, acc);
-  case ReduceKind::Max:
-    return f ? (Value)b.create<arith::MaximumFOp>(loc, x, acc) : b.create<arith::MaxSIOp>(loc, x, acc);
-  case ReduceKind::Min:
-    return f ? (Value)b.create<arith::MinimumFOp>(loc, x, acc) : b.create<arith::MinSIOp>(loc, x, acc);
-  }
-  return {};
-}
-
 //===----------------------------------------------------------------------===//
 // One rewrite per op
 //===----------------------------------------------------------------------===//
@@ -254,7 +220,7 @@ Value lowerReduce(OpBuilder &b, ReduceOp op) {
   auto generic = b.create<linalg::GenericOp>(
       loc, TypeRange{outType}, ValueRange{op.getSource()}, ValueRange{init}, maps, iters,
       [&](OpBuilder &nb, Location l, ValueRange args) {
-        nb.create<linalg::YieldOp>(l, combine(nb, l, kind, args[0], args[1]));
+        nb.create<linalg::YieldOp>(l, combineReduction(nb, l, kind, args[0], args[1]));
       });
   Value result = generic.getResult(0);
   if (outShape.empty())
@@ -292,7 +258,7 @@ Value lowerScan(OpBuilder &b, ScanOp op) {
               SmallVector<Value> coords(ivs);
               coords[axis] = iv;
               Value x = ib.create<tensor::ExtractOp>(il, source, coords);
-              Value acc = combine(ib, il, kind, x, state[1]);
+              Value acc = combineReduction(ib, il, kind, x, state[1]);
               Value t = ib.create<tensor::InsertOp>(il, acc, state[0], coords);
               ib.create<scf::YieldOp>(il, ValueRange{t, acc});
             });

@@ -12,9 +12,14 @@ namespace memref { class MemRefDialect; }
 namespace scf { class SCFDialect; }
 namespace tensor { class TensorDialect; }
 namespace vector { class VectorDialect; }
+namespace gpu { class GPUDialect; }
+namespace LLVM { class LLVMDialect; }
+namespace math { class MathDialect; }
+namespace spirv { class SPIRVDialect; }
 } // namespace mlir
 
 namespace kiln {
+namespace gpu { class KilnGPUDialect; }
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"

@@ -54,4 +54,103 @@ def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::F
   let dependentDialects = ["mlir::vector::VectorDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// GPU: the layout level and the conversion to per-thread code
+//===----------------------------------------------------------------------===//
+
+def ConvertKilnToKilnGPU : Pass<"convert-kiln-to-kiln-gpu", "mlir::ModuleOp"> {
+  let summary = "Give every tile of every kernel a blocked thread layout";
+  let description = [{
+    Attaches `#kiln_gpu.blocked<vec = 1, ...>` to each tensor type in `kiln.kernel`
+    functions and records the program's thread count. `kiln-gpu-coalesce` then
+    widens `vec` for the memory accesses.
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
+           "Warps (subgroups) per program">,
+    Option<"warpSize", "warp-size", "unsigned", /*default=*/"32",
+           "Threads per warp: 32 on NVIDIA, 64 on AMD CDNA, the subgroup size on Vulkan">
+  ];
+  let dependentDialects = ["kiln::gpu::KilnGPUDialect"];
+}
+
+def KilnGPUCoalesce : Pass<"kiln-gpu-coalesce", "mlir::ModuleOp"> {
+  let summary = "Choose the per-thread vector width for 128-bit memory accesses";
+  let description = [{
+    Sets `vec` so that one thread's run of consecutive elements spans 128 bits of the
+    widest element type the kernel loads or stores (4 for f32, 8 for f16), so
+    contiguous rows become `ld.global.v4` / `global_load_dwordx4` accesses and
+    neighbouring threads touch neighbouring runs.
+  }];
+  let options = [
+    Option<"accessBits", "access-bits", "unsigned", /*default=*/"128",
+           "Widest memory access per thread, in bits">
+  ];
+}
+
+def KilnGPUAllocateSharedMemory : Pass<"kiln-gpu-allocate-shared-memory", "mlir::ModuleOp"> {
+  let summary = "Size the shared memory that layout changes need";
+  let description = [{
+    `broadcast`, `trans`, `reduce`, `scan` and `dot` exchange elements between
+    threads through shared (workgroup) memory. Every exchange is fenced by barriers,
+    so all of them reuse one buffer per element type; this pass records each
+    buffer's element count (`kiln_gpu.shared_elements`) and the total bytes
+    (`kiln_gpu.shared_bytes`) on the kernel, and rejects kernels that exceed the
+    target's limit.
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"49152",
+           "Shared memory available to one program">
+  ];
+}
+
+def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Lower laid-out kiln kernels to per-thread code in gpu.func";
+  let description = [{
+    Each tile becomes the scalars its thread holds under the blocked layout; the
+    kernel becomes a `gpu.func` in a `gpu.module`, one program per block. Loads and
+    stores compute their element offsets from the sizes and strides passed after
+    each tensor's base pointer, check bounds per element, and take a `vec`-wide
+    access when the run is in bounds, contiguous and aligned. Reductions of a whole
+    tile combine per thread, then across the subgroup (shuffles, or a subgroup
+    reduction), then across subgroups through shared memory.
+
+    `memory=llvm` passes tensors as `!llvm.ptr<1>` (NVVM, ROCDL); `memory=spirv`
+    passes them as 1-D memrefs that become storage buffers.
+  }];
+  let options = [
+    Option<"memoryModel", "memory", "std::string", /*default=*/"\"llvm\"",
+           "How tensors reach the kernel: llvm (global pointers) or spirv (buffers)">,
+    Option<"subgroupReduce", "subgroup-reduce", "std::string", /*default=*/"\"shuffle\"",
+           "shuffle: xor butterflies of warp-size lanes; native: gpu.subgroup_reduce">
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect"];
+}
+
+def KilnAttachSPIRVTarget : Pass<"kiln-attach-spirv-target", "mlir::ModuleOp"> {
+  let summary = "Describe the Vulkan profile and the kernel ABI for SPIR-V conversion";
+  let description = [{
+    Attaches a `spirv.target_env` to every `gpu.module`: the SPIR-V version of the
+    Vulkan `client` version, with the capabilities and extensions Kiln kernels use
+    (subgroup arithmetic and shuffles, 8/16/64-bit integers, f16, f64 and 8/16-bit
+    storage). Each kernel gets its workgroup size as `spirv.entry_point_abi` and one
+    descriptor binding per argument (set 0, in argument order).
+  }];
+  let options = [
+    Option<"client", "client", "std::string", /*default=*/"\"vulkan1.2\"",
+           "vulkan1.1, vulkan1.2 or vulkan1.3">
+  ];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
+}
+
+def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
+  let summary = "Replace math functions a target lacks with polynomial approximations";
+  let description = [{
+    SPIR-V's GLSL.std.450 set has no `erf`; this pass rewrites `math.erf` (f32) as
+    MLIR's polynomial approximation so that Vulkan and Metal kernels can use it.
+  }];
+}
+
 #endif // KILN_PASSES_TD

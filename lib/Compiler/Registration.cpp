@@ -6,6 +6,7 @@
 #include "lib/Compiler/Compiler.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/KilnGPU/IR/KilnGPUDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -18,6 +19,16 @@
 #include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVM/ROCDL/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
+#include "mlir/Target/SPIRV/Target.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -41,7 +52,8 @@
 
 void kiln::registerDialects(mlir::DialectRegistry &registry) {
   using namespace mlir;
-  registry.insert<KilnDialect, affine::AffineDialect, arith::ArithDialect,
+  registry.insert<KilnDialect, kiln::gpu::KilnGPUDialect, mlir::gpu::GPUDialect, NVVM::NVVMDialect,
+                  ROCDL::ROCDLDialect, spirv::SPIRVDialect, affine::AffineDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   func::FuncDialect, index::IndexDialect, LLVM::LLVMDialect,
                   linalg::LinalgDialect, math::MathDialect, memref::MemRefDialect,
@@ -60,6 +72,12 @@ void kiln::registerDialects(mlir::DialectRegistry &registry) {
   vector::registerBufferizableOpInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registerROCDLDialectTranslation(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
+  spirv::registerSPIRVTargetInterfaceExternalModels(registry);
 }
 
 void kiln::registerPasses() {

@@ -8,6 +8,8 @@
 
 #include "codegen/CPU/CPUExecutable.h"
 #include "codegen/CPU/CPUPipeline.h"
+#include "codegen/Common/GPUBinary.h"
+#include "codegen/Common/Target.h"
 #include "kiln/Version.h"
 #include "lib/Compiler/Compiler.h"
 #include "lib/Frontend/Parser.h"
@@ -18,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -27,7 +30,10 @@ using namespace kiln;
 namespace cl = llvm::cl;
 
 namespace {
-enum class Emit { AST, Kiln, LLVMDialect, LLVM, Obj };
+enum class Emit {
+  AST, Kiln, KilnGPU, GPU, LLVMDialect, SPIRVDialect, LLVM, Obj, PTX, Cubin, Asm, Hsaco,
+  SPIRV, MSL
+};
 
 cl::OptionCategory category("kilnc options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .kiln file>"), cl::init("-"),
@@ -42,12 +48,28 @@ cl::opt<Emit> emit(
     "emit", cl::desc("Stop after this stage"), cl::init(Emit::Kiln),
     cl::values(clEnumValN(Emit::AST, "ast", "the syntax tree"),
                clEnumValN(Emit::Kiln, "kiln", "kiln dialect IR, as the front end emits it"),
-               clEnumValN(Emit::LLVMDialect, "llvm-mlir", "the LLVM dialect after lowering"),
-               clEnumValN(Emit::LLVM, "llvm", "LLVM IR, optimized for the host"),
-               clEnumValN(Emit::Obj, "obj", "a host object file")),
+               clEnumValN(Emit::KilnGPU, "kiln-gpu", "GPU: tiles with kiln_gpu layouts"),
+               clEnumValN(Emit::GPU, "gpu", "GPU: per-thread code in gpu.func"),
+               clEnumValN(Emit::LLVMDialect, "llvm-mlir",
+                          "the LLVM dialect (with NVVM/ROCDL ops on GPUs)"),
+               clEnumValN(Emit::SPIRVDialect, "spirv-mlir", "Vulkan/Metal: the SPIR-V dialect"),
+               clEnumValN(Emit::LLVM, "llvm", "LLVM IR (host: optimized; GPU: device module)"),
+               clEnumValN(Emit::Obj, "obj", "cpu: a host object file"),
+               clEnumValN(Emit::PTX, "ptx", "cuda: PTX assembly"),
+               clEnumValN(Emit::Cubin, "cubin", "cuda: a cubin (runs ptxas)"),
+               clEnumValN(Emit::Asm, "asm", "amdgpu: AMDGPU assembly"),
+               clEnumValN(Emit::Hsaco, "hsaco", "amdgpu: an AMDHSA code object"),
+               clEnumValN(Emit::SPIRV, "spirv", "vulkan: a SPIR-V binary"),
+               clEnumValN(Emit::MSL, "msl", "metal: Metal Shading Language source")),
     cl::cat(category));
-cl::opt<std::string> target("target", cl::desc("Code generation target (cpu)"),
-                            cl::init("cpu"), cl::cat(category));
+cl::opt<std::string> targetSpec(
+    "target",
+    cl::desc("Code generation target: cpu, cuda:sm_XX, amdgpu:gfxXXX, vulkan[:1.1|1.2|1.3], metal"),
+    cl::init("cpu"), cl::cat(category));
+cl::opt<std::string> metadataFile(
+    "metadata",
+    cl::desc("Write kernel metadata (JSON) here; default OUT.json for binary outputs"),
+    cl::value_desc("path"), cl::cat(category));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"), cl::init(3),
                            cl::Prefix, cl::cat(category));
 cl::opt<bool> printPipeline("print-pipeline",
@@ -59,6 +81,94 @@ cl::opt<bool> timePasses("kiln-time-passes", cl::desc("Time each pass of the low
 int fail(const llvm::Twine &message) {
   llvm::errs() << "kilnc: error: " << message << "\n";
   return 1;
+}
+
+/// Writes the kernel metadata next to a binary output (or where --metadata says).
+int writeMetadata(const std::vector<KernelInfo> &infos, const Target &target,
+                  mlir::ModuleOp lowered) {
+  std::string path = metadataFile;
+  if (path.empty()) {
+    if (outputFile == "-")
+      return 0;
+    path = outputFile + ".json";
+  }
+  std::string error;
+  auto file = mlir::openOutputFile(path, &error);
+  if (!file)
+    return fail(error);
+  file->os() << kernelMetadataJSON(infos, target, lowered);
+  file->keep();
+  return 0;
+}
+
+/// The GPU half of the driver: stop at the requested stage or serialize.
+int emitGPU(const Target &target, mlir::ModuleOp module, const std::vector<KernelInfo> &infos,
+            llvm::ToolOutputFile &output) {
+  Stage stage = emit == Emit::KilnGPU ? Stage::Layouts
+                : emit == Emit::GPU   ? Stage::ThreadCode
+                                      : Stage::Device;
+  if (mlir::failed(runPipeline(module, pipelineUpTo(target, stage), timePasses)))
+    return 1;
+  if (stage != Stage::Device || emit == Emit::LLVMDialect || emit == Emit::SPIRVDialect) {
+    module.print(output.os());
+    output.keep();
+    return 0;
+  }
+  // Metadata is read before serialization replaces the gpu.module.
+  std::string metadata = kernelMetadataJSON(infos, target, module);
+  llvm::Expected<GPUBinary> binary = GPUBinary{};
+  switch (emit) {
+  case Emit::LLVM: {
+    auto text = gpuModuleToLLVMIR(module);
+    if (!text)
+      return fail(llvm::toString(text.takeError()));
+    binary = GPUBinary{*text, true};
+    break;
+  }
+  case Emit::PTX:
+  case Emit::Cubin:
+    binary = nvptx::serialize(module, target, emit == Emit::PTX ? "ptx" : "cubin");
+    break;
+  case Emit::Asm:
+  case Emit::Hsaco:
+    binary = amdgpu::serialize(module, target, emit == Emit::Asm ? "asm" : "hsaco");
+    break;
+  case Emit::SPIRV:
+  case Emit::MSL: {
+    auto words = spirv::serialize(module);
+    if (!words)
+      return fail(llvm::toString(words.takeError()));
+    if (emit == Emit::SPIRV) {
+      binary = GPUBinary{std::string(reinterpret_cast<const char *>(words->data()),
+                                     words->size() * sizeof(uint32_t)),
+                         false};
+    } else {
+      auto msl = spirv::toMSL(*words);
+      if (!msl)
+        return fail(llvm::toString(msl.takeError()));
+      binary = GPUBinary{*msl, true};
+    }
+    break;
+  }
+  default:
+    return fail("internal: unexpected --emit for a GPU target");
+  }
+  if (!binary)
+    return fail(llvm::toString(binary.takeError()));
+  if (!binary->isText && outputFile == "-")
+    return fail("binary output needs -o FILE");
+  output.os() << binary->bytes;
+  output.keep();
+  if (!binary->isText || !metadataFile.empty()) {
+    std::string path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
+    std::string error;
+    auto file = mlir::openOutputFile(path, &error);
+    if (!file)
+      return fail(error);
+    file->os() << metadata;
+    file->keep();
+  }
+  return 0;
 }
 } // namespace
 
@@ -73,12 +183,19 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Kiln tile-kernel compiler\n");
 
+  auto parsedTarget = Target::parse(targetSpec);
+  if (!parsedTarget)
+    return fail(llvm::toString(parsedTarget.takeError()));
+  const Target target = *parsedTarget;
   if (printPipeline) {
-    llvm::outs() << cpu::pipelineString() << "\n";
+    llvm::outs() << targetPipeline(target) << "\n";
     return 0;
   }
-  if (target != "cpu" && target != "host")
-    return fail("unknown target '" + target + "' (this build supports: cpu)");
+  std::string emitName =
+      emit.getParser().getOption(static_cast<unsigned>(emit.getValue())).str();
+  if (!llvm::is_contained(target.emits(), emitName))
+    return fail("--emit=" + emitName + " is not available for target " + target.str() +
+                " (it emits: " + llvm::join(target.emits(), ", ") + ")");
   if (optLevel > 3)
     return fail("-O must be 0 to 3");
 
@@ -128,6 +245,8 @@ int main(int argc, char **argv) {
   }
 
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  if (target.isGPU())
+    return emitGPU(target, *module, infos, *output);
   if (mlir::failed(cpu::lowerToLLVMDialect(*module, timePasses)))
     return 1;
   switch (emit) {
@@ -151,7 +270,7 @@ int main(int argc, char **argv) {
     output.reset(); // the object is written by the JIT, not through this stream
     if (auto err = (*exe)->writeObject(outputFile))
       return fail(llvm::toString(std::move(err)));
-    return 0;
+    return writeMetadata(infos, target, *module);
   }
   default:
     break;

@@ -1,0 +1,222 @@
+//===- Target.cpp - code generation targets and their pipelines -----------===//
+
+#include "codegen/Common/Target.h"
+
+#include "codegen/CPU/CPUPipeline.h"
+#include "dialects/KilnGPU/IR/KilnGPUDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace kiln;
+
+static llvm::Error targetError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
+  auto [name, chip] = spec.split(':');
+  Target t;
+  if (name == "cpu" || name == "host") {
+    if (!chip.empty())
+      return targetError("the cpu target takes no chip, got '" + chip + "'");
+    t.kind = Kind::CPU;
+    return t;
+  }
+  if (name == "cuda") {
+    t.kind = Kind::CUDA;
+    t.chip = chip.empty() ? "sm_80" : chip.str();
+    unsigned sm;
+    if (!llvm::StringRef(t.chip).consume_front("sm_") ||
+        llvm::StringRef(t.chip).drop_front(3).getAsInteger(10, sm) || sm < 70 || sm > 120)
+      return targetError("unknown CUDA architecture '" + t.chip +
+                         "' (expected sm_70 ... sm_120, e.g. cuda:sm_90)");
+    return t;
+  }
+  if (name == "amdgpu" || name == "hip") {
+    t.kind = Kind::AMDGPU;
+    t.chip = chip.empty() ? "gfx942" : chip.str();
+    static const char *known[] = {"gfx90a", "gfx940", "gfx941", "gfx942", "gfx1030",
+                                  "gfx1100", "gfx1101", "gfx1102"};
+    if (!llvm::is_contained(known, t.chip))
+      return targetError("unknown AMDGPU chip '" + t.chip +
+                         "' (supported: gfx90a, gfx940-gfx942, gfx1030, gfx1100-gfx1102)");
+    return t;
+  }
+  if (name == "vulkan" || name == "metal") {
+    t.kind = name == "vulkan" ? Kind::Vulkan : Kind::Metal;
+    llvm::StringRef version = chip.empty() ? "1.2" : chip;
+    if (version != "1.1" && version != "1.2" && version != "1.3")
+      return targetError("unknown Vulkan version '" + version + "' (expected 1.1, 1.2 or 1.3)");
+    t.chip = ("vulkan" + version).str();
+    return t;
+  }
+  return targetError("unknown target '" + spec +
+                     "' (expected cpu, cuda:sm_XX, amdgpu:gfxXXX, vulkan[:1.1|1.2|1.3], metal)");
+}
+
+std::string Target::str() const {
+  switch (kind) {
+  case Kind::CPU: return "cpu";
+  case Kind::CUDA: return "cuda:" + chip;
+  case Kind::AMDGPU: return "amdgpu:" + chip;
+  case Kind::Vulkan: return "vulkan:" + chip.substr(6);
+  case Kind::Metal: return "metal";
+  }
+  return "?";
+}
+
+unsigned Target::warpSize() const {
+  // CDNA (gfx9) runs 64-wide wavefronts; RDNA and NVIDIA 32. Vulkan and Metal
+  // reduce with subgroup operations whose width the device decides.
+  if (kind == Kind::AMDGPU && llvm::StringRef(chip).starts_with("gfx9"))
+    return 64;
+  return 32;
+}
+
+int64_t Target::sharedMemoryBytes() const {
+  switch (kind) {
+  case Kind::CUDA: return 48 * 1024; // static shared memory without opt-in
+  case Kind::AMDGPU: return 64 * 1024;
+  case Kind::Vulkan:
+  case Kind::Metal: return 16 * 1024; // maxComputeSharedMemorySize guaranteed by Vulkan
+  case Kind::CPU: return 0;
+  }
+  return 0;
+}
+
+std::vector<std::string> Target::emits() const {
+  std::vector<std::string> common = {"ast", "kiln"};
+  switch (kind) {
+  case Kind::CPU: common.insert(common.end(), {"llvm-mlir", "llvm", "obj"}); break;
+  case Kind::CUDA:
+    common.insert(common.end(), {"kiln-gpu", "gpu", "llvm-mlir", "llvm", "ptx", "cubin"});
+    break;
+  case Kind::AMDGPU:
+    common.insert(common.end(), {"kiln-gpu", "gpu", "llvm-mlir", "llvm", "asm", "hsaco"});
+    break;
+  case Kind::Vulkan: common.insert(common.end(), {"kiln-gpu", "gpu", "spirv-mlir", "spirv"}); break;
+  case Kind::Metal: common.insert(common.end(), {"kiln-gpu", "gpu", "spirv-mlir", "msl"}); break;
+  }
+  return common;
+}
+
+std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
+  if (target.kind == Target::Kind::CPU)
+    return cpu::pipelineString();
+  bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
+  std::string passes = llvm::formatv("inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
+                                     "convert-kiln-to-kiln-gpu{{num-warps=4 warp-size={0}},"
+                                     "kiln-gpu-coalesce,"
+                                     "kiln-gpu-allocate-shared-memory{{max-bytes={1}}",
+                                     target.warpSize(), target.sharedMemoryBytes())
+                           .str();
+  if (stage >= Stage::ThreadCode)
+    passes += llvm::formatv(",convert-kiln-gpu-to-gpu{{memory={0} subgroup-reduce={1}},"
+                            "canonicalize,cse",
+                            spirv ? "spirv" : "llvm", spirv ? "native" : "shuffle")
+                  .str();
+  if (stage >= Stage::Device) {
+    switch (target.kind) {
+    case Target::Kind::CUDA:
+      passes += llvm::formatv(",nvvm-attach-target{{chip={0} O=3},"
+                              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-math-to-llvm),"
+                              "reconcile-unrealized-casts",
+                              target.chip)
+                    .str();
+      break;
+    case Target::Kind::AMDGPU:
+      passes += llvm::formatv(",rocdl-attach-target{{chip={0} O=3},"
+                              "gpu.module(convert-scf-to-cf,convert-gpu-to-rocdl{{chipset={0}},convert-math-to-llvm),"
+                              "reconcile-unrealized-casts",
+                              target.chip)
+                    .str();
+      break;
+    default:
+      passes += llvm::formatv(",kiln-attach-spirv-target{{client={0}},kiln-approximate-math,"
+                              "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
+                              "convert-gpu-to-spirv,"
+                              "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)",
+                              target.chip)
+                    .str();
+      break;
+    }
+  }
+  return "builtin.module(" + passes + ")";
+}
+
+std::string kiln::targetPipeline(const Target &target) {
+  return pipelineUpTo(target, Stage::Device);
+}
+
+mlir::LogicalResult kiln::runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline,
+                                      bool timePasses) {
+  mlir::PassManager pm(module.getContext());
+  if (timePasses)
+    pm.enableTiming();
+  llvm::StringRef inner = pipeline;
+  if (!inner.consume_front("builtin.module(") || !inner.consume_back(")")) {
+    llvm::errs() << "error: a pipeline must be builtin.module(...)\n";
+    return mlir::failure();
+  }
+  if (mlir::failed(mlir::parsePassPipeline(inner, pm, llvm::errs())))
+    return mlir::failure();
+  return pm.run(module);
+}
+
+std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
+                                     const Target &target, mlir::ModuleOp lowered) {
+  llvm::json::Array list;
+  for (const KernelInfo &k : kernels) {
+    int64_t threads = 1, sharedBytes = 0;
+    lowered.walk([&](mlir::gpu::GPUFuncOp f) {
+      if (f.getName() != k.name)
+        return;
+      if (auto t = f->getAttrOfType<mlir::IntegerAttr>(gpu::kThreadsAttr))
+        threads = t.getInt();
+      if (auto s = f->getAttrOfType<mlir::IntegerAttr>(gpu::kSharedBytesAttr))
+        sharedBytes = s.getInt();
+    });
+    llvm::json::Array args;
+    for (const ArgInfo &a : k.args) {
+      llvm::json::Array dims;
+      for (const std::string &d : a.dims)
+        dims.push_back(d);
+      args.push_back(llvm::json::Object{{"name", a.name},
+                                        {"kind", a.isTensor ? "tensor" : "scalar"},
+                                        {"dtype", dtypeName(a.dtype)},
+                                        {"dims", std::move(dims)}});
+    }
+    llvm::json::Object params;
+    for (const ParamValue &p : k.params)
+      params[p.name] = p.value;
+    llvm::json::Array grid;
+    for (const std::string &g : k.grid)
+      grid.push_back(g);
+    list.push_back(llvm::json::Object{
+        {"name", k.name},
+        {"args", std::move(args)},
+        {"params", std::move(params)},
+        {"grid", std::move(grid)},
+        {"threads_per_block", llvm::json::Array{threads, 1, 1}},
+        {"shared_memory_bytes", sharedBytes},
+    });
+  }
+  llvm::json::Object root{
+      {"target", target.str()},
+      {"abi", target.isGPU()
+                  ? "one program per block; each tensor argument is passed as its base "
+                    "pointer followed by its sizes (i32) and strides (i32, in elements); "
+                    "i1 scalars are passed as i32"
+                  : "the _mlir_<kernel> entry takes a void** of argument pointers; tensors "
+                    "expand to memref descriptors; six i32 program coordinates follow"},
+      {"kernels", std::move(list)}};
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return out;
+}

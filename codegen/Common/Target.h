@@ -1,0 +1,54 @@
+//===- Target.h - code generation targets and their pipelines ---*- C++ -*-===//
+#pragma once
+
+#include "kiln/KernelInfo.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// A code generation target as written on the command line: `cpu`,
+/// `cuda:sm_90`, `amdgpu:gfx942`, `vulkan` (or `vulkan:1.3`), `metal`.
+struct Target {
+  enum class Kind { CPU, CUDA, AMDGPU, Vulkan, Metal };
+  Kind kind = Kind::CPU;
+  std::string chip; // sm_90, gfx942, vulkan1.2, ...
+
+  static llvm::Expected<Target> parse(llvm::StringRef spec);
+  std::string str() const;
+  bool isGPU() const { return kind != Kind::CPU; }
+
+  /// Threads per warp / wavefront / subgroup the layout assumes.
+  unsigned warpSize() const;
+  /// Shared (workgroup) memory one program may use without opting in.
+  int64_t sharedMemoryBytes() const;
+  /// The `--emit` kinds this target produces, for help and error messages.
+  std::vector<std::string> emits() const;
+};
+
+/// Where a GPU pipeline may stop: after the layout passes (kiln_gpu level), after
+/// the conversion to per-thread gpu.func code, or at the target's device dialect.
+enum class Stage { Layouts, ThreadCode, Device };
+
+/// The pipeline for `target` up to `stage` (the CPU pipeline has one stage).
+std::string pipelineUpTo(const Target &target, Stage stage);
+
+/// The whole pass pipeline for `target`, up to its device dialect (LLVM+NVVM,
+/// LLVM+ROCDL, SPIR-V) or, for the CPU, the LLVM dialect. Serialization (PTX,
+/// cubin, hsaco, SPIR-V words, MSL) is the one step after it.
+std::string targetPipeline(const Target &target);
+
+/// Runs a `builtin.module(...)` pipeline string on `module`.
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline,
+                                bool timePasses = false);
+
+/// What a runtime needs to launch the kernels of one binary, as JSON.
+std::string kernelMetadataJSON(const std::vector<KernelInfo> &kernels, const Target &target,
+                               mlir::ModuleOp lowered);
+
+} // namespace kiln

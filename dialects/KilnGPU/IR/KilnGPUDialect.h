@@ -1,0 +1,26 @@
+//===- KilnGPUDialect.h - the kiln_gpu layout dialect -----------*- C++ -*-===//
+#pragma once
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "dialects/KilnGPU/IR/KilnGPUDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/KilnGPU/IR/KilnGPUAttrs.h.inc"
+
+namespace kiln::gpu {
+/// Function attributes set by the layout passes and read by the conversion.
+inline constexpr llvm::StringLiteral kThreadsAttr = "kiln_gpu.threads";
+inline constexpr llvm::StringLiteral kSharedBytesAttr = "kiln_gpu.shared_bytes";
+inline constexpr llvm::StringLiteral kSharedElementsAttr = "kiln_gpu.shared_elements";
+
+/// The layout of a tile type, or null for scalars and unencoded tensors.
+inline BlockedEncodingAttr getLayout(mlir::Type type) {
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+  return tensor ? mlir::dyn_cast_if_present<BlockedEncodingAttr>(tensor.getEncoding())
+                : BlockedEncodingAttr();
+}
+} // namespace kiln::gpu

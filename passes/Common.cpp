@@ -1,0 +1,45 @@
+//===- Common.cpp - helpers shared by the CPU and GPU lowerings -----------===//
+
+#include "passes/Common.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace kiln;
+
+TypedAttr kiln::reductionIdentity(OpBuilder &b, ReduceKind kind, Type elem) {
+  if (auto f = dyn_cast<FloatType>(elem)) {
+    const llvm::fltSemantics &sem = f.getFloatSemantics();
+    switch (kind) {
+    case ReduceKind::Sum: return b.getFloatAttr(elem, 0.0);
+    case ReduceKind::Prod: return b.getFloatAttr(elem, 1.0);
+    case ReduceKind::Max: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, true));
+    case ReduceKind::Min: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, false));
+    }
+  }
+  unsigned bits = elem.getIntOrFloatBitWidth();
+  switch (kind) {
+  case ReduceKind::Sum: return b.getIntegerAttr(elem, 0);
+  case ReduceKind::Prod: return b.getIntegerAttr(elem, 1);
+  case ReduceKind::Max: return b.getIntegerAttr(elem, APInt::getSignedMinValue(bits));
+  case ReduceKind::Min: return b.getIntegerAttr(elem, APInt::getSignedMaxValue(bits));
+  }
+  return {};
+}
+
+Value kiln::combineReduction(OpBuilder &b, Location loc, ReduceKind kind, Value x, Value acc) {
+  bool f = isa<FloatType>(getElementTypeOrSelf(x.getType()));
+  switch (kind) {
+  case ReduceKind::Sum:
+    return f ? (Value)b.create<arith::AddFOp>(loc, x, acc) : b.create<arith::AddIOp>(loc, x, acc);
+  case ReduceKind::Prod:
+    return f ? (Value)b.create<arith::MulFOp>(loc, x, acc) : b.create<arith::MulIOp>(loc, x, acc);
+  case ReduceKind::Max:
+    return f ? (Value)b.create<arith::MaximumFOp>(loc, x, acc) : b.create<arith::MaxSIOp>(loc, x, acc);
+  case ReduceKind::Min:
+    return f ? (Value)b.create<arith::MinimumFOp>(loc, x, acc) : b.create<arith::MinSIOp>(loc, x, acc);
+  }
+  return {};
+}
+

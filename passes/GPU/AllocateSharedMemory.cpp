@@ -1,0 +1,94 @@
+//===- AllocateSharedMemory.cpp - size the layout-change buffers ----------===//
+
+#include "passes/GPU/Layouts.h"
+#include "passes/GPU/SharedMemory.h"
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUALLOCATESHAREDMEMORY
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+Type kiln::gpu::sharedStorageType(Type elementType) {
+  if (elementType.isInteger(1))
+    return IntegerType::get(elementType.getContext(), 32);
+  return elementType;
+}
+
+std::optional<std::pair<Type, int64_t>>
+kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout) {
+  auto tile = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  auto need = [](RankedTensorType t, int64_t count) {
+    return std::make_pair(sharedStorageType(t.getElementType()), count);
+  };
+  if (isa<BroadcastOp, TransOp, ScanOp>(op))
+    return need(tile(op->getOperand(0)), tile(op->getOperand(0)).getNumElements());
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    RankedTensorType src = tile(reduce.getSource());
+    // A whole-tile reduction exchanges one partial per subgroup (at most one per
+    // thread when the subgroup size is only known on the device).
+    if (src.getRank() == 1)
+      return need(src, layout.getThreads());
+    return need(src, src.getNumElements());
+  }
+  if (auto dot = dyn_cast<DotOp>(op)) {
+    RankedTensorType a = tile(dot.getA()), b = tile(dot.getB());
+    return need(a, a.getNumElements() + b.getNumElements());
+  }
+  return std::nullopt;
+}
+
+namespace {
+struct AllocateSharedMemory
+    : kiln::impl::KilnGPUAllocateSharedMemoryBase<AllocateSharedMemory> {
+  using Base::Base;
+  void runOnOperation() override {
+    Builder b(&getContext());
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      auto layout = kiln::gpu::getKernelLayout(func);
+      if (!layout)
+        continue;
+      llvm::MapVector<Type, int64_t> elements;
+      Operation *largest = nullptr;
+      int64_t largestBytes = 0;
+      func.walk([&](Operation *op) {
+        auto req = kiln::gpu::sharedRequirement(op, layout);
+        if (!req)
+          return;
+        int64_t &count = elements[req->first];
+        count = std::max(count, req->second);
+        int64_t bytes = req->second * req->first.getIntOrFloatBitWidth() / 8;
+        if (bytes > largestBytes) {
+          largestBytes = bytes;
+          largest = op;
+        }
+      });
+      int64_t total = 0;
+      SmallVector<Attribute> entries;
+      for (auto [type, count] : elements) {
+        total += count * type.getIntOrFloatBitWidth() / 8;
+        entries.push_back(b.getArrayAttr({TypeAttr::get(type), b.getI64IntegerAttr(count)}));
+      }
+      if (total > maxBytes) {
+        InFlightDiagnostic diag = func.emitError()
+                                  << "kernel needs " << total
+                                  << " bytes of shared memory to exchange tiles between "
+                                     "threads; the target allows "
+                                  << maxBytes;
+        diag.attachNote(largest->getLoc())
+            << "the largest exchange (" << largestBytes << " bytes) is here; use smaller tiles";
+        return signalPassFailure();
+      }
+      func->setAttr(kiln::gpu::kSharedElementsAttr, b.getArrayAttr(entries));
+      func->setAttr(kiln::gpu::kSharedBytesAttr, b.getI64IntegerAttr(total));
+    }
+  }
+};
+} // namespace

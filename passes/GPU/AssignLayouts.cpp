@@ -1,0 +1,36 @@
+//===- AssignLayouts.cpp - a blocked thread layout for every tile ---------===//
+
+#include "passes/GPU/Layouts.h"
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKILNTOKILNGPU
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
+  using Base::Base;
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    if (failed(kiln::gpu::BlockedEncodingAttr::verify(
+            [&] { return getOperation().emitError(); }, 1, warpSize, numWarps)))
+      return signalPassFailure();
+    auto layout = kiln::gpu::BlockedEncodingAttr::get(ctx, 1, warpSize, numWarps);
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (!func->hasAttr(kKernelAttr))
+        continue;
+      kiln::gpu::setLayout(func, layout);
+      func->setAttr(kiln::gpu::kThreadsAttr,
+                    IntegerAttr::get(IntegerType::get(ctx, 32), layout.getThreads()));
+    }
+  }
+};
+} // namespace

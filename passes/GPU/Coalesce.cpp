@@ -1,0 +1,74 @@
+//===- Coalesce.cpp - 128-bit per-thread runs for memory accesses ---------===//
+
+#include "passes/GPU/Layouts.h"
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUCOALESCE
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+void kiln::gpu::setLayout(func::FuncOp func, BlockedEncodingAttr layout) {
+  auto retype = [&](Type type) -> Type {
+    if (auto tensor = dyn_cast<RankedTensorType>(type))
+      return RankedTensorType::get(tensor.getShape(), tensor.getElementType(), layout);
+    return type;
+  };
+  func.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      result.setType(retype(result.getType()));
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          arg.setType(retype(arg.getType()));
+    if (auto constant = dyn_cast<arith::ConstantOp>(op))
+      if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
+        constant.setValueAttr(dense.reshape(cast<ShapedType>(constant.getType())));
+  });
+}
+
+kiln::gpu::BlockedEncodingAttr kiln::gpu::getKernelLayout(func::FuncOp func) {
+  BlockedEncodingAttr found;
+  func.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      if (auto layout = getLayout(result.getType())) {
+        found = layout;
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+namespace {
+struct Coalesce : kiln::impl::KilnGPUCoalesceBase<Coalesce> {
+  using Base::Base;
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      auto layout = kiln::gpu::getKernelLayout(func);
+      if (!layout)
+        continue;
+      // The widest element moved through memory decides the run length.
+      unsigned widest = 0;
+      func.walk([&](Operation *op) {
+        if (isa<LoadOp, LoadBlockOp, StoreOp, StoreBlockOp>(op)) {
+          auto memory = cast<MemRefType>(op->getOperand(0).getType());
+          widest = std::max(widest, std::max(8u, memory.getElementTypeBitWidth()));
+        }
+      });
+      unsigned vec = widest ? std::max(1u, std::min(16u, accessBits / widest)) : 1;
+      kiln::gpu::setLayout(func, kiln::gpu::BlockedEncodingAttr::get(&getContext(), vec,
+                                                         layout.getWarpSize(),
+                                                         layout.getNumWarps()));
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,59 @@
+//===- ElementwiseToGPU.cpp - tile math, one register at a time -----------===//
+
+#include "passes/GPU/Lowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::gpu;
+
+void ThreadEmitter::emitArange(ArangeOp op) {
+  Registers out;
+  for (int64_t r = 0, n = registers(op.getType()); r < n; ++r)
+    out.push_back(op.getStart() ? b.create<arith::AddIOp>(loc, elementIndex(r),
+                                                          i32(op.getStart()))
+                                : elementIndex(r));
+  tiles[op.getResult()] = out;
+}
+
+void ThreadEmitter::emitSplat(SplatOp op) {
+  tiles[op.getResult()] = Registers(registers(op.getType()), scalar(op.getValue()));
+}
+
+LogicalResult ThreadEmitter::emitElementwise(Operation *op) {
+  auto isTile = [](Value v) { return isa<RankedTensorType>(v.getType()); };
+  bool anyTile = llvm::any_of(op->getOperands(), isTile) || llvm::any_of(op->getResults(), isTile);
+  if (!anyTile) {
+    if (op->getNumRegions() != 0)
+      return op->emitError("'") << op->getName() << "' is not supported in GPU kernels";
+    b.clone(*op, scalars);
+    return success();
+  }
+  if (op->getNumResults() != 1 || op->getNumRegions() != 0 ||
+      !op->hasTrait<OpTrait::Elementwise>() && !isa<arith::ConstantOp>(op))
+    return op->emitError("'") << op->getName() << "' on tiles is not supported in GPU kernels";
+
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t n = registers(type);
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+    if (!splat)
+      return op->emitError("only splat constant tiles are supported in GPU kernels");
+    Value v = b.create<arith::ConstantOp>(loc, cast<TypedAttr>(splat.getSplatValue<Attribute>()));
+    tiles[op->getResult(0)] = Registers(n, v);
+    return success();
+  }
+  Registers out;
+  for (int64_t r = 0; r < n; ++r) {
+    OperationState state(loc, op->getName());
+    for (Value operand : op->getOperands())
+      state.addOperands(element(operand, r));
+    state.addTypes(type.getElementType());
+    state.addAttributes(op->getAttrs());
+    out.push_back(b.create(state)->getResult(0));
+  }
+  tiles[op->getResult(0)] = out;
+  return success();
+}

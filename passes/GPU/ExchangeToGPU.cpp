@@ -1,0 +1,274 @@
+//===- ExchangeToGPU.cpp - ops that move elements between threads ---------===//
+//
+// broadcast, trans, reduce, scan and dot need elements other threads hold. They
+// go through shared memory: every thread writes its registers at their row-major
+// element index, a barrier, every thread reads what its result registers need, and
+// a barrier again so the buffer can be reused. Whole-tile reductions instead
+// combine in registers, then across the subgroup (shuffle butterflies or a
+// subgroup reduction), and only exchange one partial per subgroup.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/GPU/Lowering.h"
+#include "passes/GPU/SharedMemory.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::gpu;
+
+Value ThreadEmitter::sharedBuffer(Type elementType) {
+  return shared.lookup(sharedStorageType(elementType));
+}
+
+void ThreadEmitter::barrier() { b.create<mlir::gpu::BarrierOp>(loc); }
+
+void ThreadEmitter::writeShared(const Registers &regs, int64_t numElements, Type type,
+                                int64_t base) {
+  Value buffer = sharedBuffer(type);
+  for (auto [r, v] : llvm::enumerate(regs)) {
+    Value value = type.isInteger(1) ? b.create<arith::ExtUIOp>(loc, b.getI32Type(), v) : v;
+    Value index = b.create<arith::IndexCastOp>(
+        loc, b.getIndexType(), b.create<arith::AddIOp>(loc, elementIndex(r), i32(base)));
+    Value valid = registerValid(r, numElements);
+    emitIfElse(
+        valid, {},
+        [&]() -> SmallVector<Value> {
+          b.create<memref::StoreOp>(loc, value, buffer, index);
+          return {};
+        },
+        nullptr);
+  }
+}
+
+Value ThreadEmitter::readShared(Value index, Type type) {
+  Value i = b.create<arith::IndexCastOp>(loc, b.getIndexType(), index);
+  Value v = b.create<memref::LoadOp>(loc, sharedBuffer(type), i);
+  if (type.isInteger(1))
+    v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
+  return v;
+}
+
+/// The index of a result register's element, or 0 for registers past the tile's
+/// end (their values are never used, but they must read inside the buffer).
+static Value clampedIndex(OpBuilder &b, Location loc, Value index, Value valid) {
+  return b.create<arith::SelectOp>(loc, valid, index, b.create<arith::ConstantIntOp>(loc, 0, 32));
+}
+
+void ThreadEmitter::emitBroadcast(BroadcastOp op) {
+  auto src = op.getSource().getType(), dst = op.getType();
+  writeShared(regs(op.getSource()), src.getNumElements(), src.getElementType());
+  barrier();
+  Registers out;
+  for (int64_t r = 0, n = registers(dst); r < n; ++r) {
+    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
+    SmallVector<Value> index = delinearize(e, dst.getShape());
+    for (int64_t d = 0; d < src.getRank(); ++d)
+      if (src.getDimSize(d) == 1)
+        index[d] = i32(0);
+    out.push_back(readShared(linearize(index, src.getShape()), src.getElementType()));
+  }
+  barrier();
+  tiles[op.getResult()] = out;
+}
+
+void ThreadEmitter::emitTrans(TransOp op) {
+  auto src = op.getSource().getType(), dst = op.getType();
+  writeShared(regs(op.getSource()), src.getNumElements(), src.getElementType());
+  barrier();
+  Registers out;
+  for (int64_t r = 0, n = registers(dst); r < n; ++r) {
+    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
+    SmallVector<Value> dstIndex = delinearize(e, dst.getShape());
+    SmallVector<Value> srcIndex(dstIndex.size());
+    for (auto [i, p] : llvm::enumerate(op.getPerm()))
+      srcIndex[p] = dstIndex[i];
+    out.push_back(readShared(linearize(srcIndex, src.getShape()), src.getElementType()));
+  }
+  barrier();
+  tiles[op.getResult()] = out;
+}
+
+/// The subgroup-reduction kind for a kiln reduction of `type`.
+static mlir::gpu::AllReduceOperation subgroupKind(ReduceKind kind, Type type) {
+  bool f = isa<FloatType>(type);
+  switch (kind) {
+  case ReduceKind::Sum: return mlir::gpu::AllReduceOperation::ADD;
+  case ReduceKind::Prod: return mlir::gpu::AllReduceOperation::MUL;
+  case ReduceKind::Max:
+    return f ? mlir::gpu::AllReduceOperation::MAXNUMF : mlir::gpu::AllReduceOperation::MAXSI;
+  case ReduceKind::Min:
+    return f ? mlir::gpu::AllReduceOperation::MINNUMF : mlir::gpu::AllReduceOperation::MINSI;
+  }
+  return mlir::gpu::AllReduceOperation::ADD;
+}
+
+Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElements,
+                                     ReduceKind kind, Type type) {
+  // Shuffles move 32- or 64-bit values; narrower types are combined widened.
+  Type wide = type;
+  if (type.getIntOrFloatBitWidth() < 32)
+    wide = isa<FloatType>(type) ? (Type)b.getF32Type() : (Type)b.getI32Type();
+  auto widen = [&](Value v) -> Value {
+    if (wide == type)
+      return v;
+    return isa<FloatType>(type) ? (Value)b.create<arith::ExtFOp>(loc, wide, v)
+                                : b.create<arith::ExtSIOp>(loc, wide, v);
+  };
+  Value partial = identity(kind, wide);
+  for (auto [r, v] : llvm::enumerate(values)) {
+    Value x = widen(v);
+    Value valid = registerValid(r, numElements);
+    x = b.create<arith::SelectOp>(loc, valid, x, identity(kind, wide));
+    partial = combine(kind, x, partial);
+  }
+
+  Value buffer = sharedBuffer(type == wide ? type : type); // exchange in the tile's type
+  Value lane, group, groups;
+  if (nativeSubgroupReduce) {
+    partial = b.create<mlir::gpu::SubgroupReduceOp>(loc, partial, subgroupKind(kind, wide),
+                                                    /*uniform=*/true);
+    lane = b.create<mlir::gpu::LaneIdOp>(loc, /*upper_bound=*/nullptr);
+    group = b.create<mlir::gpu::SubgroupIdOp>(loc, /*upper_bound=*/nullptr);
+    groups = b.create<mlir::gpu::NumSubgroupsOp>(loc, /*upper_bound=*/nullptr);
+    lane = b.create<arith::IndexCastOp>(loc, b.getI32Type(), lane);
+    group = b.create<arith::IndexCastOp>(loc, b.getI32Type(), group);
+    groups = b.create<arith::IndexCastOp>(loc, b.getI32Type(), groups);
+  } else {
+    unsigned width = layout.getWarpSize();
+    for (unsigned offset = width / 2; offset >= 1; offset /= 2) {
+      auto shuffle = b.create<mlir::gpu::ShuffleOp>(loc, partial, i32(offset), i32(width),
+                                                    mlir::gpu::ShuffleMode::XOR);
+      partial = combine(kind, shuffle.getShuffleResult(), partial);
+    }
+    lane = b.create<arith::RemUIOp>(loc, threadId, i32(width));
+    group = b.create<arith::DivUIOp>(loc, threadId, i32(width));
+    groups = i32(layout.getNumWarps());
+  }
+  // One partial per subgroup through shared memory, then every thread combines them.
+  auto narrow = [&](Value v) -> Value {
+    if (wide == type)
+      return v;
+    return isa<FloatType>(type) ? (Value)b.create<arith::TruncFOp>(loc, type, v)
+                                : b.create<arith::TruncIOp>(loc, type, v);
+  };
+  Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane, i32(0));
+  Value slot = b.create<arith::IndexCastOp>(loc, b.getIndexType(), group);
+  Value stored = narrow(partial);
+  emitIfElse(
+      isLeader, {},
+      [&]() -> SmallVector<Value> {
+        b.create<memref::StoreOp>(loc, stored, buffer, slot);
+        return {};
+      },
+      nullptr);
+  barrier();
+  auto loop = b.create<scf::ForOp>(loc, i32(0), groups, i32(1), ValueRange{identity(kind, wide)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value v = widen(readShared(loop.getInductionVar(), type));
+    b.create<scf::YieldOp>(loc, combine(kind, v, loop.getRegionIterArgs()[0]));
+  }
+  barrier();
+  return narrow(loop.getResult(0));
+}
+
+/// Emits `for k in [0, count): acc = body(k, acc)` and returns the final acc.
+template <typename Body>
+static Value foldLoop(OpBuilder &b, Location loc, Value count, Value init, Body body) {
+  Value zero = b.create<arith::ConstantIntOp>(loc, 0, 32);
+  Value one = b.create<arith::ConstantIntOp>(loc, 1, 32);
+  auto loop = b.create<scf::ForOp>(loc, zero, count, one, ValueRange{init});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  b.create<scf::YieldOp>(loc, body(loop.getInductionVar(), loop.getRegionIterArgs()[0]));
+  return loop.getResult(0);
+}
+
+void ThreadEmitter::emitReduce(ReduceOp op) {
+  auto src = op.getSource().getType();
+  Type elem = src.getElementType();
+  if (src.getRank() == 1) {
+    scalars.map(op.getResult(),
+                reduceWholeTile(regs(op.getSource()), src.getNumElements(), op.getKind(), elem));
+    return;
+  }
+  int64_t axis = op.getAxis();
+  auto dst = cast<RankedTensorType>(op.getType());
+  writeShared(regs(op.getSource()), src.getNumElements(), elem);
+  barrier();
+  Registers out;
+  for (int64_t r = 0, n = registers(dst); r < n; ++r) {
+    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
+    SmallVector<Value> dstIndex = delinearize(e, dst.getShape());
+    out.push_back(foldLoop(b, loc, i32(src.getDimSize(axis)), identity(op.getKind(), elem),
+                           [&](Value k, Value acc) {
+                             SmallVector<Value> srcIndex(dstIndex);
+                             srcIndex.insert(srcIndex.begin() + axis, k);
+                             Value v = readShared(linearize(srcIndex, src.getShape()), elem);
+                             return combine(op.getKind(), v, acc);
+                           }));
+  }
+  barrier();
+  tiles[op.getResult()] = out;
+}
+
+void ThreadEmitter::emitScan(ScanOp op) {
+  auto type = op.getType();
+  Type elem = type.getElementType();
+  int64_t axis = op.getAxis();
+  writeShared(regs(op.getSource()), type.getNumElements(), elem);
+  barrier();
+  Registers out;
+  for (int64_t r = 0, n = registers(type); r < n; ++r) {
+    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, type.getNumElements()));
+    SmallVector<Value> index = delinearize(e, type.getShape());
+    Value count = b.create<arith::AddIOp>(loc, index[axis], i32(1)); // inclusive
+    out.push_back(foldLoop(b, loc, count, identity(op.getKind(), elem), [&](Value k, Value acc) {
+      SmallVector<Value> srcIndex(index);
+      srcIndex[axis] = k;
+      return combine(op.getKind(), readShared(linearize(srcIndex, type.getShape()), elem), acc);
+    }));
+  }
+  barrier();
+  tiles[op.getResult()] = out;
+}
+
+void ThreadEmitter::emitDot(DotOp op) {
+  auto a = op.getA().getType(), bt = op.getB().getType(), c = op.getType();
+  int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = bt.getDimSize(1);
+  Type in = a.getElementType(), accType = c.getElementType();
+  writeShared(regs(op.getA()), m * k, in, 0);
+  writeShared(regs(op.getB()), k * n, in, m * k);
+  barrier();
+  bool isFloatAcc = isa<FloatType>(accType);
+  auto extend = [&](Value v) -> Value {
+    if (v.getType() == accType)
+      return v;
+    return isFloatAcc ? (Value)b.create<arith::ExtFOp>(loc, accType, v)
+                      : b.create<arith::ExtSIOp>(loc, accType, v);
+  };
+  Registers out;
+  const Registers &acc = regs(op.getAcc());
+  for (int64_t r = 0, count = registers(c); r < count; ++r) {
+    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, c.getNumElements()));
+    SmallVector<Value> ij = delinearize(e, c.getShape());
+    Value rowBase = b.create<arith::MulIOp>(loc, ij[0], i32(k));
+    out.push_back(foldLoop(b, loc, i32(k), acc[r], [&](Value kk, Value sum) -> Value {
+      Value x = extend(readShared(b.create<arith::AddIOp>(loc, rowBase, kk), in));
+      Value bIndex = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, kk, i32(n)), b.create<arith::AddIOp>(loc, ij[1], i32(m * k)));
+      Value y = extend(readShared(bIndex, in));
+      if (isFloatAcc)
+        return b.create<math::FmaOp>(loc, x, y, sum);
+      return b.create<arith::AddIOp>(loc, sum, b.create<arith::MulIOp>(loc, x, y));
+    }));
+  }
+  barrier();
+  tiles[op.getResult()] = out;
+}

@@ -1,0 +1,408 @@
+//===- KilnGPUToGPU.cpp - laid-out kiln kernels to gpu.func ---------------===//
+//
+// The driver: builds the gpu.module and each kernel's signature, walks the body
+// and dispatches to the op-family emitters; handles scf control flow, whose
+// loop-carried tiles become one iter_arg per register.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Common.h"
+#include "passes/GPU/Layouts.h"
+#include "passes/GPU/Lowering.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKILNGPUTOGPU
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::gpu;
+
+//===----------------------------------------------------------------------===//
+// Layout arithmetic
+//===----------------------------------------------------------------------===//
+
+Value ThreadEmitter::i32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
+
+int64_t ThreadEmitter::registers(Type tileType) const {
+  return layout.registersPerThread(cast<RankedTensorType>(tileType).getNumElements());
+}
+
+Value ThreadEmitter::elementIndex(int64_t reg) {
+  Value &cached = elementIndexCache[reg];
+  if (!cached) {
+    // Built at the kernel's entry so every region can use it.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(threadId);
+    Value base = b.create<arith::MulIOp>(loc, threadId, i32(layout.getVec()));
+    cached = b.create<arith::AddIOp>(loc, base, i32(layout.elementOfRegister(reg)));
+  }
+  return cached;
+}
+
+Value ThreadEmitter::registerValid(int64_t reg, int64_t numElements) {
+  int64_t last = layout.elementOfRegister(reg) +
+                 int64_t(layout.getThreads() - 1) * layout.getVec();
+  if (last < numElements)
+    return b.create<arith::ConstantIntOp>(loc, 1, 1);
+  return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, elementIndex(reg),
+                                 i32(numElements));
+}
+
+SmallVector<Value> ThreadEmitter::delinearize(Value flat, ArrayRef<int64_t> shape) {
+  SmallVector<Value> index(shape.size());
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    if (shape[d] == 1) {
+      index[d] = i32(0);
+      continue;
+    }
+    index[d] = d == 0 ? flat : b.create<arith::RemUIOp>(loc, flat, i32(shape[d]));
+    if (d > 0)
+      flat = b.create<arith::DivUIOp>(loc, flat, i32(shape[d]));
+  }
+  return index;
+}
+
+Value ThreadEmitter::linearize(ValueRange index, ArrayRef<int64_t> shape) {
+  Value flat = i32(0);
+  for (auto [i, size] : llvm::zip(index, shape)) {
+    flat = b.create<arith::MulIOp>(loc, flat, i32(size));
+    flat = b.create<arith::AddIOp>(loc, flat, i);
+  }
+  return flat;
+}
+
+Value ThreadEmitter::combine(ReduceKind kind, Value a, Value acc) {
+  return combineReduction(b, loc, kind, a, acc);
+}
+
+Value ThreadEmitter::identity(ReduceKind kind, Type type) {
+  return b.create<arith::ConstantOp>(loc, reductionIdentity(b, kind, type));
+}
+
+Value ThreadEmitter::element(Value original, int64_t reg) const {
+  if (isa<RankedTensorType>(original.getType()))
+    return regs(original)[reg];
+  return scalar(original);
+}
+
+scf::IfOp ThreadEmitter::emitIfElse(Value cond, TypeRange types,
+                                    function_ref<SmallVector<Value>()> thenFn,
+                                    function_ref<SmallVector<Value>()> elseFn) {
+  auto ifOp = b.create<scf::IfOp>(loc, types, cond, /*withElseRegion=*/bool(elseFn));
+  auto fill = [&](Region &region, function_ref<SmallVector<Value>()> fn) {
+    OpBuilder::InsertionGuard guard(b);
+    if (region.empty())
+      region.emplaceBlock();
+    Block *block = &region.front();
+    if (!block->empty())
+      block->back().erase();
+    b.setInsertionPointToEnd(block);
+    SmallVector<Value> yields = fn();
+    b.create<scf::YieldOp>(loc, yields);
+  };
+  fill(ifOp.getThenRegion(), thenFn);
+  if (elseFn)
+    fill(ifOp.getElseRegion(), elseFn);
+  return ifOp;
+}
+
+//===----------------------------------------------------------------------===//
+// Signature
+//===----------------------------------------------------------------------===//
+
+/// The type an element has in global memory: bools are bytes.
+static Type storageOf(Type elementType) {
+  return elementType.isInteger(1) ? IntegerType::get(elementType.getContext(), 8) : elementType;
+}
+
+SmallVector<Type> ThreadEmitter::abiTypes(TypeRange kernelArgs, MemoryModel memory,
+                                          MLIRContext *ctx) {
+  SmallVector<Type> types;
+  auto i32Type = IntegerType::get(ctx, 32);
+  for (Type t : kernelArgs) {
+    if (auto mem = dyn_cast<MemRefType>(t)) {
+      if (memory == MemoryModel::LLVMPointers)
+        types.push_back(LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1));
+      else
+        types.push_back(MemRefType::get({ShapedType::kDynamic}, storageOf(mem.getElementType())));
+      types.append(2 * mem.getRank(), i32Type); // sizes, then strides
+    } else {
+      types.push_back(t.isInteger(1) ? i32Type : t); // bools travel as i32
+    }
+  }
+  return types;
+}
+
+//===----------------------------------------------------------------------===//
+// The walk
+//===----------------------------------------------------------------------===//
+
+LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc) {
+  Block &entry = gpuFunc.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  loc = kernel.getLoc();
+  threadId = b.create<arith::IndexCastOp>(
+      loc, b.getI32Type(), b.create<mlir::gpu::ThreadIdOp>(loc, mlir::gpu::Dimension::x));
+
+  unsigned next = 0;
+  for (BlockArgument arg : kernel.getArguments()) {
+    if (auto mem = dyn_cast<MemRefType>(arg.getType())) {
+      TensorArg t;
+      t.base = entry.getArgument(next++);
+      t.elementType = mem.getElementType();
+      t.storageType = storageOf(mem.getElementType());
+      for (int64_t d = 0; d < mem.getRank(); ++d)
+        t.sizes.push_back(entry.getArgument(next++));
+      for (int64_t d = 0; d < mem.getRank(); ++d)
+        t.strides.push_back(entry.getArgument(next++));
+      tensors[arg] = t;
+      continue;
+    }
+    Value v = entry.getArgument(next++);
+    if (arg.getType().isInteger(1))
+      v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
+    scalars.map(arg, v);
+  }
+  for (BlockArgument attribution : gpuFunc.getWorkgroupAttributions())
+    shared[cast<MemRefType>(attribution.getType()).getElementType()] = attribution;
+
+  if (failed(emitBlock(kernel.getBody().front())))
+    return failure();
+  b.create<mlir::gpu::ReturnOp>(loc);
+  return success();
+}
+
+LogicalResult ThreadEmitter::emitBlock(Block &block) {
+  for (Operation &op : block.without_terminator())
+    if (failed(emitOp(&op)))
+      return failure();
+  return success();
+}
+
+SmallVector<Value> ThreadEmitter::flatten(ValueRange values) {
+  SmallVector<Value> flat;
+  for (Value v : values) {
+    if (isa<RankedTensorType>(v.getType()))
+      llvm::append_range(flat, regs(v));
+    else
+      flat.push_back(scalar(v));
+  }
+  return flat;
+}
+
+void ThreadEmitter::unflatten(ValueRange originals, ValueRange flat) {
+  size_t i = 0;
+  for (Value v : originals) {
+    if (isa<RankedTensorType>(v.getType())) {
+      int64_t n = registers(v.getType());
+      tiles[v] = Registers(flat.begin() + i, flat.begin() + i + n);
+      i += n;
+    } else {
+      scalars.map(v, flat[i++]);
+    }
+  }
+}
+
+LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
+  SmallVector<Value> inits = flatten(op.getInitArgs());
+  auto loop = b.create<scf::ForOp>(loc, scalar(op.getLowerBound()), scalar(op.getUpperBound()),
+                                   scalar(op.getStep()), inits);
+  Block *body = loop.getBody();
+  if (!body->empty())
+    body->back().erase(); // the implicit yield of a loop without iter_args
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(body);
+    scalars.map(op.getInductionVar(), loop.getInductionVar());
+    unflatten(op.getRegionIterArgs(), loop.getRegionIterArgs());
+    if (failed(emitBlock(*op.getBody())))
+      return failure();
+    auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+    b.create<scf::YieldOp>(loc, flatten(yield.getOperands()));
+  }
+  unflatten(op.getResults(), loop.getResults());
+  return success();
+}
+
+LogicalResult ThreadEmitter::emitIf(scf::IfOp op) {
+  SmallVector<Type> types;
+  for (Value r : op.getResults()) {
+    if (auto tile = dyn_cast<RankedTensorType>(r.getType()))
+      types.append(registers(tile), tile.getElementType());
+    else
+      types.push_back(r.getType());
+  }
+  auto ifOp = b.create<scf::IfOp>(loc, types, scalar(op.getCondition()), /*withElse=*/true);
+  for (auto [from, to] : {std::make_pair(&op.getThenRegion(), &ifOp.getThenRegion()),
+                          std::make_pair(&op.getElseRegion(), &ifOp.getElseRegion())}) {
+    OpBuilder::InsertionGuard guard(b);
+    if (to->empty())
+      to->emplaceBlock();
+    Block *block = &to->front();
+    if (!block->empty())
+      block->back().erase();
+    b.setInsertionPointToEnd(block);
+    SmallVector<Value> yields;
+    if (!from->empty()) {
+      if (failed(emitBlock(from->front())))
+        return failure();
+      yields = flatten(cast<scf::YieldOp>(from->front().getTerminator()).getOperands());
+    }
+    b.create<scf::YieldOp>(loc, yields);
+  }
+  unflatten(op.getResults(), ifOp.getResults());
+  return success();
+}
+
+LogicalResult ThreadEmitter::emitOp(Operation *op) {
+  loc = op->getLoc();
+  if (auto o = dyn_cast<scf::ForOp>(op))
+    return emitFor(o);
+  if (auto o = dyn_cast<scf::IfOp>(op))
+    return emitIf(o);
+  if (auto o = dyn_cast<ProgramIdOp>(op)) {
+    Value id = b.create<mlir::gpu::BlockIdOp>(loc, mlir::gpu::Dimension(o.getAxis()));
+    scalars.map(o.getResult(), b.create<arith::IndexCastOp>(loc, b.getI32Type(), id));
+    return success();
+  }
+  if (auto o = dyn_cast<NumProgramsOp>(op)) {
+    Value n = b.create<mlir::gpu::GridDimOp>(loc, mlir::gpu::Dimension(o.getAxis()));
+    scalars.map(o.getResult(), b.create<arith::IndexCastOp>(loc, b.getI32Type(), n));
+    return success();
+  }
+  if (auto o = dyn_cast<memref::DimOp>(op)) {
+    std::optional<int64_t> d = o.getConstantIndex();
+    auto it = tensors.find(o.getSource());
+    if (!d || it == tensors.end())
+      return op->emitError("unsupported memref.dim in a GPU kernel");
+    scalars.map(o.getResult(),
+                b.create<arith::IndexCastOp>(loc, b.getIndexType(), it->second.sizes[*d]));
+    return success();
+  }
+  if (auto o = dyn_cast<memref::ExtractStridedMetadataOp>(op)) {
+    auto it = tensors.find(o.getSource());
+    if (it == tensors.end())
+      return op->emitError("unsupported memref.extract_strided_metadata in a GPU kernel");
+    for (auto [result, stride] : llvm::zip(o.getStrides(), it->second.strides))
+      scalars.map(result, b.create<arith::IndexCastOp>(loc, b.getIndexType(), stride));
+    // Only the strides have a meaning on the device; other results must be unused.
+    if (!o.getBaseBuffer().use_empty() || !o.getOffset().use_empty() ||
+        llvm::any_of(o.getSizes(), [](Value v) { return !v.use_empty(); }))
+      return op->emitError("only the strides of a tensor are available in GPU kernels");
+    return success();
+  }
+  if (auto o = dyn_cast<ArangeOp>(op))
+    return emitArange(o), success();
+  if (auto o = dyn_cast<SplatOp>(op))
+    return emitSplat(o), success();
+  if (isa<ReshapeOp, ExpandDimsOp>(op)) {
+    // Row-major order is unchanged, and so is every thread's share of it.
+    tiles[op->getResult(0)] = regs(op->getOperand(0));
+    return success();
+  }
+  if (auto o = dyn_cast<BroadcastOp>(op))
+    return emitBroadcast(o), success();
+  if (auto o = dyn_cast<TransOp>(op))
+    return emitTrans(o), success();
+  if (auto o = dyn_cast<ReduceOp>(op))
+    return emitReduce(o), success();
+  if (auto o = dyn_cast<ScanOp>(op))
+    return emitScan(o), success();
+  if (auto o = dyn_cast<DotOp>(op))
+    return emitDot(o), success();
+  if (isa<LoadOp, LoadBlockOp>(op))
+    return emitLoad(op);
+  if (isa<StoreOp, StoreBlockOp>(op))
+    return emitStore(op);
+  if (isa<func::ReturnOp>(op))
+    return success();
+  return emitElementwise(op);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct ConvertKilnGPUToGPUPass
+    : kiln::impl::ConvertKilnGPUToGPUBase<ConvertKilnGPUToGPUPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    MemoryModel model;
+    if (memoryModel == "llvm")
+      model = MemoryModel::LLVMPointers;
+    else if (memoryModel == "spirv")
+      model = MemoryModel::SPIRVBuffers;
+    else {
+      module.emitError("memory must be llvm or spirv, not '") << memoryModel << "'";
+      return signalPassFailure();
+    }
+    if (subgroupReduce != "shuffle" && subgroupReduce != "native") {
+      module.emitError("subgroup-reduce must be shuffle or native");
+      return signalPassFailure();
+    }
+    module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = b.create<mlir::gpu::GPUModuleOp>(module.getLoc(), "kiln_kernels");
+    auto atModuleEnd = [&] {
+      Block *body = gpuModule.getBody();
+      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+        b.setInsertionPoint(&body->back());
+      else
+        b.setInsertionPointToEnd(body);
+    };
+
+    SmallVector<func::FuncOp> kernels(module.getOps<func::FuncOp>());
+    for (func::FuncOp kernel : kernels) {
+      if (!kernel->hasAttr(kKernelAttr)) {
+        kernel.erase(); // grid functions run on the host from the rule's text
+        continue;
+      }
+      BlockedEncodingAttr layout = getKernelLayout(kernel);
+      if (!layout) // a kernel without tiles still runs one warp's worth of threads
+        layout = BlockedEncodingAttr::get(ctx, 1, 32, 1);
+      auto threadsAttr = kernel->getAttrOfType<IntegerAttr>(kThreadsAttr);
+      int64_t threads = threadsAttr ? threadsAttr.getInt() : layout.getThreads();
+
+      SmallVector<Type> workgroup;
+      if (auto entries = kernel->getAttrOfType<ArrayAttr>(kSharedElementsAttr))
+        for (Attribute entry : entries) {
+          auto pair = cast<ArrayAttr>(entry);
+          workgroup.push_back(MemRefType::get(
+              {cast<IntegerAttr>(pair[1]).getInt()}, cast<TypeAttr>(pair[0]).getValue(),
+              AffineMap(),
+              mlir::gpu::AddressSpaceAttr::get(ctx, mlir::gpu::AddressSpace::Workgroup)));
+        }
+      atModuleEnd();
+      auto func = b.create<mlir::gpu::GPUFuncOp>(
+          kernel.getLoc(), kernel.getName(),
+          b.getFunctionType(ThreadEmitter::abiTypes(kernel.getArgumentTypes(), model, ctx), {}),
+          workgroup, TypeRange{});
+      func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+      func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+      for (StringRef name : {kThreadsAttr, kSharedBytesAttr})
+        if (Attribute a = kernel->getAttr(name))
+          func->setAttr(name, a);
+
+      OpBuilder bodyBuilder(ctx);
+      ThreadEmitter emitter(bodyBuilder, layout, model, subgroupReduce == "native");
+      if (failed(emitter.emitKernel(kernel, func)))
+        return signalPassFailure();
+      kernel.erase();
+    }
+  }
+};
+} // namespace

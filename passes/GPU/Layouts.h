@@ -1,0 +1,17 @@
+//===- Layouts.h - helpers shared by the kiln_gpu passes --------*- C++ -*-===//
+#pragma once
+
+#include "dialects/KilnGPU/IR/KilnGPUDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln::gpu {
+
+/// Rewrites every tensor type in `func` (results, block arguments, constant
+/// attributes) to carry `layout`. Kiln uses one layout per kernel.
+void setLayout(mlir::func::FuncOp func, BlockedEncodingAttr layout);
+
+/// The layout the kernel's tiles carry, or null before convert-kiln-to-kiln-gpu.
+BlockedEncodingAttr getKernelLayout(mlir::func::FuncOp func);
+
+} // namespace kiln::gpu

@@ -1,0 +1,127 @@
+//===- Lowering.h - per-thread code for laid-out kiln kernels ---*- C++ -*-===//
+//
+// The conversion from kiln (with #kiln_gpu.blocked tiles) to gpu.func walks each
+// kernel once, mapping every tile value to the registers (scalars) the running
+// thread holds, and every scalar to a scalar. One file per op family implements the
+// emit* methods: ElementwiseToGPU, MemoryToGPU, ExchangeToGPU; KilnGPUToGPU holds
+// the driver, the kernel signature and control flow.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/KilnGPU/IR/KilnGPUDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace kiln::gpu {
+
+/// How global memory is reached: through LLVM global pointers (NVVM, ROCDL) or
+/// through 1-D memrefs that become SPIR-V storage buffers.
+enum class MemoryModel { LLVMPointers, SPIRVBuffers };
+
+/// A tensor argument inside the kernel: its base and i32 sizes and strides.
+struct TensorArg {
+  mlir::Value base;
+  mlir::Type elementType;       // the element type in the tile
+  mlir::Type storageType;       // the element type in memory (i1 is stored as i8)
+  llvm::SmallVector<mlir::Value> sizes, strides;
+};
+
+/// A tile as one thread sees it: the registers it holds, one scalar each.
+using Registers = llvm::SmallVector<mlir::Value>;
+
+class ThreadEmitter {
+public:
+  ThreadEmitter(mlir::OpBuilder &builder, BlockedEncodingAttr layout, MemoryModel memory,
+                bool nativeSubgroupReduce)
+      : b(builder), layout(layout), memory(memory), nativeSubgroupReduce(nativeSubgroupReduce) {}
+
+  /// Emits the body of `kernel` into the entry block of `gpuFunc`.
+  mlir::LogicalResult emitKernel(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc);
+
+  /// The gpu.func argument types for a kiln kernel's argument types.
+  static llvm::SmallVector<mlir::Type> abiTypes(mlir::TypeRange kernelArgs, MemoryModel memory,
+                                                mlir::MLIRContext *ctx);
+
+private:
+  // KilnGPUToGPU.cpp: dispatch and control flow.
+  mlir::LogicalResult emitBlock(mlir::Block &block);
+  mlir::LogicalResult emitOp(mlir::Operation *op);
+  mlir::LogicalResult emitFor(mlir::scf::ForOp op);
+  mlir::LogicalResult emitIf(mlir::scf::IfOp op);
+  llvm::SmallVector<mlir::Value> flatten(mlir::ValueRange values);
+  void unflatten(mlir::ValueRange originals, mlir::ValueRange flat);
+
+  // ElementwiseToGPU.cpp
+  mlir::LogicalResult emitElementwise(mlir::Operation *op);
+  void emitArange(ArangeOp op);
+  void emitSplat(SplatOp op);
+
+  // MemoryToGPU.cpp
+  mlir::LogicalResult emitLoad(mlir::Operation *op);
+  mlir::LogicalResult emitStore(mlir::Operation *op);
+  mlir::Value loadElement(const TensorArg &t, mlir::Value offset);
+  void storeElement(const TensorArg &t, mlir::Value offset, mlir::Value value);
+  /// Loads `vec` consecutive elements at `offset` with one aligned vector access.
+  mlir::Value loadRun(const TensorArg &t, mlir::Value offset, unsigned vec);
+  void storeRun(const TensorArg &t, mlir::Value offset, mlir::ValueRange values);
+  mlir::Value isAlignedRun(const TensorArg &t, mlir::Value offset, unsigned vec);
+
+  // ExchangeToGPU.cpp
+  void emitBroadcast(BroadcastOp op);
+  void emitTrans(TransOp op);
+  void emitReduce(ReduceOp op);
+  void emitScan(ScanOp op);
+  void emitDot(DotOp op);
+  mlir::Value reduceWholeTile(const Registers &regs, int64_t numElements, ReduceKind kind,
+                              mlir::Type type);
+  /// Writes a tile's valid registers to shared memory at `base` + element index.
+  void writeShared(const Registers &regs, int64_t numElements, mlir::Type type,
+                   int64_t base = 0);
+  mlir::Value readShared(mlir::Value index, mlir::Type type);
+  mlir::Value sharedBuffer(mlir::Type elementType);
+  void barrier();
+
+  /// An scf.if whose branches are emitted through this emitter's builder; each
+  /// branch returns the values it yields. `elseFn` may be null when nothing is
+  /// yielded.
+  mlir::scf::IfOp emitIfElse(mlir::Value cond, mlir::TypeRange types,
+                             llvm::function_ref<llvm::SmallVector<mlir::Value>()> thenFn,
+                             llvm::function_ref<llvm::SmallVector<mlir::Value>()> elseFn);
+
+  // Layout arithmetic (KilnGPUToGPU.cpp).
+  mlir::Value elementIndex(int64_t reg);
+  mlir::Value registerValid(int64_t reg, int64_t numElements);
+  llvm::SmallVector<mlir::Value> delinearize(mlir::Value flat, llvm::ArrayRef<int64_t> shape);
+  mlir::Value linearize(mlir::ValueRange index, llvm::ArrayRef<int64_t> shape);
+  int64_t registers(mlir::Type tileType) const;
+  mlir::Value i32(int64_t v);
+  mlir::Value combine(ReduceKind kind, mlir::Value a, mlir::Value b);
+  mlir::Value identity(ReduceKind kind, mlir::Type type);
+
+  mlir::Value scalar(mlir::Value original) const { return scalars.lookup(original); }
+  const Registers &regs(mlir::Value original) const { return tiles.find(original)->second; }
+  /// A register of an operand that may be a tile or a (uniform) scalar.
+  mlir::Value element(mlir::Value original, int64_t reg) const;
+
+  mlir::OpBuilder &b;
+  BlockedEncodingAttr layout;
+  MemoryModel memory;
+  bool nativeSubgroupReduce;
+  mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
+  mlir::Value threadId; // i32
+  mlir::IRMapping scalars;
+  llvm::DenseMap<mlir::Value, Registers> tiles;
+  llvm::DenseMap<mlir::Value, TensorArg> tensors;
+  llvm::DenseMap<mlir::Type, mlir::Value> shared;
+  llvm::DenseMap<int64_t, mlir::Value> elementIndexCache;
+};
+
+} // namespace kiln::gpu

@@ -1,0 +1,300 @@
+//===- MemoryToGPU.cpp - masked loads and stores per thread ---------------===//
+//
+// Every register's element gets its own offset and bounds check. When a thread's
+// run of `vec` registers is fully in bounds, contiguous and aligned, the run moves
+// as one vector access (ld.global.v4 / global_load_dwordx4); otherwise each element
+// is loaded or stored under its own predicate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/GPU/Lowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::gpu;
+
+namespace {
+/// Where one register's element lives and whether it may be touched.
+struct Access {
+  Value offset; // i32, in elements
+  Value ok;     // i1: in bounds, unmasked, a real element of the tile
+};
+} // namespace
+
+static unsigned storageBytes(const TensorArg &t) {
+  return std::max(1u, t.storageType.getIntOrFloatBitWidth() / 8);
+}
+
+Value ThreadEmitter::loadElement(const TensorArg &t, Value offset) {
+  Value v;
+  if (memory == MemoryModel::LLVMPointers) {
+    Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
+                                      ValueRange{offset});
+    v = b.create<LLVM::LoadOp>(loc, t.storageType, ptr);
+  } else {
+    Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), offset);
+    v = b.create<memref::LoadOp>(loc, t.base, index);
+  }
+  if (t.elementType.isInteger(1))
+    v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v,
+                                b.create<arith::ConstantIntOp>(loc, 0, 8));
+  return v;
+}
+
+void ThreadEmitter::storeElement(const TensorArg &t, Value offset, Value value) {
+  if (t.elementType.isInteger(1))
+    value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
+  if (memory == MemoryModel::LLVMPointers) {
+    Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
+                                      ValueRange{offset});
+    b.create<LLVM::StoreOp>(loc, value, ptr);
+  } else {
+    Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), offset);
+    b.create<memref::StoreOp>(loc, value, t.base, index);
+  }
+}
+
+Value ThreadEmitter::isAlignedRun(const TensorArg &t, Value offset, unsigned vec) {
+  Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
+                                    ValueRange{offset});
+  Value address = b.create<LLVM::PtrToIntOp>(loc, b.getI64Type(), ptr);
+  Value low = b.create<arith::AndIOp>(
+      loc, address, b.create<arith::ConstantIntOp>(loc, vec * storageBytes(t) - 1, 64));
+  return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, low,
+                                 b.create<arith::ConstantIntOp>(loc, 0, 64));
+}
+
+Value ThreadEmitter::loadRun(const TensorArg &t, Value offset, unsigned vec) {
+  auto vecType = VectorType::get({vec}, t.storageType);
+  Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
+                                    ValueRange{offset});
+  return b.create<LLVM::LoadOp>(loc, vecType, ptr, vec * storageBytes(t));
+}
+
+void ThreadEmitter::storeRun(const TensorArg &t, Value offset, ValueRange values) {
+  unsigned vec = values.size();
+  auto vecType = VectorType::get({vec}, t.storageType);
+  Value v = b.create<LLVM::UndefOp>(loc, vecType);
+  for (auto [k, value] : llvm::enumerate(values)) {
+    Value lane = t.elementType.isInteger(1) ? b.create<arith::ExtUIOp>(loc, b.getI8Type(), value)
+                                            : value;
+    v = b.create<LLVM::InsertElementOp>(loc, v, lane, i32(k));
+  }
+  Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
+                                    ValueRange{offset});
+  b.create<LLVM::StoreOp>(loc, v, ptr, vec * storageBytes(t));
+}
+
+/// Offset and predicate of each register's element. `coords(r)` gives the
+/// element's index per tensor dimension.
+template <typename CoordsFn>
+static SmallVector<Access> accesses(OpBuilder &b, Location loc, const TensorArg &t, int64_t n,
+                                    CoordsFn coords, function_ref<Value(int64_t)> extraOk) {
+  SmallVector<Access> out;
+  for (int64_t r = 0; r < n; ++r) {
+    SmallVector<Value> c = coords(r);
+    Value offset = b.create<arith::ConstantIntOp>(loc, 0, 32);
+    Value ok = extraOk(r);
+    for (auto [coord, size, stride] : llvm::zip(c, t.sizes, t.strides)) {
+      // One unsigned compare checks both bounds: negative coordinates wrap high.
+      Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, coord, size);
+      ok = ok ? b.create<arith::AndIOp>(loc, ok, inside) : inside;
+      offset = b.create<arith::AddIOp>(loc, offset, b.create<arith::MulIOp>(loc, coord, stride));
+    }
+    out.push_back({offset, ok});
+  }
+  return out;
+}
+
+/// True when the run starting at register `r0` is fully valid and contiguous.
+static Value runIsContiguous(OpBuilder &b, Location loc, ArrayRef<Access> run) {
+  Value all = run[0].ok;
+  for (size_t k = 1; k < run.size(); ++k) {
+    Value expected = b.create<arith::AddIOp>(
+        loc, run[0].offset, b.create<arith::ConstantIntOp>(loc, k, 32));
+    Value next = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, run[k].offset, expected);
+    all = b.create<arith::AndIOp>(loc, all, b.create<arith::AndIOp>(loc, run[k].ok, next));
+  }
+  return all;
+}
+
+LogicalResult ThreadEmitter::emitLoad(Operation *op) {
+  Value memoryArg = op->getOperand(0);
+  const TensorArg &t = tensors.find(memoryArg)->second;
+  Type resultType = op->getResult(0).getType();
+  auto tile = dyn_cast<RankedTensorType>(resultType);
+  int64_t n = tile ? registers(tile) : 1;
+  Type elem = t.elementType;
+
+  Value otherOriginal;
+  Value mask;
+  std::function<SmallVector<Value>(int64_t)> coords;
+  if (auto load = dyn_cast<LoadOp>(op)) {
+    otherOriginal = load.getOther();
+    mask = load.getMask();
+    coords = [&, load](int64_t r) mutable {
+      SmallVector<Value> c;
+      for (Value index : load.getIndices())
+        c.push_back(element(index, r));
+      return c;
+    };
+  } else {
+    auto block = cast<LoadBlockOp>(op);
+    otherOriginal = block.getOther();
+    ArrayRef<int64_t> shape = tile.getShape();
+    coords = [&, block, shape](int64_t r) mutable {
+      SmallVector<Value> c = delinearize(elementIndex(r), shape);
+      for (auto [ci, off] : llvm::zip(c, block.getOffsets()))
+        ci = b.create<arith::AddIOp>(loc, scalar(off), ci);
+      return c;
+    };
+  }
+  int64_t numElements = tile ? tile.getNumElements() : 1;
+  auto extraOk = [&](int64_t r) -> Value {
+    Value ok = tile ? registerValid(r, numElements) : Value();
+    if (mask) {
+      Value m = element(mask, r);
+      ok = ok ? b.create<arith::AndIOp>(loc, ok, m) : m;
+    }
+    return ok;
+  };
+  SmallVector<Access> acc = accesses(b, loc, t, n, coords, extraOk);
+  auto otherOf = [&](int64_t r) -> Value {
+    if (otherOriginal)
+      return element(otherOriginal, r);
+    return b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
+  };
+  auto guardedLoad = [&](int64_t r) -> Value {
+    Value other = otherOf(r);
+    return emitIfElse(
+               acc[r].ok, TypeRange{elem},
+               [&]() -> SmallVector<Value> { return {loadElement(t, acc[r].offset)}; },
+               [&]() -> SmallVector<Value> { return {other}; })
+        .getResult(0);
+  };
+
+  Registers out;
+  unsigned vec = layout.getVec();
+  unsigned runBytes = vec * storageBytes(t);
+  bool vectorize = tile && memory == MemoryModel::LLVMPointers && vec > 1 && n % vec == 0 &&
+                   (runBytes == 4 || runBytes == 8 || runBytes == 16);
+  for (int64_t r0 = 0; r0 < n; r0 += vectorize ? vec : 1) {
+    if (!vectorize) {
+      out.push_back(guardedLoad(r0));
+      continue;
+    }
+    ArrayRef<Access> run(acc.begin() + r0, vec);
+    Value fast = b.create<arith::AndIOp>(loc, runIsContiguous(b, loc, run),
+                                         isAlignedRun(t, run[0].offset, vec));
+    // The run travels as one vector through the branch: if its lanes were yielded
+    // separately, LLVM would split the wide load back into scalar ones.
+    auto vecType = VectorType::get({vec}, t.storageType);
+    auto ifOp = emitIfElse(
+        fast, TypeRange{vecType},
+        [&]() -> SmallVector<Value> { return {loadRun(t, run[0].offset, vec)}; },
+        [&]() -> SmallVector<Value> {
+          Value lanes = b.create<LLVM::UndefOp>(loc, vecType);
+          for (unsigned k = 0; k < vec; ++k) {
+            Value lane = guardedLoad(r0 + k);
+            if (t.elementType.isInteger(1))
+              lane = b.create<arith::ExtUIOp>(loc, b.getI8Type(), lane);
+            lanes = b.create<LLVM::InsertElementOp>(loc, lanes, lane, i32(k));
+          }
+          return {lanes};
+        });
+    for (unsigned k = 0; k < vec; ++k) {
+      Value lane = b.create<LLVM::ExtractElementOp>(loc, ifOp.getResult(0), i32(k));
+      if (t.elementType.isInteger(1))
+        lane = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, lane,
+                                       b.create<arith::ConstantIntOp>(loc, 0, 8));
+      out.push_back(lane);
+    }
+  }
+  if (tile)
+    tiles[op->getResult(0)] = out;
+  else
+    scalars.map(op->getResult(0), out[0]);
+  return success();
+}
+
+LogicalResult ThreadEmitter::emitStore(Operation *op) {
+  Value memoryArg = op->getOperand(0);
+  const TensorArg &t = tensors.find(memoryArg)->second;
+  Value value = isa<StoreOp>(op) ? cast<StoreOp>(op).getValue() : cast<StoreBlockOp>(op).getValue();
+  auto tile = dyn_cast<RankedTensorType>(value.getType());
+  int64_t n = tile ? registers(tile) : 1;
+
+  Value mask;
+  std::function<SmallVector<Value>(int64_t)> coords;
+  if (auto store = dyn_cast<StoreOp>(op)) {
+    mask = store.getMask();
+    coords = [&, store](int64_t r) mutable {
+      SmallVector<Value> c;
+      for (Value index : store.getIndices())
+        c.push_back(element(index, r));
+      return c;
+    };
+  } else {
+    auto block = cast<StoreBlockOp>(op);
+    ArrayRef<int64_t> shape = tile.getShape();
+    coords = [&, block, shape](int64_t r) mutable {
+      SmallVector<Value> c = delinearize(elementIndex(r), shape);
+      for (auto [ci, off] : llvm::zip(c, block.getOffsets()))
+        ci = b.create<arith::AddIOp>(loc, scalar(off), ci);
+      return c;
+    };
+  }
+  int64_t numElements = tile ? tile.getNumElements() : 1;
+  auto extraOk = [&](int64_t r) -> Value {
+    // A scalar is stored once per program, by thread 0.
+    Value ok = tile ? registerValid(r, numElements)
+                    : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
+    if (mask)
+      ok = b.create<arith::AndIOp>(loc, ok, element(mask, r));
+    return ok;
+  };
+  SmallVector<Access> acc = accesses(b, loc, t, n, coords, extraOk);
+  auto guardedStore = [&](int64_t r) {
+    Value v = element(value, r);
+    emitIfElse(
+        acc[r].ok, {},
+        [&]() -> SmallVector<Value> {
+          storeElement(t, acc[r].offset, v);
+          return {};
+        },
+        nullptr);
+  };
+  unsigned vec = layout.getVec();
+  unsigned runBytes = vec * storageBytes(t);
+  bool vectorize = tile && memory == MemoryModel::LLVMPointers && vec > 1 && n % vec == 0 &&
+                   (runBytes == 4 || runBytes == 8 || runBytes == 16);
+  for (int64_t r0 = 0; r0 < n; r0 += vectorize ? vec : 1) {
+    if (!vectorize) {
+      guardedStore(r0);
+      continue;
+    }
+    ArrayRef<Access> run(acc.begin() + r0, vec);
+    Value fast = b.create<arith::AndIOp>(loc, runIsContiguous(b, loc, run),
+                                         isAlignedRun(t, run[0].offset, vec));
+    emitIfElse(
+        fast, {},
+        [&]() -> SmallVector<Value> {
+          SmallVector<Value> lanes;
+          for (unsigned k = 0; k < vec; ++k)
+            lanes.push_back(element(value, r0 + k));
+          storeRun(t, run[0].offset, lanes);
+          return {};
+        },
+        [&]() -> SmallVector<Value> {
+          for (unsigned k = 0; k < vec; ++k)
+            guardedStore(r0 + k);
+          return {};
+        });
+  }
+  return success();
+}

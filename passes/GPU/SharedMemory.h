@@ -1,0 +1,20 @@
+//===- SharedMemory.h - what layout changes exchange ------------*- C++ -*-===//
+#pragma once
+
+#include "dialects/KilnGPU/IR/KilnGPUDialect.h"
+
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+namespace kiln::gpu {
+
+/// The element type shared memory holds for values of `type` (i1 travels as i32).
+mlir::Type sharedStorageType(mlir::Type elementType);
+
+/// The shared-memory elements (of sharedStorageType) an op needs to exchange its
+/// operands between threads, or nullopt for ops that move no data between threads.
+std::optional<std::pair<mlir::Type, int64_t>> sharedRequirement(mlir::Operation *op,
+                                                                BlockedEncodingAttr layout);
+
+} // namespace kiln::gpu
