@@ -59,6 +59,21 @@ static Value clampedIndex(OpBuilder &b, Location loc, Value index, Value valid) 
   return b.create<arith::SelectOp>(loc, valid, index, b.create<arith::ConstantIntOp>(loc, 0, 32));
 }
 
+/// Emits `for k in [0, count): acc = body(k, acc)` (k and count are i32) and returns
+/// the final acc. The loop itself counts in index, as SPIR-V's lowering expects.
+template <typename Body>
+static Value foldLoop(OpBuilder &b, Location loc, Value count, Value init, Body body) {
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value end = b.create<arith::IndexCastOp>(loc, b.getIndexType(), count);
+  auto loop = b.create<scf::ForOp>(loc, zero, end, one, ValueRange{init});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value k = b.create<arith::IndexCastOp>(loc, b.getI32Type(), loop.getInductionVar());
+  b.create<scf::YieldOp>(loc, body(k, loop.getRegionIterArgs()[0]));
+  return loop.getResult(0);
+}
+
 void ThreadEmitter::emitBroadcast(BroadcastOp op) {
   auto src = op.getSource().getType(), dst = op.getType();
   writeShared(regs(op.getSource()), src.getNumElements(), src.getElementType());
@@ -131,11 +146,11 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
   Value lane, group, groups;
   if (nativeSubgroupReduce) {
     partial = b.create<mlir::gpu::SubgroupReduceOp>(loc, partial, subgroupKind(kind, wide),
-                                                    /*uniform=*/true);
-    lane = b.create<mlir::gpu::LaneIdOp>(loc, /*upper_bound=*/nullptr);
+                                                    /*uniform=*/false);
+    // Every lane holds the subgroup's result, so all of them may write it: the
+    // stores agree, and no lane id (which SPIR-V lowering lacks) is needed.
     group = b.create<mlir::gpu::SubgroupIdOp>(loc, /*upper_bound=*/nullptr);
     groups = b.create<mlir::gpu::NumSubgroupsOp>(loc, /*upper_bound=*/nullptr);
-    lane = b.create<arith::IndexCastOp>(loc, b.getI32Type(), lane);
     group = b.create<arith::IndexCastOp>(loc, b.getI32Type(), group);
     groups = b.create<arith::IndexCastOp>(loc, b.getI32Type(), groups);
   } else {
@@ -156,7 +171,8 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
     return isa<FloatType>(type) ? (Value)b.create<arith::TruncFOp>(loc, type, v)
                                 : b.create<arith::TruncIOp>(loc, type, v);
   };
-  Value isLeader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane, i32(0));
+  Value isLeader = lane ? (Value)b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane, i32(0))
+                       : (Value)b.create<arith::ConstantIntOp>(loc, 1, 1);
   Value slot = b.create<arith::IndexCastOp>(loc, b.getIndexType(), group);
   Value stored = narrow(partial);
   emitIfElse(
@@ -167,28 +183,13 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
       },
       nullptr);
   barrier();
-  auto loop = b.create<scf::ForOp>(loc, i32(0), groups, i32(1), ValueRange{identity(kind, wide)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value v = widen(readShared(loop.getInductionVar(), type));
-    b.create<scf::YieldOp>(loc, combine(kind, v, loop.getRegionIterArgs()[0]));
-  }
+  Value total = foldLoop(b, loc, groups, identity(kind, wide), [&](Value w, Value acc) {
+    return combine(kind, widen(readShared(w, type)), acc);
+  });
   barrier();
-  return narrow(loop.getResult(0));
+  return narrow(total);
 }
 
-/// Emits `for k in [0, count): acc = body(k, acc)` and returns the final acc.
-template <typename Body>
-static Value foldLoop(OpBuilder &b, Location loc, Value count, Value init, Body body) {
-  Value zero = b.create<arith::ConstantIntOp>(loc, 0, 32);
-  Value one = b.create<arith::ConstantIntOp>(loc, 1, 32);
-  auto loop = b.create<scf::ForOp>(loc, zero, count, one, ValueRange{init});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  b.create<scf::YieldOp>(loc, body(loop.getInductionVar(), loop.getRegionIterArgs()[0]));
-  return loop.getResult(0);
-}
 
 void ThreadEmitter::emitReduce(ReduceOp op) {
   auto src = op.getSource().getType();

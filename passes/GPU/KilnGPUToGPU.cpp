@@ -16,6 +16,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/IR/Matchers.h"
 
 namespace kiln {
@@ -116,6 +118,18 @@ scf::IfOp ThreadEmitter::emitIfElse(Value cond, TypeRange types,
   return ifOp;
 }
 
+SmallVector<Type> kiln::gpu::sharedBufferTypes(func::FuncOp kernel, Attribute memorySpace) {
+  SmallVector<Type> types;
+  if (auto entries = kernel->getAttrOfType<ArrayAttr>(kSharedElementsAttr))
+    for (Attribute entry : entries) {
+      auto pair = cast<ArrayAttr>(entry);
+      types.push_back(MemRefType::get({cast<IntegerAttr>(pair[1]).getInt()},
+                                      cast<TypeAttr>(pair[0]).getValue(), AffineMap(),
+                                      memorySpace));
+    }
+  return types;
+}
+
 //===----------------------------------------------------------------------===//
 // Signature
 //===----------------------------------------------------------------------===//
@@ -175,6 +189,13 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
   }
   for (BlockArgument attribution : gpuFunc.getWorkgroupAttributions())
     shared[cast<MemRefType>(attribution.getType()).getElementType()] = attribution;
+  if (memory == MemoryModel::SPIRVBuffers) {
+    auto workgroup = spirv::StorageClassAttr::get(b.getContext(), spirv::StorageClass::Workgroup);
+    for (Type type : sharedBufferTypes(kernel, workgroup)) {
+      auto memref = cast<MemRefType>(type);
+      shared[memref.getElementType()] = b.create<memref::AllocOp>(loc, memref);
+    }
+  }
 
   if (failed(emitBlock(kernel.getBody().front())))
     return failure();
@@ -215,15 +236,20 @@ void ThreadEmitter::unflatten(ValueRange originals, ValueRange flat) {
 
 LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
   SmallVector<Value> inits = flatten(op.getInitArgs());
-  auto loop = b.create<scf::ForOp>(loc, scalar(op.getLowerBound()), scalar(op.getUpperBound()),
-                                   scalar(op.getStep()), inits);
+  // Device loops count in index: SPIR-V's loop lowering expects it.
+  auto toIndex = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
+  auto loop = b.create<scf::ForOp>(loc, toIndex(scalar(op.getLowerBound())),
+                                   toIndex(scalar(op.getUpperBound())),
+                                   toIndex(scalar(op.getStep())), inits);
   Block *body = loop.getBody();
   if (!body->empty())
     body->back().erase(); // the implicit yield of a loop without iter_args
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(body);
-    scalars.map(op.getInductionVar(), loop.getInductionVar());
+    scalars.map(op.getInductionVar(),
+                b.create<arith::IndexCastOp>(loc, op.getInductionVar().getType(),
+                                             loop.getInductionVar()));
     unflatten(op.getRegionIterArgs(), loop.getRegionIterArgs());
     if (failed(emitBlock(*op.getBody())))
       return failure();
@@ -377,15 +403,12 @@ struct ConvertKilnGPUToGPUPass
       auto threadsAttr = kernel->getAttrOfType<IntegerAttr>(kThreadsAttr);
       int64_t threads = threadsAttr ? threadsAttr.getInt() : layout.getThreads();
 
+      // Shared memory: workgroup attributions for the LLVM-based targets; SPIR-V's
+      // lowering wants workgroup allocations instead (see emitKernel).
       SmallVector<Type> workgroup;
-      if (auto entries = kernel->getAttrOfType<ArrayAttr>(kSharedElementsAttr))
-        for (Attribute entry : entries) {
-          auto pair = cast<ArrayAttr>(entry);
-          workgroup.push_back(MemRefType::get(
-              {cast<IntegerAttr>(pair[1]).getInt()}, cast<TypeAttr>(pair[0]).getValue(),
-              AffineMap(),
-              mlir::gpu::AddressSpaceAttr::get(ctx, mlir::gpu::AddressSpace::Workgroup)));
-        }
+      if (model == MemoryModel::LLVMPointers)
+        workgroup = sharedBufferTypes(kernel, mlir::gpu::AddressSpaceAttr::get(
+                                                  ctx, mlir::gpu::AddressSpace::Workgroup));
       atModuleEnd();
       auto func = b.create<mlir::gpu::GPUFuncOp>(
           kernel.getLoc(), kernel.getName(),

@@ -34,6 +34,11 @@ struct TensorArg {
   llvm::SmallVector<mlir::Value> sizes, strides;
 };
 
+/// One shared-memory buffer type per element type the kernel exchanges, sized by
+/// kiln-gpu-allocate-shared-memory, in `memorySpace`.
+llvm::SmallVector<mlir::Type> sharedBufferTypes(mlir::func::FuncOp kernel,
+                                                mlir::Attribute memorySpace);
+
 /// A tile as one thread sees it: the registers it holds, one scalar each.
 using Registers = llvm::SmallVector<mlir::Value>;
 
