@@ -6,6 +6,7 @@
 #include "dialects/KilnGPU/IR/KilnGPUDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -151,6 +152,37 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
 
 std::string kiln::targetPipeline(const Target &target) {
   return pipelineUpTo(target, Stage::Device);
+}
+
+mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target &target) {
+  bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
+  auto unsupported = [&](mlir::Type type) -> const char * {
+    mlir::Type elem = mlir::getElementTypeOrSelf(type);
+    if (spirv && elem.isBF16())
+      return "bf16 is not supported on the vulkan and metal targets (SPIR-V has no bfloat16)";
+    if (target.kind == Target::Kind::Metal && elem.isF64())
+      return "f64 is not supported on the metal target (Metal has no double precision)";
+    return nullptr;
+  };
+  mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
+    auto check = [&](mlir::Type t) {
+      if (const char *why = unsupported(t)) {
+        op->emitError(why);
+        return true;
+      }
+      return false;
+    };
+    for (mlir::Type t : op->getResultTypes())
+      if (check(t))
+        return mlir::WalkResult::interrupt();
+    for (mlir::Region &region : op->getRegions())
+      for (mlir::Block &block : region)
+        for (mlir::Type t : block.getArgumentTypes())
+          if (check(t))
+            return mlir::WalkResult::interrupt();
+    return mlir::WalkResult::advance();
+  });
+  return mlir::failure(result.wasInterrupted());
 }
 
 mlir::LogicalResult kiln::runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline,

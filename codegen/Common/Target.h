@@ -43,6 +43,10 @@ std::string pipelineUpTo(const Target &target, Stage stage);
 /// cubin, hsaco, SPIR-V words, MSL) is the one step after it.
 std::string targetPipeline(const Target &target);
 
+/// Reports (at the .kiln location) the first element type `target` cannot handle:
+/// bf16 on Vulkan and Metal, f64 on Metal.
+mlir::LogicalResult checkTargetSupport(mlir::ModuleOp module, const Target &target);
+
 /// Runs a `builtin.module(...)` pipeline string on `module`.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline,
                                 bool timePasses = false);

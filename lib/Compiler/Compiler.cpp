@@ -24,6 +24,8 @@ mlir::OwningOpRef<mlir::ModuleOp> kiln::buildKilnModule(mlir::MLIRContext &conte
   if (!ast)
     return nullptr;
   context.loadAllAvailableDialects();
+  // Errors point at .kiln source; dumping the IR op alongside helps nobody there.
+  context.printOpOnDiagnostic(false);
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, errs);
   auto module = mlirGen(context, *ast, diag, options, infos);
   if (!module)

@@ -107,7 +107,8 @@ int emitGPU(const Target &target, mlir::ModuleOp module, const std::vector<Kerne
   Stage stage = emit == Emit::KilnGPU ? Stage::Layouts
                 : emit == Emit::GPU   ? Stage::ThreadCode
                                       : Stage::Device;
-  if (mlir::failed(runPipeline(module, pipelineUpTo(target, stage), timePasses)))
+  if (mlir::failed(checkTargetSupport(module, target)) ||
+      mlir::failed(runPipeline(module, pipelineUpTo(target, stage), timePasses)))
     return 1;
   if (stage != Stage::Device || emit == Emit::LLVMDialect || emit == Emit::SPIRVDialect) {
     module.print(output.os());
