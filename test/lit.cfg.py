@@ -6,7 +6,8 @@ import lit.formats
 config.name = "Kiln"
 config.test_format = lit.formats.ShTest(True)
 config.suffixes = [".mlir", ".kiln", ".test"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs", "e2e", "unit"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs", "e2e", "unit",
+                   "target-errors.test.bf16.kiln", "target-errors.test.f64.kiln"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 
@@ -17,3 +18,17 @@ config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Diagnostics must not depend on the terminal.
 config.environment["TERM"] = "dumb"
+
+# Vendor tools the GPU codegen tests run. A test that needs a missing one is
+# reported as UNSUPPORTED, visibly, instead of passing.
+import shutil
+cuda_bin = "/usr/local/cuda/bin"
+if shutil.which("ptxas") or os.path.exists(os.path.join(cuda_bin, "ptxas")):
+    config.available_features.add("ptxas")
+    config.environment["PATH"] += os.pathsep + cuda_bin
+for tool in ["spirv-val", "spirv-dis"]:
+    if shutil.which(tool):
+        config.available_features.add(tool)
+if os.path.exists("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc") or \
+        os.path.exists(os.path.join(os.environ.get("ROCM_PATH", "/nonexistent"), "amdgcn/bitcode/ocml.bc")):
+    config.available_features.add("rocm-device-libs")

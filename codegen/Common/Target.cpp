@@ -121,33 +121,51 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
                             "canonicalize,cse",
                             spirv ? "spirv" : "llvm", spirv ? "native" : "shuffle")
                   .str();
-  if (stage >= Stage::Device) {
-    switch (target.kind) {
-    case Target::Kind::CUDA:
-      passes += llvm::formatv(",nvvm-attach-target{{chip={0} O=3},"
-                              "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-math-to-llvm),"
-                              "reconcile-unrealized-casts",
-                              target.chip)
-                    .str();
-      break;
-    case Target::Kind::AMDGPU:
-      passes += llvm::formatv(",rocdl-attach-target{{chip={0} O=3},"
-                              "gpu.module(convert-scf-to-cf,convert-gpu-to-rocdl{{chipset={0}},convert-math-to-llvm),"
-                              "reconcile-unrealized-casts",
-                              target.chip)
-                    .str();
-      break;
-    default:
-      passes += llvm::formatv(",kiln-attach-spirv-target{{client={0}},kiln-approximate-math,"
-                              "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
-                              "convert-gpu-to-spirv,"
-                              "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)",
-                              target.chip)
-                    .str();
-      break;
-    }
-  }
+  if (stage >= Stage::Device)
+    passes += "," + devicePipeline(target);
   return "builtin.module(" + passes + ")";
+}
+
+std::string kiln::devicePipeline(const Target &target) {
+  switch (target.kind) {
+  case Target::Kind::CUDA:
+    return llvm::formatv("nvvm-attach-target{{chip={0} O=3},"
+                         "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-math-to-llvm),"
+                         "reconcile-unrealized-casts",
+                         target.chip)
+        .str();
+  case Target::Kind::AMDGPU:
+    return llvm::formatv("rocdl-attach-target{{chip={0} O=3},"
+                         "gpu.module(convert-scf-to-cf,convert-gpu-to-rocdl{{chipset={0}},"
+                         "convert-math-to-llvm),"
+                         "reconcile-unrealized-casts",
+                         target.chip)
+        .str();
+  case Target::Kind::Vulkan:
+  case Target::Kind::Metal:
+    return llvm::formatv("kiln-attach-spirv-target{{client={0}},kiln-approximate-math,"
+                         "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
+                         "convert-gpu-to-spirv,"
+                         "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)",
+                         target.chip)
+        .str();
+  case Target::Kind::CPU:
+    break;
+  }
+  return "";
+}
+
+void kiln::collectLaunchInfo(mlir::ModuleOp module, std::vector<KernelInfo> &kernels) {
+  module.walk([&](mlir::gpu::GPUFuncOp f) {
+    for (KernelInfo &k : kernels) {
+      if (f.getName() != k.name)
+        continue;
+      if (auto t = f->getAttrOfType<mlir::IntegerAttr>(gpu::kThreadsAttr))
+        k.threadsPerBlock = t.getInt();
+      if (auto s = f->getAttrOfType<mlir::IntegerAttr>(gpu::kSharedBytesAttr))
+        k.sharedMemoryBytes = s.getInt();
+    }
+  });
 }
 
 std::string kiln::targetPipeline(const Target &target) {
@@ -201,18 +219,9 @@ mlir::LogicalResult kiln::runPipeline(mlir::ModuleOp module, llvm::StringRef pip
 }
 
 std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
-                                     const Target &target, mlir::ModuleOp lowered) {
+                                     const Target &target) {
   llvm::json::Array list;
   for (const KernelInfo &k : kernels) {
-    int64_t threads = 1, sharedBytes = 0;
-    lowered.walk([&](mlir::gpu::GPUFuncOp f) {
-      if (f.getName() != k.name)
-        return;
-      if (auto t = f->getAttrOfType<mlir::IntegerAttr>(gpu::kThreadsAttr))
-        threads = t.getInt();
-      if (auto s = f->getAttrOfType<mlir::IntegerAttr>(gpu::kSharedBytesAttr))
-        sharedBytes = s.getInt();
-    });
     llvm::json::Array args;
     for (const ArgInfo &a : k.args) {
       llvm::json::Array dims;
@@ -234,8 +243,8 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
         {"args", std::move(args)},
         {"params", std::move(params)},
         {"grid", std::move(grid)},
-        {"threads_per_block", llvm::json::Array{threads, 1, 1}},
-        {"shared_memory_bytes", sharedBytes},
+        {"threads_per_block", llvm::json::Array{k.threadsPerBlock, 1, 1}},
+        {"shared_memory_bytes", k.sharedMemoryBytes},
     });
   }
   llvm::json::Object root{

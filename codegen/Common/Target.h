@@ -38,6 +38,14 @@ enum class Stage { Layouts, ThreadCode, Device };
 /// The pipeline for `target` up to `stage` (the CPU pipeline has one stage).
 std::string pipelineUpTo(const Target &target, Stage stage);
 
+/// The passes from per-thread gpu.func code to the device dialect: what
+/// pipelineUpTo(Device) adds to pipelineUpTo(ThreadCode).
+std::string devicePipeline(const Target &target);
+
+/// Copies each kernel's threads per block and shared memory bytes from the
+/// gpu.func ops (after the ThreadCode stage) into `kernels`.
+void collectLaunchInfo(mlir::ModuleOp module, std::vector<KernelInfo> &kernels);
+
 /// The whole pass pipeline for `target`, up to its device dialect (LLVM+NVVM,
 /// LLVM+ROCDL, SPIR-V) or, for the CPU, the LLVM dialect. Serialization (PTX,
 /// cubin, hsaco, SPIR-V words, MSL) is the one step after it.
@@ -52,7 +60,6 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline,
                                 bool timePasses = false);
 
 /// What a runtime needs to launch the kernels of one binary, as JSON.
-std::string kernelMetadataJSON(const std::vector<KernelInfo> &kernels, const Target &target,
-                               mlir::ModuleOp lowered);
+std::string kernelMetadataJSON(const std::vector<KernelInfo> &kernels, const Target &target);
 
 } // namespace kiln

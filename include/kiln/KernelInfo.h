@@ -32,6 +32,10 @@ struct KernelInfo {
   std::vector<ParamValue> params;
   /// The grid rule as written, with params substituted, one entry per grid axis.
   std::vector<std::string> grid;
+  /// GPU targets: threads in one program (block / workgroup) and the shared memory
+  /// it uses; filled in by the GPU pipeline.
+  int64_t threadsPerBlock = 1;
+  int64_t sharedMemoryBytes = 0;
 };
 
 } // namespace kiln

@@ -76,12 +76,12 @@ struct AllocateSharedMemory
         total += count * type.getIntOrFloatBitWidth() / 8;
         entries.push_back(b.getArrayAttr({TypeAttr::get(type), b.getI64IntegerAttr(count)}));
       }
-      if (total > maxBytes) {
+      if (total > static_cast<int64_t>(maxBytes)) {
         InFlightDiagnostic diag = func.emitError()
                                   << "kernel needs " << total
                                   << " bytes of shared memory to exchange tiles between "
                                      "threads; the target allows "
-                                  << maxBytes;
+                                  << static_cast<int64_t>(maxBytes);
         diag.attachNote(largest->getLoc())
             << "the largest exchange (" << largestBytes << " bytes) is here; use smaller tiles";
         return signalPassFailure();

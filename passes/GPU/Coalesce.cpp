@@ -33,6 +33,10 @@ void kiln::gpu::setLayout(func::FuncOp func, BlockedEncodingAttr layout) {
       if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
         constant.setValueAttr(dense.reshape(cast<ShapedType>(constant.getType())));
   });
+  SmallVector<Type> results;
+  for (Type t : func.getResultTypes())
+    results.push_back(retype(t));
+  func.setType(FunctionType::get(func.getContext(), func.getBody().getArgumentTypes(), results));
 }
 
 kiln::gpu::BlockedEncodingAttr kiln::gpu::getKernelLayout(func::FuncOp func) {

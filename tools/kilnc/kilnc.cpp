@@ -84,8 +84,7 @@ int fail(const llvm::Twine &message) {
 }
 
 /// Writes the kernel metadata next to a binary output (or where --metadata says).
-int writeMetadata(const std::vector<KernelInfo> &infos, const Target &target,
-                  mlir::ModuleOp lowered) {
+int writeMetadata(const std::vector<KernelInfo> &infos, const Target &target) {
   std::string path = metadataFile;
   if (path.empty()) {
     if (outputFile == "-")
@@ -96,27 +95,32 @@ int writeMetadata(const std::vector<KernelInfo> &infos, const Target &target,
   auto file = mlir::openOutputFile(path, &error);
   if (!file)
     return fail(error);
-  file->os() << kernelMetadataJSON(infos, target, lowered);
+  file->os() << kernelMetadataJSON(infos, target);
   file->keep();
   return 0;
 }
 
 /// The GPU half of the driver: stop at the requested stage or serialize.
-int emitGPU(const Target &target, mlir::ModuleOp module, const std::vector<KernelInfo> &infos,
+int emitGPU(const Target &target, mlir::ModuleOp module, std::vector<KernelInfo> infos,
             llvm::ToolOutputFile &output) {
   Stage stage = emit == Emit::KilnGPU ? Stage::Layouts
                 : emit == Emit::GPU   ? Stage::ThreadCode
                                       : Stage::Device;
   if (mlir::failed(checkTargetSupport(module, target)) ||
-      mlir::failed(runPipeline(module, pipelineUpTo(target, stage), timePasses)))
+      mlir::failed(runPipeline(module, pipelineUpTo(target, std::min(stage, Stage::ThreadCode)),
+                               timePasses)))
+    return 1;
+  collectLaunchInfo(module, infos);
+  if (stage == Stage::Device &&
+      mlir::failed(runPipeline(module, "builtin.module(" + devicePipeline(target) + ")",
+                               timePasses)))
     return 1;
   if (stage != Stage::Device || emit == Emit::LLVMDialect || emit == Emit::SPIRVDialect) {
     module.print(output.os());
     output.keep();
     return 0;
   }
-  // Metadata is read before serialization replaces the gpu.module.
-  std::string metadata = kernelMetadataJSON(infos, target, module);
+  std::string metadata = kernelMetadataJSON(infos, target);
   llvm::Expected<GPUBinary> binary = GPUBinary{};
   switch (emit) {
   case Emit::LLVM: {
@@ -271,7 +275,7 @@ int main(int argc, char **argv) {
     output.reset(); // the object is written by the JIT, not through this stream
     if (auto err = (*exe)->writeObject(outputFile))
       return fail(llvm::toString(std::move(err)));
-    return writeMetadata(infos, target, *module);
+    return writeMetadata(infos, target);
   }
   default:
     break;

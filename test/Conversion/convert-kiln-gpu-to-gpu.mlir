@@ -1,0 +1,88 @@
+// RUN: kiln-opt %s -split-input-file --convert-kiln-gpu-to-gpu --cse | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --convert-kiln-gpu-to-gpu="memory=spirv subgroup-reduce=native" --cse | FileCheck %s --check-prefix=SPIRV
+
+#l = #kiln_gpu.blocked<vec = 4, warpSize = 32, numWarps = 1>
+!mem = memref<?xf32, strided<[?], offset: ?>>
+
+// A 256-element tile over 32 threads in runs of 4: 8 registers per thread.
+// Tensors arrive as a global pointer plus i32 size and stride; element e of
+// register r is thread_id * 4 + (r / 4) * 128 + r % 4.
+// CHECK-LABEL: gpu.module @kiln_kernels
+// CHECK: gpu.func @copy(%[[X:.*]]: !llvm.ptr<1>, %[[NX:.*]]: i32, %[[SX:.*]]: i32, %[[Y:.*]]: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32) kernel
+// CHECK-SAME: known_block_size = array<i32: 32, 1, 1>
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[T:.*]] = arith.index_cast %[[TID]] : index to i32
+// CHECK: arith.muli %[[T]], %c4_i32
+// Each element is bounds-checked with one unsigned compare against the size.
+// CHECK: arith.cmpi ult, %{{.*}}, %[[NX]] : i32
+// In-bounds, contiguous and 16-byte aligned runs take one vector access; other
+// runs load element by element under their predicates.
+// CHECK: llvm.ptrtoint
+// CHECK: scf.if %{{.*}} -> (vector<4xf32>) {
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: } else {
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> f32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK: gpu.return
+// SPIRV: gpu.func @copy(%{{.*}}: memref<?xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?xf32>, %{{.*}}: i32, %{{.*}}: i32) kernel
+// SPIRV-NOT: vector<4xf32>
+// SPIRV: memref.load
+func.func @copy(%x: !mem, %y: !mem) attributes {kiln.kernel, kiln_gpu.threads = 32 : i32} {
+  %i = kiln.arange 0, 256 : tensor<256xi32, #l>
+  %v = kiln.load %x[%i] : !mem[tensor<256xi32, #l>] -> tensor<256xf32, #l>
+  kiln.store %y[%i], %v : !mem[tensor<256xi32, #l>], tensor<256xf32, #l>
+  return
+}
+
+// -----
+
+#l = #kiln_gpu.blocked<vec = 4, warpSize = 32, numWarps = 4>
+!mem = memref<?xf32, strided<[?], offset: ?>>
+
+// A whole-tile sum: per-thread partials, an xor-shuffle butterfly over the warp,
+// one partial per warp through shared memory, and a barrier-fenced final combine.
+// CHECK-LABEL: gpu.func @total
+// CHECK-SAME: workgroup(%[[SH:.*]] : memref<128xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: memref.store %{{.*}}, %[[SH]]
+// CHECK: gpu.barrier
+// CHECK: scf.for
+// CHECK: memref.load %[[SH]]
+// CHECK: gpu.barrier
+// SPIRV-LABEL: gpu.func @total
+// SPIRV: memref.alloc() : memref<128xf32, #spirv.storage_class<Workgroup>>
+// SPIRV: gpu.subgroup_reduce  add %{{.*}} : (f32) -> f32
+// SPIRV: gpu.num_subgroups
+func.func @total(%x: !mem, %y: !mem) attributes {kiln.kernel, kiln_gpu.threads = 128 : i32, kiln_gpu.shared_elements = [[f32, 128]]} {
+  %c0 = arith.constant 0 : i32
+  %i = kiln.arange 0, 1024 : tensor<1024xi32, #l>
+  %v = kiln.load %x[%i] : !mem[tensor<1024xi32, #l>] -> tensor<1024xf32, #l>
+  %s = kiln.reduce sum %v, 0 : tensor<1024xf32, #l> -> f32
+  kiln.store %y[%c0], %s : !mem[i32], f32
+  return
+}
+
+// -----
+
+#l = #kiln_gpu.blocked<vec = 1, warpSize = 32, numWarps = 1>
+!mem = memref<?xf32, strided<[?], offset: ?>>
+
+// Loop-carried tiles become one iter_arg per register; the loop counts in index.
+// CHECK-LABEL: gpu.func @loop
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32)
+func.func @loop(%x: !mem, %n: i32) attributes {kiln.kernel, kiln_gpu.threads = 32 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %z = arith.constant dense<0.0> : tensor<64xf32, #l>
+  %i = kiln.arange 0, 64 : tensor<64xi32, #l>
+  %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %z) -> (tensor<64xf32, #l>) : i32 {
+    %v = kiln.load %x[%i] : !mem[tensor<64xi32, #l>] -> tensor<64xf32, #l>
+    %s = arith.addf %acc, %v : tensor<64xf32, #l>
+    scf.yield %s : tensor<64xf32, #l>
+  }
+  kiln.store %x[%i], %r : !mem[tensor<64xi32, #l>], tensor<64xf32, #l>
+  return
+}
