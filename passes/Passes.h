@@ -16,6 +16,7 @@ namespace gpu { class GPUDialect; }
 namespace LLVM { class LLVMDialect; }
 namespace math { class MathDialect; }
 namespace spirv { class SPIRVDialect; }
+namespace ROCDL { class ROCDLDialect; }
 } // namespace mlir
 
 namespace kiln {

@@ -122,12 +122,13 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     Option<"memoryModel", "memory", "std::string", /*default=*/"\"llvm\"",
            "How tensors reach the kernel: llvm (global pointers) or spirv (buffers)">,
     Option<"subgroupReduce", "subgroup-reduce", "std::string", /*default=*/"\"shuffle\"",
-           "shuffle: xor butterflies of warp-size lanes; native: gpu.subgroup_reduce">
+           "shuffle: xor butterflies of gpu.shuffle; amd-swizzle: ds_swizzle within 32 "
+           "lanes (AMDGPU); native: gpu.subgroup_reduce (SPIR-V)">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
-                           "mlir::spirv::SPIRVDialect"];
+                           "mlir::spirv::SPIRVDialect", "mlir::ROCDL::ROCDLDialect"];
 }
 
 def KilnAttachSPIRVTarget : Pass<"kiln-attach-spirv-target", "mlir::ModuleOp"> {

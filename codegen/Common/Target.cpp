@@ -119,7 +119,10 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
   if (stage >= Stage::ThreadCode)
     passes += llvm::formatv(",convert-kiln-gpu-to-gpu{{memory={0} subgroup-reduce={1}},"
                             "canonicalize,cse",
-                            spirv ? "spirv" : "llvm", spirv ? "native" : "shuffle")
+                            spirv ? "spirv" : "llvm",
+                            spirv                                 ? "native"
+                            : target.kind == Target::Kind::AMDGPU ? "amd-swizzle"
+                                                                  : "shuffle")
                   .str();
   if (stage >= Stage::Device)
     passes += "," + devicePipeline(target);

@@ -13,6 +13,7 @@
 #include "passes/GPU/SharedMemory.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -156,9 +157,22 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
   } else {
     unsigned width = layout.getWarpSize();
     for (unsigned offset = width / 2; offset >= 1; offset /= 2) {
-      auto shuffle = b.create<mlir::gpu::ShuffleOp>(loc, partial, i32(offset), i32(width),
-                                                    mlir::gpu::ShuffleMode::XOR);
-      partial = combine(kind, shuffle.getShuffleResult(), partial);
+      Value other;
+      if (amdSwizzle && offset < 32 && wide.getIntOrFloatBitWidth() == 32) {
+        // ds_swizzle's bit mode swaps lanes within 32-lane groups without going
+        // through the LDS crossbar: and_mask 0x1f, xor_mask = offset.
+        Value bits = isa<FloatType>(wide) ? (Value)b.create<arith::BitcastOp>(loc, b.getI32Type(), partial)
+                                          : partial;
+        Value swapped = b.create<ROCDL::DsSwizzleOp>(loc, b.getI32Type(), bits,
+                                                     i32(0x1f | (offset << 10)));
+        other = isa<FloatType>(wide) ? (Value)b.create<arith::BitcastOp>(loc, wide, swapped)
+                                     : swapped;
+      } else {
+        other = b.create<mlir::gpu::ShuffleOp>(loc, partial, i32(offset), i32(width),
+                                               mlir::gpu::ShuffleMode::XOR)
+                    .getShuffleResult();
+      }
+      partial = combine(kind, other, partial);
     }
     lane = b.create<arith::RemUIOp>(loc, threadId, i32(width));
     group = b.create<arith::DivUIOp>(loc, threadId, i32(width));

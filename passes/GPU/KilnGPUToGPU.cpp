@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/IR/Matchers.h"
 
@@ -375,8 +376,15 @@ struct ConvertKilnGPUToGPUPass
       module.emitError("memory must be llvm or spirv, not '") << memoryModel << "'";
       return signalPassFailure();
     }
-    if (subgroupReduce != "shuffle" && subgroupReduce != "native") {
-      module.emitError("subgroup-reduce must be shuffle or native");
+    ThreadEmitter::SubgroupReduce reduce;
+    if (subgroupReduce == "shuffle")
+      reduce = ThreadEmitter::SubgroupReduce::Shuffle;
+    else if (subgroupReduce == "amd-swizzle")
+      reduce = ThreadEmitter::SubgroupReduce::AMDSwizzle;
+    else if (subgroupReduce == "native")
+      reduce = ThreadEmitter::SubgroupReduce::Native;
+    else {
+      module.emitError("subgroup-reduce must be shuffle, amd-swizzle or native");
       return signalPassFailure();
     }
     module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
@@ -421,7 +429,7 @@ struct ConvertKilnGPUToGPUPass
           func->setAttr(name, a);
 
       OpBuilder bodyBuilder(ctx);
-      ThreadEmitter emitter(bodyBuilder, layout, model, subgroupReduce == "native");
+      ThreadEmitter emitter(bodyBuilder, layout, model, reduce);
       if (failed(emitter.emitKernel(kernel, func)))
         return signalPassFailure();
       kernel.erase();

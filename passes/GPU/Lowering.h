@@ -44,9 +44,14 @@ using Registers = llvm::SmallVector<mlir::Value>;
 
 class ThreadEmitter {
 public:
+  /// How a whole-tile reduction crosses the lanes of a subgroup.
+  enum class SubgroupReduce { Shuffle, AMDSwizzle, Native };
+
   ThreadEmitter(mlir::OpBuilder &builder, BlockedEncodingAttr layout, MemoryModel memory,
-                bool nativeSubgroupReduce)
-      : b(builder), layout(layout), memory(memory), nativeSubgroupReduce(nativeSubgroupReduce) {}
+                SubgroupReduce subgroupReduce)
+      : b(builder), layout(layout), memory(memory),
+        nativeSubgroupReduce(subgroupReduce == SubgroupReduce::Native),
+        amdSwizzle(subgroupReduce == SubgroupReduce::AMDSwizzle) {}
 
   /// Emits the body of `kernel` into the entry block of `gpuFunc`.
   mlir::LogicalResult emitKernel(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc);
@@ -120,6 +125,7 @@ private:
   BlockedEncodingAttr layout;
   MemoryModel memory;
   bool nativeSubgroupReduce;
+  bool amdSwizzle;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::Value threadId; // i32
   mlir::IRMapping scalars;
