@@ -49,9 +49,4 @@ private:
   std::vector<KernelInfo> infos;
 };
 
-/// Checks `args` against `info`: counts, tensor/scalar kinds, dtypes, ranks, size
-/// names that must agree, fixed sizes and index ranges. The message names the
-/// offending argument. Plain C++, shared with the runtime.
-std::string validateArgs(const KernelInfo &info, const std::vector<KernelArg> &args);
-
 } // namespace kiln::cpu

@@ -93,7 +93,7 @@ int64_t Target::sharedMemoryBytes() const {
 std::vector<std::string> Target::emits() const {
   std::vector<std::string> common = {"ast", "kiln"};
   switch (kind) {
-  case Kind::CPU: common.insert(common.end(), {"llvm-mlir", "llvm", "obj"}); break;
+  case Kind::CPU: common.insert(common.end(), {"llvm-mlir", "llvm", "obj", "so"}); break;
   case Kind::CUDA:
     common.insert(common.end(), {"kiln-gpu", "gpu", "llvm-mlir", "llvm", "ptx", "cubin"});
     break;

@@ -24,6 +24,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace kiln;
@@ -31,7 +32,7 @@ namespace cl = llvm::cl;
 
 namespace {
 enum class Emit {
-  AST, Kiln, KilnGPU, GPU, LLVMDialect, SPIRVDialect, LLVM, Obj, PTX, Cubin, Asm, Hsaco,
+  AST, Kiln, KilnGPU, GPU, LLVMDialect, SPIRVDialect, LLVM, Obj, SO, PTX, Cubin, Asm, Hsaco,
   SPIRV, MSL
 };
 
@@ -55,6 +56,7 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::SPIRVDialect, "spirv-mlir", "Vulkan/Metal: the SPIR-V dialect"),
                clEnumValN(Emit::LLVM, "llvm", "LLVM IR (host: optimized; GPU: device module)"),
                clEnumValN(Emit::Obj, "obj", "cpu: a host object file"),
+               clEnumValN(Emit::SO, "so", "cpu: a shared object kiln-rt loads (links with cc)"),
                clEnumValN(Emit::PTX, "ptx", "cuda: PTX assembly"),
                clEnumValN(Emit::Cubin, "cubin", "cuda: a cubin (runs ptxas)"),
                clEnumValN(Emit::Asm, "asm", "amdgpu: AMDGPU assembly"),
@@ -266,15 +268,32 @@ int main(int argc, char **argv) {
     llvmModule->print(output->os(), nullptr);
     break;
   }
-  case Emit::Obj: {
+  case Emit::Obj:
+  case Emit::SO: {
     if (outputFile == "-")
-      return fail("--emit=obj needs -o FILE");
+      return fail("--emit=obj and --emit=so need -o FILE");
     auto exe = cpu::Executable::create(*module, infos, optLevel);
     if (!exe)
       return fail(llvm::toString(exe.takeError()));
     output.reset(); // the object is written by the JIT, not through this stream
-    if (auto err = (*exe)->writeObject(outputFile))
+    std::string objectPath = outputFile;
+    if (emit == Emit::SO)
+      objectPath += ".o";
+    if (auto err = (*exe)->writeObject(objectPath))
       return fail(llvm::toString(std::move(err)));
+    if (emit == Emit::SO) {
+      // The object calls libm (expf, erff, ...) and malloc; the linker records both.
+      auto cc = llvm::sys::findProgramByName("cc");
+      if (!cc)
+        return fail("--emit=so needs a C compiler driver ('cc') to link the shared object");
+      // The JIT emits non-PIC code; -z notext accepts its text relocations.
+      llvm::StringRef argv[] = {*cc, "-shared", "-Wl,-z,notext", "-o", outputFile, objectPath, "-lm"};
+      std::string error;
+      int rc = llvm::sys::ExecuteAndWait(*cc, argv, std::nullopt, {}, 0, 0, &error);
+      llvm::sys::fs::remove(objectPath);
+      if (rc != 0)
+        return fail("linking " + outputFile + " failed" + (error.empty() ? "" : ": " + error));
+    }
     return writeMetadata(infos, target);
   }
   default:

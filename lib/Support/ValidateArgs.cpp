@@ -1,0 +1,63 @@
+//===- ValidateArgs.cpp - launch arguments against kernel metadata --------===//
+//
+// Plain C++: shared by the in-process CPU executable and kiln-rt.
+
+#include "lib/Support/ValidateArgs.h"
+
+#include <cctype>
+#include <limits>
+#include <map>
+
+using namespace kiln;
+
+std::string kiln::validateArgs(const KernelInfo &info,
+                                    const std::vector<KernelArg> &args) {
+  auto prefix = "kernel '" + info.name + "': ";
+  if (args.size() != info.args.size())
+    return prefix + "takes " + std::to_string(info.args.size()) + " arguments, got " +
+           std::to_string(args.size());
+  std::map<std::string, std::pair<int64_t, std::string>> bound; // size name -> (value, arg)
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgInfo &expected = info.args[i];
+    const KernelArg &arg = args[i];
+    std::string which = prefix + "argument '" + expected.name + "'";
+    if (expected.isTensor != arg.isTensor)
+      return which + (expected.isTensor ? " must be a tensor" : " must be a scalar");
+    if (arg.dtype != expected.dtype)
+      return which + " has dtype " + dtypeName(arg.dtype) + " but the kernel expects " +
+             dtypeName(expected.dtype);
+    if (!arg.isTensor)
+      continue;
+    const TensorRef &t = arg.tensor;
+    if (t.dtype != expected.dtype)
+      return which + " has dtype " + dtypeName(t.dtype) + " but the kernel expects " +
+             dtypeName(expected.dtype);
+    if (t.sizes.size() != expected.dims.size() || t.strides.size() != t.sizes.size())
+      return which + " has rank " + std::to_string(t.sizes.size()) +
+             " but the kernel expects rank " + std::to_string(expected.dims.size());
+    bool empty = false;
+    for (size_t d = 0; d < t.sizes.size(); ++d) {
+      int64_t size = t.sizes[d];
+      if (size < 0 || size > std::numeric_limits<int32_t>::max())
+        return which + " dimension " + std::to_string(d) + " has size " +
+               std::to_string(size) + " (must be in [0, 2^31))";
+      empty |= size == 0;
+      const std::string &dim = expected.dims[d];
+      if (!dim.empty() && isdigit(static_cast<unsigned char>(dim[0]))) {
+        if (std::to_string(size) != dim)
+          return which + " dimension " + std::to_string(d) + " must be " + dim + ", got " +
+                 std::to_string(size);
+        continue;
+      }
+      auto [it, inserted] = bound.try_emplace(dim, size, expected.name);
+      if (!inserted && it->second.first != size)
+        return which + " dimension " + std::to_string(d) + " (" + dim + ") is " +
+               std::to_string(size) + " but argument '" + it->second.second + "' has " +
+               dim + " = " + std::to_string(it->second.first);
+    }
+    if (!t.data && !empty)
+      return which + " has no data (null pointer)";
+  }
+  return "";
+}
+

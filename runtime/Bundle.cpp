@@ -1,0 +1,118 @@
+//===- Bundle.cpp - the .kbin container of per-target binaries ------------===//
+
+#include "runtime/Bundle.h"
+
+#include <cstring>
+
+using namespace kiln::rt;
+
+static uint64_t fnv1a(const char *data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+template <typename T> static void put(std::string &out, T v) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+std::string kiln::rt::writeBundle(const Bundle &bundle) {
+  std::string out = "KILNKBIN";
+  put<uint32_t>(out, kBundleVersion);
+  put<uint32_t>(out, static_cast<uint32_t>(bundle.entries.size()));
+  for (const BundleEntry &e : bundle.entries) {
+    put<uint32_t>(out, static_cast<uint32_t>(e.target.size()));
+    out += e.target;
+    put<uint64_t>(out, e.binary.size());
+    out += e.binary;
+    put<uint64_t>(out, e.metadata.size());
+    out += e.metadata;
+  }
+  put<uint64_t>(out, fnv1a(out.data(), out.size()));
+  return out;
+}
+
+bool kiln::rt::readBundle(const std::string &bytes, Bundle &out, std::string &error) {
+  out.entries.clear();
+  auto fail = [&](const std::string &why) {
+    error = "invalid Kiln bundle: " + why;
+    return false;
+  };
+  if (bytes.size() < 8 + 4 + 4 + 8)
+    return fail("too short (" + std::to_string(bytes.size()) + " bytes; truncated?)");
+  if (bytes.compare(0, 8, "KILNKBIN") != 0)
+    return fail("not a .kbin file (bad magic)");
+  size_t pos = 8;
+  auto get = [&](auto &v) {
+    if (bytes.size() - 8 - pos < sizeof(v))
+      return false;
+    std::memcpy(&v, bytes.data() + pos, sizeof(v));
+    pos += sizeof(v);
+    return true;
+  };
+  uint32_t version = 0, count = 0;
+  get(version);
+  if (version != kBundleVersion)
+    return fail("version " + std::to_string(version) + ", but this runtime reads version " +
+                std::to_string(kBundleVersion));
+  uint64_t stored;
+  std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
+  if (stored != fnv1a(bytes.data(), bytes.size() - 8))
+    return fail("checksum mismatch (the file is truncated or corrupt)");
+  get(count);
+  auto getString = [&](auto lengthTag, std::string &s) {
+    decltype(lengthTag) n = 0;
+    if (!get(n) || n > bytes.size() - 8 - pos)
+      return false;
+    s.assign(bytes.data() + pos, n);
+    pos += n;
+    return true;
+  };
+  for (uint32_t i = 0; i < count; ++i) {
+    BundleEntry e;
+    if (!getString(uint32_t(), e.target) || !getString(uint64_t(), e.binary) ||
+        !getString(uint64_t(), e.metadata))
+      return fail("entry " + std::to_string(i) + " runs past the end");
+    out.entries.push_back(std::move(e));
+  }
+  if (pos != bytes.size() - 8)
+    return fail("trailing bytes after the last entry");
+  return true;
+}
+
+bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
+  if (built == device)
+    return true;
+  auto split = [](const std::string &t, std::string &kind, std::string &rest) {
+    size_t colon = t.find(':');
+    kind = t.substr(0, colon);
+    rest = colon == std::string::npos ? "" : t.substr(colon + 1);
+  };
+  std::string bk, bv, dk, dv;
+  split(built, bk, bv);
+  split(device, dk, dv);
+  if (bk != dk)
+    return false;
+  if (bk == "vulkan")
+    return bv <= dv; // "1.1" < "1.2" < "1.3"
+  if (bk == "cuda" && bv.size() > 3 && dv.size() > 3) {
+    int b = std::atoi(bv.c_str() + 3), d = std::atoi(dv.c_str() + 3);
+    return b / 10 == d / 10 && b <= d; // cubins run within one major architecture
+  }
+  return false;
+}
+
+const BundleEntry *Bundle::find(const std::string &deviceTarget) const {
+  for (const BundleEntry &e : entries)
+    if (e.target == deviceTarget)
+      return &e;
+  for (const BundleEntry &e : entries)
+    if (targetRuns(e.target, deviceTarget))
+      return &e;
+  return nullptr;
+}

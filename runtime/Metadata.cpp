@@ -1,0 +1,233 @@
+//===- Metadata.cpp - kernel metadata and grid rules in kiln-rt -----------===//
+
+#include "runtime/Metadata.h"
+#include "runtime/Json.h"
+
+#include <cctype>
+#include <map>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::string &error) {
+  JsonValue root;
+  if (!parseJson(json, root, error))
+    return false;
+  auto bad = [&](const std::string &what) {
+    error = "malformed kernel metadata: " + what;
+    return false;
+  };
+  const JsonValue *target = root.get("target");
+  const JsonValue *kernels = root.get("kernels");
+  if (!target || target->kind != JsonValue::String || !kernels ||
+      kernels->kind != JsonValue::Array)
+    return bad("expected {\"target\": ..., \"kernels\": [...]}");
+  out.target = target->string;
+  out.kernels.clear();
+  for (const JsonValue &k : kernels->array) {
+    KernelInfo info;
+    const JsonValue *name = k.get("name"), *args = k.get("args"), *grid = k.get("grid");
+    if (!name || name->kind != JsonValue::String || !args || args->kind != JsonValue::Array ||
+        !grid || grid->kind != JsonValue::Array || grid->array.size() != 3)
+      return bad("a kernel needs name, args and a 3-entry grid");
+    info.name = name->string;
+    for (const JsonValue &a : args->array) {
+      ArgInfo arg;
+      const JsonValue *an = a.get("name"), *kind = a.get("kind"), *dtype = a.get("dtype"),
+                      *dims = a.get("dims");
+      if (!an || !kind || !dtype || !dims || an->kind != JsonValue::String ||
+          dims->kind != JsonValue::Array)
+        return bad("argument of '" + info.name + "' needs name, kind, dtype and dims");
+      auto dt = parseDType(dtype->string);
+      if (!dt)
+        return bad("unknown dtype '" + dtype->string + "'");
+      arg.name = an->string;
+      arg.dtype = *dt;
+      arg.isTensor = kind->string == "tensor";
+      for (const JsonValue &d : dims->array) {
+        if (d.kind != JsonValue::String)
+          return bad("dims must be strings");
+        arg.dims.push_back(d.string);
+      }
+      info.args.push_back(arg);
+    }
+    for (const JsonValue &g : grid->array) {
+      if (g.kind != JsonValue::String)
+        return bad("grid entries must be strings");
+      info.grid.push_back(g.string);
+    }
+    if (const JsonValue *params = k.get("params"))
+      for (auto &[pname, value] : params->object)
+        info.params.push_back({pname, DType::I32, value.number});
+    if (const JsonValue *threads = k.get("threads_per_block");
+        threads && threads->kind == JsonValue::Array && !threads->array.empty())
+      info.threadsPerBlock = static_cast<int64_t>(threads->array[0].number);
+    if (const JsonValue *shared = k.get("shared_memory_bytes"))
+      info.sharedMemoryBytes = static_cast<int64_t>(shared->number);
+    out.kernels.push_back(std::move(info));
+  }
+  return true;
+}
+
+namespace {
+/// Recursive descent over the grid rule grammar kilnc prints: integers, names,
+/// parenthesized binary operations and calls of cdiv, min, max and cast.
+class RuleEvaluator {
+public:
+  RuleEvaluator(const std::string &text, const std::map<std::string, int64_t> &env,
+                std::string &error)
+      : s(text), env(env), error(error) {}
+
+  bool run(int64_t &out) {
+    if (!expr(out, 0))
+      return false;
+    skip();
+    if (pos != s.size())
+      return fail("unexpected text");
+    return true;
+  }
+
+private:
+  bool fail(const std::string &what) {
+    error = "grid rule '" + s + "': " + what;
+    return false;
+  }
+  void skip() {
+    while (pos < s.size() && s[pos] == ' ')
+      ++pos;
+  }
+  static int precedence(char op) {
+    return op == '+' || op == '-' ? 1 : op == '*' || op == '/' || op == '%' ? 2 : 0;
+  }
+  bool expr(int64_t &out, int minPrec) {
+    if (!primary(out))
+      return false;
+    for (;;) {
+      skip();
+      if (pos >= s.size())
+        return true;
+      char op = s[pos];
+      int prec = precedence(op);
+      if (!prec || prec < minPrec)
+        return true;
+      ++pos;
+      int64_t rhs;
+      if (!expr(rhs, prec + 1))
+        return false;
+      if ((op == '/' || op == '%') && rhs == 0)
+        return fail("division by zero");
+      switch (op) {
+      case '+': out += rhs; break;
+      case '-': out -= rhs; break;
+      case '*': out *= rhs; break;
+      case '/': out /= rhs; break;
+      case '%': out %= rhs; break;
+      }
+    }
+  }
+  bool primary(int64_t &out) {
+    if (++depth > 64)
+      return fail("nested too deeply");
+    skip();
+    if (pos >= s.size())
+      return fail("unexpected end");
+    if (s[pos] == '(') {
+      ++pos;
+      if (!expr(out, 1))
+        return false;
+      skip();
+      if (pos >= s.size() || s[pos] != ')')
+        return fail("expected ')'");
+      ++pos;
+      return true;
+    }
+    if (s[pos] == '-') {
+      ++pos;
+      if (!primary(out))
+        return false;
+      out = -out;
+      return true;
+    }
+    if (isdigit(static_cast<unsigned char>(s[pos]))) {
+      out = 0;
+      while (pos < s.size() && isdigit(static_cast<unsigned char>(s[pos])))
+        out = out * 10 + (s[pos++] - '0');
+      return true;
+    }
+    std::string name;
+    while (pos < s.size() && (isalnum(static_cast<unsigned char>(s[pos])) || s[pos] == '_'))
+      name += s[pos++];
+    if (name.empty())
+      return fail("unexpected character");
+    skip();
+    if (pos < s.size() && s[pos] == '(') {
+      ++pos;
+      std::vector<int64_t> args;
+      for (;;) {
+        int64_t v;
+        if (!expr(v, 1))
+          return false;
+        args.push_back(v);
+        skip();
+        if (pos < s.size() && s[pos] == ',') {
+          ++pos;
+          continue;
+        }
+        if (pos < s.size() && s[pos] == ')') {
+          ++pos;
+          break;
+        }
+        return fail("expected ',' or ')'");
+      }
+      if (name == "cdiv" && args.size() == 2) {
+        if (args[1] <= 0)
+          return fail("cdiv by a non-positive number");
+        out = (args[0] + args[1] - 1) / args[1];
+      } else if ((name == "min" || name == "max") && args.size() == 2) {
+        out = name == "min" ? std::min(args[0], args[1]) : std::max(args[0], args[1]);
+      } else if (name == "cast" && args.size() == 1) {
+        out = args[0];
+      } else {
+        return fail("unknown function '" + name + "'");
+      }
+      return true;
+    }
+    auto it = env.find(name);
+    if (it == env.end())
+      return fail("unknown name '" + name + "'");
+    out = it->second;
+    return true;
+  }
+
+  const std::string &s;
+  const std::map<std::string, int64_t> &env;
+  std::string &error;
+  size_t pos = 0;
+  int depth = 0;
+};
+} // namespace
+
+bool kiln::rt::evaluateGrid(const KernelInfo &kernel, const std::vector<KernelArg> &args,
+                            std::array<int64_t, 3> &grid, std::string &error) {
+  std::map<std::string, int64_t> env;
+  for (size_t i = 0; i < kernel.args.size() && i < args.size(); ++i) {
+    const ArgInfo &info = kernel.args[i];
+    if (info.isTensor) {
+      for (size_t d = 0; d < info.dims.size() && d < args[i].tensor.sizes.size(); ++d)
+        env.emplace(info.dims[d], args[i].tensor.sizes[d]);
+    } else if (!isFloat(info.dtype)) {
+      env.emplace(info.name, args[i].scalar.i);
+    }
+  }
+  for (int d = 0; d < 3; ++d) {
+    RuleEvaluator eval(kernel.grid[d], env, error);
+    if (!eval.run(grid[d]))
+      return false;
+    if (grid[d] < 0) {
+      error = "grid rule '" + kernel.grid[d] + "' gave " + std::to_string(grid[d]) +
+              " programs along axis " + std::to_string(d);
+      return false;
+    }
+  }
+  return true;
+}

@@ -1,0 +1,29 @@
+//===- Metadata.h - kernel metadata and grid rules in kiln-rt ---*- C++ -*-===//
+#pragma once
+
+#include "kiln/KernelInfo.h"
+#include "kiln/TensorRef.h"
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+/// The kernels (and the target) a metadata JSON document from kilnc describes.
+struct ModuleMetadata {
+  std::string target;
+  std::vector<KernelInfo> kernels;
+};
+
+/// Parses kilnc's metadata JSON; false with `error` set when it is malformed.
+bool parseMetadata(const std::string &json, ModuleMetadata &out, std::string &error);
+
+/// Evaluates a kernel's grid rule (KernelInfo::grid) for these arguments. Sizes
+/// bind by name from tensor dimensions, scalars from integer scalar arguments.
+/// Returns false with `error` set on an unknown name, a malformed rule, division by
+/// zero or a negative result.
+bool evaluateGrid(const KernelInfo &kernel, const std::vector<KernelArg> &args,
+                  std::array<int64_t, 3> &grid, std::string &error);
+
+} // namespace kiln::rt

@@ -1,0 +1,331 @@
+//===- Runtime.cpp - devices, buffers, modules and checked launches -------===//
+
+#include "kiln/Runtime.h"
+
+#include "lib/Support/ValidateArgs.h"
+#include "runtime/Bundle.h"
+#include "runtime/Driver.h"
+
+#include <chrono>
+#include <cstdlib>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+const char *kiln::rt::backendName(Backend backend) {
+  switch (backend) {
+  case Backend::CPU: return "cpu";
+  case Backend::CUDA: return "cuda";
+  case Backend::HIP: return "hip";
+  case Backend::Vulkan: return "vulkan";
+  }
+  return "?";
+}
+
+struct kiln::rt::BufferImpl {
+  Driver *driver = nullptr;
+  void *handle = nullptr;
+  size_t bytes = 0;
+  ~BufferImpl() {
+    if (driver && handle)
+      driver->release(handle);
+  }
+};
+
+struct kiln::rt::ModuleImpl {
+  Driver *driver = nullptr;
+  ModuleMetadata metadata;
+  std::shared_ptr<void> handle;
+};
+
+struct kiln::rt::BufferAccess {
+  static BufferImpl *get(const Buffer &b) { return b.impl_.get(); }
+};
+
+size_t Buffer::size() const { return impl_ ? impl_->bytes : 0; }
+
+const std::vector<KernelInfo> &Module::kernels() const { return impl_->metadata.kernels; }
+const std::string &Module::target() const { return impl_->metadata.target; }
+const KernelInfo *Module::find(const std::string &name) const {
+  for (const KernelInfo &k : impl_->metadata.kernels)
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+
+Arg Arg::tensor(const Buffer &buffer, DType dtype, std::vector<int64_t> sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * sizes[d + 1];
+  return strided(buffer, dtype, std::move(sizes), std::move(strides));
+}
+
+Arg Arg::strided(const Buffer &buffer, DType dtype, std::vector<int64_t> sizes,
+                 std::vector<int64_t> strides, int64_t offset) {
+  Arg a;
+  a.isTensor = true;
+  a.buffer = buffer;
+  a.dtype = dtype;
+  a.sizes = std::move(sizes);
+  a.strides = std::move(strides);
+  a.offset = offset;
+  return a;
+}
+
+Arg Arg::integer(int64_t v, DType dtype) {
+  Arg a;
+  a.dtype = dtype;
+  a.scalar.i = v;
+  return a;
+}
+
+Arg Arg::floating(double v, DType dtype) {
+  Arg a;
+  a.dtype = dtype;
+  a.scalar.f = v;
+  return a;
+}
+
+//===----------------------------------------------------------------------===//
+// Device selection
+//===----------------------------------------------------------------------===//
+
+Device::Device(std::unique_ptr<Driver> driver) : driver_(std::move(driver)) {}
+Device::~Device() = default;
+
+static std::unique_ptr<Driver> openBackend(const std::string &kind, int index, std::string &why) {
+  if (kind == "cuda")
+    return openCUDA(index, why);
+  if (kind == "hip")
+    return openHIP(index, why);
+  if (kind == "vulkan")
+    return openVulkan(index, why);
+  if (kind == "cpu")
+    return openCPU(index, why);
+  why = "unknown device kind '" + kind + "' (expected cuda, hip, vulkan or cpu)";
+  return nullptr;
+}
+
+Result<std::shared_ptr<Device>> Device::open(const std::string &specIn) {
+  std::string spec = specIn;
+  if (spec.empty())
+    if (const char *env = std::getenv("KILN_DEVICE"))
+      spec = env;
+  if (spec.empty()) {
+    // The best device present, in order of expected speed.
+    std::string why;
+    for (const char *kind : {"cuda", "hip", "vulkan", "cpu"})
+      if (auto driver = openBackend(kind, 0, why))
+        return std::shared_ptr<Device>(new Device(std::move(driver)));
+    return Status::failure("no device available: " + why);
+  }
+  std::string kind = spec;
+  int index = 0;
+  if (size_t colon = spec.find(':'); colon != std::string::npos) {
+    kind = spec.substr(0, colon);
+    char *end = nullptr;
+    index = static_cast<int>(std::strtol(spec.c_str() + colon + 1, &end, 10));
+    if (*end || index < 0)
+      return Status::failure("bad device index in '" + spec + "'");
+  }
+  std::string why;
+  auto driver = openBackend(kind, index, why);
+  if (!driver)
+    return Status::failure("cannot open device '" + spec + "': " + why);
+  return std::shared_ptr<Device>(new Device(std::move(driver)));
+}
+
+std::vector<std::string> Device::available() {
+  std::vector<std::string> found;
+  for (const char *kind : {"cuda", "hip", "vulkan", "cpu"}) {
+    std::string why;
+    if (openBackend(kind, 0, why))
+      found.push_back(kind);
+  }
+  return found;
+}
+
+Backend Device::backend() const { return driver_->backend(); }
+std::string Device::name() const { return driver_->name(); }
+std::string Device::target() const { return driver_->target(); }
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+Result<Buffer> Device::allocate(size_t bytes) {
+  auto handle = driver_->allocate(bytes ? bytes : 1);
+  if (!handle)
+    return Status::failure("cannot allocate " + std::to_string(bytes) + " bytes on " +
+                           name() + ": " + handle.status().message());
+  Buffer b;
+  b.impl_ = std::make_shared<BufferImpl>();
+  b.impl_->driver = driver_.get();
+  b.impl_->handle = *handle;
+  b.impl_->bytes = bytes;
+  return b;
+}
+
+static Status checkRange(const Buffer &buffer, size_t bytes, size_t offset) {
+  if (!buffer.valid())
+    return Status::failure("the buffer is empty (not allocated)");
+  if (offset > buffer.size() || bytes > buffer.size() - offset)
+    return Status::failure("copy of " + std::to_string(bytes) + " bytes at offset " +
+                           std::to_string(offset) + " exceeds the buffer's " +
+                           std::to_string(buffer.size()) + " bytes");
+  return Status::success();
+}
+
+Status Device::write(Buffer &buffer, const void *data, size_t bytes, size_t offset) {
+  if (Status s = checkRange(buffer, bytes, offset); !s)
+    return s;
+  return driver_->write(buffer.impl_->handle, offset, data, bytes);
+}
+
+Status Device::read(const Buffer &buffer, void *data, size_t bytes, size_t offset) {
+  if (Status s = checkRange(buffer, bytes, offset); !s)
+    return s;
+  return driver_->read(buffer.impl_->handle, offset, data, bytes);
+}
+
+//===----------------------------------------------------------------------===//
+// Modules
+//===----------------------------------------------------------------------===//
+
+Result<Module> Device::load(const std::string &binary, const std::string &metadataJson) {
+  auto impl = std::make_shared<ModuleImpl>();
+  std::string error;
+  if (!parseMetadata(metadataJson, impl->metadata, error))
+    return Status::failure(error);
+  if (!targetRuns(impl->metadata.target, target()))
+    return Status::failure("module was compiled for " + impl->metadata.target +
+                           " but the device is " + target() + " (" + name() + ")");
+  auto handle = driver_->loadModule(binary, impl->metadata);
+  if (!handle)
+    return handle.status();
+  impl->driver = driver_.get();
+  impl->handle = *handle;
+  Module m;
+  m.impl_ = impl;
+  return m;
+}
+
+Result<Module> Device::loadBundle(const std::string &bytes) {
+  Bundle bundle;
+  std::string error;
+  if (!readBundle(bytes, bundle, error))
+    return Status::failure(error);
+  const BundleEntry *entry = bundle.find(target());
+  if (!entry) {
+    std::string targets;
+    for (const BundleEntry &e : bundle.entries)
+      targets += (targets.empty() ? "" : ", ") + e.target;
+    return Status::failure("the bundle has no code for " + target() + " (it has: " + targets +
+                           ")");
+  }
+  return load(entry->binary, entry->metadata);
+}
+
+//===----------------------------------------------------------------------===//
+// Launch
+//===----------------------------------------------------------------------===//
+
+/// Checks the arguments and builds the driver's view of them.
+static Status resolve(Driver *driver, const KernelInfo &kernel, const std::vector<Arg> &args,
+                      std::vector<KernelArg> &checked, std::vector<LaunchArg> &resolved) {
+  for (const Arg &a : args) {
+    KernelArg k;
+    k.isTensor = a.isTensor;
+    k.dtype = a.dtype;
+    k.scalar.i = a.scalar.i;
+    if (a.isTensor) {
+      k.tensor.dtype = a.dtype;
+      k.tensor.sizes = a.sizes;
+      k.tensor.strides = a.strides;
+      k.tensor.data = a.buffer.valid() ? reinterpret_cast<void *>(1) : nullptr;
+    }
+    checked.push_back(k);
+  }
+  std::string problem = validateArgs(kernel, checked);
+  if (!problem.empty())
+    return Status::failure(problem);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Arg &a = args[i];
+    LaunchArg l;
+    l.info = &kernel.args[i];
+    l.scalar.i = a.scalar.i;
+    if (a.isTensor) {
+      std::string which = "kernel '" + kernel.name + "': argument '" + kernel.args[i].name + "'";
+      if (!a.buffer.valid())
+        return Status::failure(which + " has no buffer");
+      if (BufferAccess::get(a.buffer)->driver != driver)
+        return Status::failure(which + " lives on another device");
+      // The furthest element the view can reach must lie inside the buffer.
+      int64_t last = a.offset, empty = 0;
+      for (size_t d = 0; d < a.sizes.size(); ++d) {
+        if (a.sizes[d] == 0)
+          empty = 1;
+        if (a.strides[d] < 0)
+          return Status::failure(which + " has a negative stride");
+        last += (a.sizes[d] - 1) * a.strides[d];
+      }
+      size_t need = empty ? 0 : static_cast<size_t>(last + 1) * dtypeBytes(a.dtype);
+      if (a.offset < 0 || need > a.buffer.size())
+        return Status::failure(which + " needs " + std::to_string(need) +
+                               " bytes but its buffer has " + std::to_string(a.buffer.size()));
+      l.buffer = BufferAccess::get(a.buffer)->handle;
+      l.offset = a.offset;
+      l.sizes = a.sizes;
+      l.strides = a.strides;
+    }
+    resolved.push_back(std::move(l));
+  }
+  return Status::success();
+}
+
+Result<std::array<int64_t, 3>> Device::grid(const Module &module, const std::string &name,
+                                            const std::vector<Arg> &args) {
+  const KernelInfo *kernel = module.impl_ ? module.find(name) : nullptr;
+  if (!kernel)
+    return Status::failure("no kernel named '" + name + "' in this module");
+  std::vector<KernelArg> checked;
+  std::vector<LaunchArg> resolved;
+  if (Status s = resolve(driver_.get(), *kernel, args, checked, resolved); !s)
+    return s;
+  std::array<int64_t, 3> g;
+  std::string error;
+  if (!evaluateGrid(*kernel, checked, g, error))
+    return Status::failure("kernel '" + name + "': " + error);
+  return g;
+}
+
+Status Device::launch(const Module &module, const std::string &name,
+                      const std::vector<Arg> &args) {
+  if (!module.impl_)
+    return Status::failure("the module is empty (not loaded)");
+  if (module.impl_->driver != driver_.get())
+    return Status::failure("the module was loaded on another device");
+  const KernelInfo *kernel = module.find(name);
+  if (!kernel)
+    return Status::failure("no kernel named '" + name + "' in this module");
+  std::vector<KernelArg> checked;
+  std::vector<LaunchArg> resolved;
+  if (Status s = resolve(driver_.get(), *kernel, args, checked, resolved); !s)
+    return s;
+  std::array<int64_t, 3> g;
+  std::string error;
+  if (!evaluateGrid(*kernel, checked, g, error))
+    return Status::failure("kernel '" + name + "': " + error);
+  if (g[0] == 0 || g[1] == 0 || g[2] == 0)
+    return Status::success();
+  return driver_->launch(module.impl_->handle.get(), *kernel, g, resolved);
+}
+
+Status Device::synchronize() { return driver_->synchronize(); }
+
+Result<Event> Device::record() {
+  auto t = driver_->timestamp();
+  if (!t)
+    return t.status();
+  return Event{*t};
+}

@@ -1,0 +1,148 @@
+//===- CPUDriver.cpp - kiln-rt on the host CPU ----------------------------===//
+//
+// Modules are shared objects linked from `kilnc --target=cpu --emit=so`. Each
+// kernel exports `_mlir_<kernel>`, which takes one pointer per argument (memref
+// descriptors expanded) followed by six i32 program coordinates; the grid runs on
+// the thread pool.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Driver.h"
+
+#include "lib/Support/PackedArgs.h"
+#include "lib/Support/ThreadPool.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <unistd.h>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+namespace {
+
+using PackedFn = void (*)(void **);
+
+struct CPUModule {
+  void *handle = nullptr;
+  std::map<std::string, PackedFn> entries;
+  ~CPUModule() {
+    if (handle)
+      dlclose(handle);
+  }
+};
+
+struct CPUBuffer {
+  void *data = nullptr;
+  size_t bytes = 0;
+  ~CPUBuffer() { std::free(data); }
+};
+
+class CPUDriver : public Driver {
+public:
+  Backend backend() const override { return Backend::CPU; }
+  std::string name() const override {
+    return "host CPU (" + std::to_string(defaultThreadCount()) + " threads)";
+  }
+  std::string target() const override { return "cpu"; }
+
+  Result<void *> allocate(size_t bytes) override {
+    auto *b = new CPUBuffer();
+    b->bytes = bytes;
+    b->data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!b->data) {
+      delete b;
+      return Status::failure("out of host memory");
+    }
+    return static_cast<void *>(b);
+  }
+  void release(void *buffer) override { delete static_cast<CPUBuffer *>(buffer); }
+  Status write(void *buffer, size_t offset, const void *data, size_t bytes) override {
+    std::memcpy(static_cast<char *>(static_cast<CPUBuffer *>(buffer)->data) + offset, data, bytes);
+    return Status::success();
+  }
+  Status read(void *buffer, size_t offset, void *data, size_t bytes) override {
+    std::memcpy(data, static_cast<char *>(static_cast<CPUBuffer *>(buffer)->data) + offset, bytes);
+    return Status::success();
+  }
+
+  Result<std::shared_ptr<void>> loadModule(const std::string &binary,
+                                           const ModuleMetadata &metadata) override {
+    if (binary.size() < 4 || binary.compare(0, 4, "\x7f" "ELF") != 0)
+      return Status::failure("not a host shared object (expected an ELF file from "
+                             "kilnc --target=cpu --emit=so)");
+    // dlopen needs a file: write one, open it, and remove the name at once.
+    char path[] = "/tmp/kiln-module-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+      return Status::failure("cannot create a temporary file for the module");
+    bool written = ::write(fd, binary.data(), binary.size()) == static_cast<ssize_t>(binary.size());
+    ::close(fd);
+    auto module = std::make_shared<CPUModule>();
+    if (written)
+      module->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    std::string dlError = written && !module->handle ? dlerror() : "";
+    unlink(path);
+    if (!module->handle)
+      return Status::failure("cannot load the module: " +
+                             (written ? dlError : std::string("short write")));
+    for (const KernelInfo &k : metadata.kernels) {
+      auto fn = reinterpret_cast<PackedFn>(dlsym(module->handle, ("_mlir_" + k.name).c_str()));
+      if (!fn)
+        return Status::failure("the module has no entry point for kernel '" + k.name + "'");
+      module->entries[k.name] = fn;
+    }
+    return std::shared_ptr<void>(module);
+  }
+
+  Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
+                const std::vector<LaunchArg> &args) override {
+    auto *module = static_cast<CPUModule *>(moduleHandle);
+    PackedFn fn = module->entries.at(kernel.name);
+    std::vector<KernelArg> host;
+    for (const LaunchArg &a : args) {
+      KernelArg k;
+      k.dtype = a.info->dtype;
+      k.scalar.i = a.scalar.i;
+      if (a.info->isTensor) {
+        auto *buf = static_cast<CPUBuffer *>(a.buffer);
+        k = KernelArg::of(TensorRef{static_cast<char *>(buf->data) +
+                                        a.offset * dtypeBytes(a.info->dtype),
+                                    a.info->dtype, a.sizes, a.strides});
+      }
+      host.push_back(k);
+    }
+    PackedArgs packed(host);
+    auto [gx, gy, gz] = grid;
+    int64_t total = gx * gy * gz;
+    unsigned workers = static_cast<unsigned>(std::min<int64_t>(defaultThreadCount(), total));
+    std::vector<std::array<int64_t, 6>> ids(workers);
+    std::vector<std::vector<void *>> perWorker;
+    for (unsigned w = 0; w < workers; ++w)
+      perWorker.push_back(packed.pointers(ids[w].data(), 6));
+    parallelFor(total, workers, [&](int64_t p, unsigned w) {
+      ids[w] = {p % gx, (p / gx) % gy, p / (gx * gy), gx, gy, gz};
+      fn(perWorker[w].data());
+    });
+    return Status::success();
+  }
+
+  Status synchronize() override { return Status::success(); }
+  Result<double> timestamp() override {
+    auto now = std::chrono::steady_clock::now().time_since_epoch();
+    return std::chrono::duration<double, std::milli>(now).count();
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Driver> kiln::rt::openCPU(int index, std::string &why) {
+  if (index != 0) {
+    why = "there is one CPU device (index 0)";
+    return nullptr;
+  }
+  return std::make_unique<CPUDriver>();
+}

@@ -1,0 +1,267 @@
+//===- CUDADriver.cpp - kiln-rt on NVIDIA GPUs through the driver API ------===//
+//
+// libcuda.so.1 is opened at run time, so kiln-rt builds and runs on machines
+// without CUDA. Modules are cubins or PTX (which the driver JIT-compiles for the
+// device when no cubin matches). A tensor argument is passed as its device
+// pointer, then its sizes and strides as i32; i1 scalars as i32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Driver.h"
+
+#include "lib/Support/Half.h"
+
+#include <chrono>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = void *;
+using CUmodule = void *;
+using CUfunction = void *;
+
+/// The driver API entry points Kiln uses.
+struct CudaApi {
+  void *lib = nullptr;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, void *, void **, void **);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+
+  bool load(std::string &why) {
+    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      why = "libcuda.so.1 not found (no NVIDIA driver on this machine)";
+      return false;
+    }
+    bool ok = true;
+    auto sym = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      ok &= fn != nullptr;
+    };
+    sym(cuInit, "cuInit");
+    sym(cuDeviceGetCount, "cuDeviceGetCount");
+    sym(cuDeviceGet, "cuDeviceGet");
+    sym(cuDeviceGetName, "cuDeviceGetName");
+    sym(cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    sym(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    sym(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    sym(cuCtxSetCurrent, "cuCtxSetCurrent");
+    sym(cuCtxSynchronize, "cuCtxSynchronize");
+    sym(cuMemAlloc, "cuMemAlloc_v2");
+    sym(cuMemFree, "cuMemFree_v2");
+    sym(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+    sym(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    sym(cuModuleLoadData, "cuModuleLoadData");
+    sym(cuModuleUnload, "cuModuleUnload");
+    sym(cuModuleGetFunction, "cuModuleGetFunction");
+    sym(cuLaunchKernel, "cuLaunchKernel");
+    sym(cuGetErrorString, "cuGetErrorString");
+    if (!ok)
+      why = "libcuda.so.1 lacks a driver API entry point Kiln needs (driver too old?)";
+    return ok;
+  }
+};
+
+constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;
+constexpr int kMaxGridDimX = 5, kMaxGridDimY = 6, kMaxGridDimZ = 7;
+constexpr CUresult kOutOfMemory = 2, kIllegalAddress = 700, kLaunchFailed = 719;
+
+struct CudaModule {
+  CudaApi *api = nullptr;
+  CUmodule module = nullptr;
+  std::map<std::string, CUfunction> functions;
+  ~CudaModule() {
+    if (module)
+      api->cuModuleUnload(module);
+  }
+};
+
+class CUDADriver : public Driver {
+public:
+  ~CUDADriver() override {
+    if (context)
+      api.cuDevicePrimaryCtxRelease(device);
+  }
+
+  bool init(int index, std::string &why) {
+    if (!api.load(why))
+      return false;
+    int count = 0;
+    if (api.cuInit(0) != 0 || api.cuDeviceGetCount(&count) != 0 || count == 0) {
+      why = "the NVIDIA driver reports no CUDA device";
+      return false;
+    }
+    if (index >= count) {
+      why = "CUDA has " + std::to_string(count) + " device(s); index " + std::to_string(index) +
+            " does not exist";
+      return false;
+    }
+    api.cuDeviceGet(&device, index);
+    char buf[256] = {0};
+    api.cuDeviceGetName(buf, sizeof buf, device);
+    deviceName = buf;
+    int major = 0, minor = 0;
+    api.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, device);
+    api.cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, device);
+    sm = major * 10 + minor;
+    for (int d = 0; d < 3; ++d)
+      api.cuDeviceGetAttribute(&maxGrid[d], kMaxGridDimX + d, device);
+    if (api.cuDevicePrimaryCtxRetain(&context, device) != 0 || api.cuCtxSetCurrent(context) != 0) {
+      why = "cannot create a CUDA context";
+      return false;
+    }
+    return true;
+  }
+
+  Status check(CUresult r, const std::string &what) {
+    if (r == 0)
+      return Status::success();
+    const char *text = nullptr;
+    api.cuGetErrorString(r, &text);
+    std::string message = what + ": " + (text ? text : "CUDA error " + std::to_string(r));
+    if (r == kIllegalAddress || r == kLaunchFailed)
+      message += " (the kernel faulted; the context is unusable until the process restarts)";
+    return Status::failure(message);
+  }
+
+  Backend backend() const override { return Backend::CUDA; }
+  std::string name() const override { return deviceName; }
+  std::string target() const override { return "cuda:sm_" + std::to_string(sm); }
+
+  Result<void *> allocate(size_t bytes) override {
+    CUdeviceptr ptr = 0;
+    CUresult r = api.cuMemAlloc(&ptr, bytes);
+    if (r == kOutOfMemory)
+      return Status::failure("out of device memory");
+    if (Status s = check(r, "cuMemAlloc"); !s)
+      return s;
+    return reinterpret_cast<void *>(ptr);
+  }
+  void release(void *buffer) override { api.cuMemFree(reinterpret_cast<CUdeviceptr>(buffer)); }
+  Status write(void *buffer, size_t offset, const void *data, size_t bytes) override {
+    return check(api.cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(buffer) + offset, data, bytes),
+                 "cuMemcpyHtoD");
+  }
+  Status read(void *buffer, size_t offset, void *data, size_t bytes) override {
+    return check(api.cuMemcpyDtoH(data, reinterpret_cast<CUdeviceptr>(buffer) + offset, bytes),
+                 "cuMemcpyDtoH");
+  }
+
+  Result<std::shared_ptr<void>> loadModule(const std::string &binary,
+                                           const ModuleMetadata &metadata) override {
+    auto module = std::make_shared<CudaModule>();
+    module->api = &api;
+    // PTX must be NUL-terminated; a cubin is taken as is.
+    std::string image = binary;
+    if (image.compare(0, 4, "\x7f" "ELF") != 0)
+      image.push_back('\0');
+    if (Status s = check(api.cuModuleLoadData(&module->module, image.data()), "cuModuleLoadData");
+        !s)
+      return s;
+    for (const KernelInfo &k : metadata.kernels) {
+      CUfunction fn = nullptr;
+      if (Status s = check(api.cuModuleGetFunction(&fn, module->module, k.name.c_str()),
+                           "cuModuleGetFunction(" + k.name + ")");
+          !s)
+        return s;
+      module->functions[k.name] = fn;
+    }
+    return std::shared_ptr<void>(module);
+  }
+
+  Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
+                const std::vector<LaunchArg> &args) override {
+    auto *module = static_cast<CudaModule *>(moduleHandle);
+    for (int d = 0; d < 3; ++d)
+      if (grid[d] > maxGrid[d])
+        return Status::failure("kernel '" + kernel.name + "': grid of " +
+                               std::to_string(grid[d]) + " programs along axis " +
+                               std::to_string(d) + " exceeds the device limit " +
+                               std::to_string(maxGrid[d]));
+    // Parameter storage: 8 bytes per parameter, in kernel order.
+    std::vector<uint64_t> storage;
+    for (const LaunchArg &a : args) {
+      if (a.info->isTensor) {
+        storage.push_back(reinterpret_cast<CUdeviceptr>(a.buffer) +
+                          a.offset * dtypeBytes(a.info->dtype));
+        for (int64_t s : a.sizes)
+          storage.push_back(static_cast<uint32_t>(s));
+        for (int64_t s : a.strides)
+          storage.push_back(static_cast<uint32_t>(s));
+        continue;
+      }
+      uint64_t word = 0;
+      switch (a.info->dtype) {
+      case DType::F32: {
+        float f = static_cast<float>(a.scalar.f);
+        std::memcpy(&word, &f, 4);
+        break;
+      }
+      case DType::F64: std::memcpy(&word, &a.scalar.f, 8); break;
+      case DType::F16: word = floatToHalfBits(static_cast<float>(a.scalar.f)); break;
+      case DType::BF16: word = floatToBF16Bits(static_cast<float>(a.scalar.f)); break;
+      case DType::I1: word = a.scalar.i != 0; break;
+      default: word = static_cast<uint64_t>(a.scalar.i); break;
+      }
+      storage.push_back(word);
+    }
+    std::vector<void *> params;
+    for (uint64_t &w : storage)
+      params.push_back(&w);
+    return check(api.cuLaunchKernel(module->functions.at(kernel.name),
+                                    static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
+                                    static_cast<unsigned>(grid[2]),
+                                    static_cast<unsigned>(kernel.threadsPerBlock), 1, 1, 0,
+                                    nullptr, params.data(), nullptr),
+                 "launch of '" + kernel.name + "'");
+  }
+
+  Status synchronize() override { return check(api.cuCtxSynchronize(), "cuCtxSynchronize"); }
+  Result<double> timestamp() override {
+    if (Status s = synchronize(); !s)
+      return s;
+    auto now = std::chrono::steady_clock::now().time_since_epoch();
+    return std::chrono::duration<double, std::milli>(now).count();
+  }
+
+private:
+  CudaApi api;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  std::string deviceName;
+  int sm = 0;
+  int maxGrid[3] = {0, 0, 0};
+};
+
+} // namespace
+
+std::unique_ptr<Driver> kiln::rt::openCUDA(int index, std::string &why) {
+  auto driver = std::make_unique<CUDADriver>();
+  if (!driver->init(index, why))
+    return nullptr;
+  return driver;
+}

@@ -1,0 +1,483 @@
+//===- VulkanDriver.cpp - kiln-rt on Vulkan compute ------------------------===//
+//
+// Kernels are SPIR-V compute shaders from `kilnc --target=vulkan`. Every kernel
+// argument is one storage-buffer binding in set 0, in order: a tensor's elements,
+// then its sizes and strides (i32 each), and each scalar. Scalars of one launch
+// share one small host-visible buffer, bound at aligned offsets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Driver.h"
+
+#include "lib/Support/Half.h"
+
+#include <vulkan/vulkan.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+namespace {
+
+std::string vkError(const char *what, VkResult r) {
+  return std::string(what) + " failed (VkResult " + std::to_string(static_cast<int>(r)) + ")";
+}
+
+struct VkBuf {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void *mapped = nullptr;
+  size_t size = 0;
+};
+
+struct Pipeline {
+  VkShaderModule shader = VK_NULL_HANDLE;
+  VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  uint32_t bindings = 0;
+};
+
+/// The number of bindings a kernel's arguments take.
+uint32_t bindingCount(const KernelInfo &k) {
+  uint32_t n = 0;
+  for (const ArgInfo &a : k.args)
+    n += a.isTensor ? 1 + 2 * static_cast<uint32_t>(a.dims.size()) : 1;
+  return n;
+}
+
+class VulkanDriver;
+
+struct VkModule {
+  VulkanDriver *driver = nullptr;
+  std::map<std::string, Pipeline> pipelines;
+  ~VkModule();
+};
+
+class VulkanDriver : public Driver {
+public:
+  ~VulkanDriver() override {
+    if (device) {
+      vkDeviceWaitIdle(device);
+      if (pipelineCache)
+        vkDestroyPipelineCache(device, pipelineCache, nullptr);
+      if (commandPool)
+        vkDestroyCommandPool(device, commandPool, nullptr);
+      vkDestroyDevice(device, nullptr);
+    }
+    if (instance)
+      vkDestroyInstance(instance, nullptr);
+  }
+
+  bool init(int index, std::string &why) {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "kiln-rt";
+    app.apiVersion = VK_API_VERSION_1_2;
+    VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ici.pApplicationInfo = &app;
+    if (VkResult r = vkCreateInstance(&ici, nullptr, &instance); r != VK_SUCCESS) {
+      why = vkError("vkCreateInstance", r) + "; is a Vulkan driver installed?";
+      instance = VK_NULL_HANDLE;
+      return false;
+    }
+    uint32_t count = 0;
+    vkEnumeratePhysicalDevices(instance, &count, nullptr);
+    std::vector<VkPhysicalDevice> devices(count);
+    vkEnumeratePhysicalDevices(instance, &count, devices.data());
+    if (index >= static_cast<int>(count)) {
+      why = "Vulkan has " + std::to_string(count) + " device(s); index " +
+            std::to_string(index) + " does not exist";
+      return false;
+    }
+    physical = devices[index];
+    vkGetPhysicalDeviceProperties(physical, &props);
+    vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+    if (VK_API_VERSION_MAJOR(props.apiVersion) == 1 && VK_API_VERSION_MINOR(props.apiVersion) < 1) {
+      why = "Vulkan 1.1 or newer is needed";
+      return false;
+    }
+
+    uint32_t families = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
+    std::vector<VkQueueFamilyProperties> qf(families);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, qf.data());
+    queueFamily = UINT32_MAX;
+    for (uint32_t i = 0; i < families; ++i)
+      if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+        queueFamily = i;
+        break;
+      }
+    if (queueFamily == UINT32_MAX) {
+      why = "no compute queue";
+      return false;
+    }
+
+    // Enable the optional features Kiln's SPIR-V may declare, as far as present.
+    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    f11.pNext = &f12;
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &f11;
+    vkGetPhysicalDeviceFeatures2(physical, &features);
+    VkPhysicalDeviceVulkan12Features e12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess;
+    e12.shaderInt8 = f12.shaderInt8;
+    e12.shaderFloat16 = f12.shaderFloat16;
+    VkPhysicalDeviceVulkan11Features e11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
+    e11.pNext = &e12;
+    VkPhysicalDeviceFeatures2 enabled{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    enabled.features.shaderInt64 = features.features.shaderInt64;
+    enabled.features.shaderInt16 = features.features.shaderInt16;
+    enabled.features.shaderFloat64 = features.features.shaderFloat64;
+    enabled.pNext = &e11;
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qci.queueFamilyIndex = queueFamily;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &priority;
+    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    dci.pNext = &enabled;
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    if (VkResult r = vkCreateDevice(physical, &dci, nullptr, &device); r != VK_SUCCESS) {
+      why = vkError("vkCreateDevice", r);
+      device = VK_NULL_HANDLE;
+      return false;
+    }
+    vkGetDeviceQueue(device, queueFamily, 0, &queue);
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = queueFamily;
+    vkCreateCommandPool(device, &pci, nullptr, &commandPool);
+    VkPipelineCacheCreateInfo cci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    vkCreatePipelineCache(device, &cci, nullptr, &pipelineCache);
+    return true;
+  }
+
+  Backend backend() const override { return Backend::Vulkan; }
+  std::string name() const override { return props.deviceName; }
+  std::string target() const override {
+    unsigned minor = std::min(3u, VK_API_VERSION_MINOR(props.apiVersion));
+    return "vulkan:1." + std::to_string(minor);
+  }
+
+  Result<VkBuf *> createBuffer(size_t bytes) {
+    auto *b = new VkBuf();
+    b->size = bytes;
+    VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bci.size = bytes;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    if (VkResult r = vkCreateBuffer(device, &bci, nullptr, &b->buffer); r != VK_SUCCESS) {
+      delete b;
+      return Status::failure(vkError("vkCreateBuffer", r));
+    }
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device, b->buffer, &req);
+    uint32_t type = UINT32_MAX;
+    VkMemoryPropertyFlags want =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    for (uint32_t i = 0; i < memory.memoryTypeCount; ++i)
+      if ((req.memoryTypeBits & (1u << i)) &&
+          (memory.memoryTypes[i].propertyFlags & want) == want) {
+        type = i;
+        break;
+      }
+    VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    mai.allocationSize = req.size;
+    mai.memoryTypeIndex = type;
+    VkResult r = type == UINT32_MAX ? VK_ERROR_FEATURE_NOT_PRESENT
+                                    : vkAllocateMemory(device, &mai, nullptr, &b->memory);
+    if (r != VK_SUCCESS) {
+      vkDestroyBuffer(device, b->buffer, nullptr);
+      delete b;
+      return Status::failure(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                                 ? "out of device memory"
+                                 : vkError("vkAllocateMemory", r));
+    }
+    vkBindBufferMemory(device, b->buffer, b->memory, 0);
+    vkMapMemory(device, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped);
+    return b;
+  }
+
+  void destroyBuffer(VkBuf *b) {
+    if (!b)
+      return;
+    vkUnmapMemory(device, b->memory);
+    vkDestroyBuffer(device, b->buffer, nullptr);
+    vkFreeMemory(device, b->memory, nullptr);
+    delete b;
+  }
+
+  Result<void *> allocate(size_t bytes) override {
+    auto b = createBuffer(bytes);
+    if (!b)
+      return b.status();
+    return static_cast<void *>(*b);
+  }
+  void release(void *buffer) override { destroyBuffer(static_cast<VkBuf *>(buffer)); }
+
+  Status write(void *buffer, size_t offset, const void *data, size_t bytes) override {
+    std::memcpy(static_cast<char *>(static_cast<VkBuf *>(buffer)->mapped) + offset, data, bytes);
+    return Status::success();
+  }
+  Status read(void *buffer, size_t offset, void *data, size_t bytes) override {
+    std::memcpy(data, static_cast<char *>(static_cast<VkBuf *>(buffer)->mapped) + offset, bytes);
+    return Status::success();
+  }
+
+  Result<std::shared_ptr<void>> loadModule(const std::string &binary,
+                                           const ModuleMetadata &metadata) override {
+    if (binary.size() % 4 != 0 || binary.size() < 20)
+      return Status::failure("not a SPIR-V binary (" + std::to_string(binary.size()) + " bytes)");
+    uint32_t magic;
+    std::memcpy(&magic, binary.data(), 4);
+    if (magic != 0x07230203)
+      return Status::failure("not a SPIR-V binary (bad magic number)");
+    auto module = std::make_shared<VkModule>();
+    module->driver = this;
+    for (const KernelInfo &k : metadata.kernels) {
+      Pipeline p;
+      p.bindings = bindingCount(k);
+      if (p.bindings > props.limits.maxPerStageDescriptorStorageBuffers)
+        return Status::failure("kernel '" + k.name + "' needs " + std::to_string(p.bindings) +
+                               " storage buffers; " + name() + " allows " +
+                               std::to_string(props.limits.maxPerStageDescriptorStorageBuffers));
+      VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+      smi.codeSize = binary.size();
+      smi.pCode = reinterpret_cast<const uint32_t *>(binary.data());
+      if (VkResult r = vkCreateShaderModule(device, &smi, nullptr, &p.shader); r != VK_SUCCESS)
+        return Status::failure(vkError("vkCreateShaderModule", r));
+      std::vector<VkDescriptorSetLayoutBinding> bindings(p.bindings);
+      for (uint32_t i = 0; i < p.bindings; ++i)
+        bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+                       nullptr};
+      VkDescriptorSetLayoutCreateInfo dli{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+      dli.bindingCount = p.bindings;
+      dli.pBindings = bindings.data();
+      vkCreateDescriptorSetLayout(device, &dli, nullptr, &p.setLayout);
+      VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+      pli.setLayoutCount = 1;
+      pli.pSetLayouts = &p.setLayout;
+      vkCreatePipelineLayout(device, &pli, nullptr, &p.layout);
+      VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+      cpi.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+      cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+      cpi.stage.module = p.shader;
+      cpi.stage.pName = k.name.c_str();
+      cpi.layout = p.layout;
+      VkResult r = vkCreateComputePipelines(device, pipelineCache, 1, &cpi, nullptr, &p.pipeline);
+      module->pipelines[k.name] = p;
+      if (r != VK_SUCCESS)
+        return Status::failure(vkError("vkCreateComputePipelines", r) + " for kernel '" +
+                               k.name + "'");
+    }
+    return std::shared_ptr<void>(module);
+  }
+
+  void destroyPipeline(Pipeline &p) {
+    if (p.pipeline)
+      vkDestroyPipeline(device, p.pipeline, nullptr);
+    if (p.layout)
+      vkDestroyPipelineLayout(device, p.layout, nullptr);
+    if (p.setLayout)
+      vkDestroyDescriptorSetLayout(device, p.setLayout, nullptr);
+    if (p.shader)
+      vkDestroyShaderModule(device, p.shader, nullptr);
+  }
+
+  Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
+                const std::vector<LaunchArg> &args) override {
+    auto *module = static_cast<VkModule *>(moduleHandle);
+    Pipeline &p = module->pipelines.at(kernel.name);
+    for (int d = 0; d < 3; ++d)
+      if (grid[d] > props.limits.maxComputeWorkGroupCount[d])
+        return Status::failure("kernel '" + kernel.name + "': grid of " + std::to_string(grid[d]) +
+                               " programs along axis " + std::to_string(d) + " exceeds " +
+                               name() + "'s limit of " +
+                               std::to_string(props.limits.maxComputeWorkGroupCount[d]));
+
+    // Scalars (sizes, strides, scalar arguments) go to one parameter buffer.
+    size_t align = std::max<size_t>(16, props.limits.minStorageBufferOffsetAlignment);
+    struct Binding {
+      VkBuf *buffer;
+      size_t offset, range;
+    };
+    std::vector<Binding> bindings;
+    std::string params;
+    auto addScalar = [&](const void *bytes, size_t n) {
+      size_t at = (params.size() + align - 1) / align * align;
+      params.resize(at + std::max<size_t>(n, 16), '\0');
+      std::memcpy(&params[at], bytes, n);
+      bindings.push_back({nullptr, at, std::max<size_t>(n, 4)});
+    };
+    for (const LaunchArg &a : args) {
+      if (a.info->isTensor) {
+        size_t byteOffset = static_cast<size_t>(a.offset) * dtypeBytes(a.info->dtype);
+        if (byteOffset % props.limits.minStorageBufferOffsetAlignment != 0)
+          return Status::failure("kernel '" + kernel.name + "': argument '" + a.info->name +
+                                 "' starts " + std::to_string(byteOffset) +
+                                 " bytes into its buffer; Vulkan needs a multiple of " +
+                                 std::to_string(props.limits.minStorageBufferOffsetAlignment));
+        auto *buf = static_cast<VkBuf *>(a.buffer);
+        bindings.push_back({buf, byteOffset, VK_WHOLE_SIZE});
+        for (int64_t s : a.sizes) {
+          int32_t v = static_cast<int32_t>(s);
+          addScalar(&v, 4);
+        }
+        for (int64_t s : a.strides) {
+          int32_t v = static_cast<int32_t>(s);
+          addScalar(&v, 4);
+        }
+        continue;
+      }
+      switch (a.info->dtype) {
+      case DType::I1:
+      case DType::I32: {
+        int32_t v = static_cast<int32_t>(a.scalar.i);
+        addScalar(&v, 4);
+        break;
+      }
+      case DType::I8: {
+        int8_t v = static_cast<int8_t>(a.scalar.i);
+        addScalar(&v, 1);
+        break;
+      }
+      case DType::I16: {
+        int16_t v = static_cast<int16_t>(a.scalar.i);
+        addScalar(&v, 2);
+        break;
+      }
+      case DType::I64: addScalar(&a.scalar.i, 8); break;
+      case DType::F16: {
+        uint16_t v = floatToHalfBits(static_cast<float>(a.scalar.f));
+        addScalar(&v, 2);
+        break;
+      }
+      case DType::BF16:
+        return Status::failure("bf16 arguments are not supported on Vulkan");
+      case DType::F32: {
+        float v = static_cast<float>(a.scalar.f);
+        addScalar(&v, 4);
+        break;
+      }
+      case DType::F64: addScalar(&a.scalar.f, 8); break;
+      }
+    }
+    if (bindings.size() != p.bindings)
+      return Status::failure("kernel '" + kernel.name + "': metadata describes " +
+                             std::to_string(bindings.size()) + " bindings, the pipeline " +
+                             std::to_string(p.bindings));
+    VkBuf *paramBuffer = nullptr;
+    if (!params.empty()) {
+      auto pb = createBuffer(params.size());
+      if (!pb)
+        return pb.status();
+      paramBuffer = *pb;
+      std::memcpy(paramBuffer->mapped, params.data(), params.size());
+    }
+
+    VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, p.bindings};
+    VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    dpi.maxSets = 1;
+    dpi.poolSizeCount = 1;
+    dpi.pPoolSizes = &poolSize;
+    VkDescriptorPool pool;
+    vkCreateDescriptorPool(device, &dpi, nullptr, &pool);
+    VkDescriptorSetAllocateInfo dsai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    dsai.descriptorPool = pool;
+    dsai.descriptorSetCount = 1;
+    dsai.pSetLayouts = &p.setLayout;
+    VkDescriptorSet set;
+    vkAllocateDescriptorSets(device, &dsai, &set);
+    std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+    std::vector<VkWriteDescriptorSet> writes(bindings.size());
+    for (size_t i = 0; i < bindings.size(); ++i) {
+      VkBuf *buf = bindings[i].buffer ? bindings[i].buffer : paramBuffer;
+      infos[i] = {buf->buffer, bindings[i].offset, bindings[i].range};
+      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[i].dstSet = set;
+      writes[i].dstBinding = static_cast<uint32_t>(i);
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+
+    VkCommandBufferAllocateInfo cbai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cbai.commandPool = commandPool;
+    cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cbai.commandBufferCount = 1;
+    VkCommandBuffer cmd;
+    vkAllocateCommandBuffers(device, &cbai, &cmd);
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vkBeginCommandBuffer(cmd, &begin);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    vkCmdDispatch(cmd, static_cast<uint32_t>(grid[0]), static_cast<uint32_t>(grid[1]),
+                  static_cast<uint32_t>(grid[2]));
+    vkEndCommandBuffer(cmd);
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &cmd;
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    vkCreateFence(device, &fci, nullptr, &fence);
+    VkResult r = vkQueueSubmit(queue, 1, &submit, fence);
+    if (r == VK_SUCCESS)
+      r = vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX);
+    vkDestroyFence(device, fence, nullptr);
+    vkFreeCommandBuffers(device, commandPool, 1, &cmd);
+    vkDestroyDescriptorPool(device, pool, nullptr);
+    destroyBuffer(paramBuffer);
+    if (r == VK_ERROR_DEVICE_LOST)
+      return Status::failure("kernel '" + kernel.name + "' faulted: the Vulkan device was lost");
+    if (r != VK_SUCCESS)
+      return Status::failure(vkError("vkQueueSubmit", r));
+    return Status::success();
+  }
+
+  Status synchronize() override {
+    VkResult r = vkQueueWaitIdle(queue);
+    return r == VK_SUCCESS ? Status::success() : Status::failure(vkError("vkQueueWaitIdle", r));
+  }
+
+  Result<double> timestamp() override {
+    if (Status s = synchronize(); !s)
+      return s;
+    auto now = std::chrono::steady_clock::now().time_since_epoch();
+    return std::chrono::duration<double, std::milli>(now).count();
+  }
+
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queueFamily = 0;
+  VkCommandPool commandPool = VK_NULL_HANDLE;
+  VkPipelineCache pipelineCache = VK_NULL_HANDLE;
+  VkPhysicalDeviceProperties props{};
+  VkPhysicalDeviceMemoryProperties memory{};
+};
+
+VkModule::~VkModule() {
+  for (auto &[name, p] : pipelines)
+    driver->destroyPipeline(p);
+}
+
+} // namespace
+
+std::unique_ptr<Driver> kiln::rt::openVulkan(int index, std::string &why) {
+  auto driver = std::make_unique<VulkanDriver>();
+  if (!driver->init(index, why))
+    return nullptr;
+  return driver;
+}

@@ -1,0 +1,268 @@
+//===- RuntimeTest.cpp - every example through kiln-rt on each device -----===//
+//
+// Links only kiln-rt (no LLVM): the kernels were compiled by kilnc at build time
+// into KILN_KERNELS_DIR as <example>.<target>.{so,spv} plus metadata. Each device
+// kind runs when this machine has it and is skipped, with the reason, otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "examples/reference/References.h"
+#include "kiln/Runtime.h"
+#include "runtime/Bundle.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+namespace {
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<float> randomVector(size_t n, unsigned seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+::testing::AssertionResult allClose(const std::vector<float> &got, const std::vector<double> &want,
+                                    double rtol, double atol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i])))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << got[i] << ", want "
+                                           << want[i];
+  return ::testing::AssertionSuccess();
+}
+
+/// A device of one kind, with helpers to move float vectors in and out.
+class OnDevice : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    auto d = Device::open(GetParam());
+    if (!d)
+      GTEST_SKIP() << "no " << GetParam() << " device: " << d.status().message();
+    device = *d;
+  }
+
+  Module load(const std::string &name) {
+    std::string ext = GetParam() == "cpu" ? "so" : "spv";
+    std::string base = std::string(KILN_KERNELS_DIR) + "/" + name + "." + GetParam() + "." + ext;
+    auto m = device->load(readFile(base), readFile(base + ".json"));
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    return m.ok() ? *m : Module();
+  }
+  Buffer upload(const std::vector<float> &v) {
+    auto b = device->allocate(v.size() * sizeof(float));
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    EXPECT_TRUE(device->write(*b, v.data(), v.size() * sizeof(float)).ok());
+    return *b;
+  }
+  std::vector<float> download(const Buffer &b, size_t n) {
+    std::vector<float> v(n);
+    Status s = device->read(b, v.data(), n * sizeof(float));
+    EXPECT_TRUE(s.ok()) << s.message();
+    return v;
+  }
+  void run(const Module &m, const std::string &kernel, const std::vector<Arg> &args) {
+    Status s = device->launch(m, kernel, args);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+
+  std::shared_ptr<Device> device;
+};
+
+TEST_P(OnDevice, VectorAdd) {
+  Module m = load("vector_add");
+  for (int64_t n : {1, 7, 1000, 4097}) {
+    auto x = randomVector(n, 1), y = randomVector(n, 2);
+    Buffer bx = upload(x), by = upload(y), bz = upload(std::vector<float>(n, NAN));
+    run(m, "vector_add", {Arg::tensor(bx, DType::F32, {n}), Arg::tensor(by, DType::F32, {n}),
+                          Arg::tensor(bz, DType::F32, {n})});
+    EXPECT_TRUE(allClose(download(bz, n), reference::vectorAdd(x.data(), y.data(), n), 0, 1e-6))
+        << "n = " << n;
+  }
+}
+
+TEST_P(OnDevice, VectorAddStrided) {
+  Module m = load("vector_add");
+  int64_t n = 1000;
+  auto xs = randomVector(2 * n, 3), y = randomVector(n, 4);
+  Buffer bx = upload(xs), by = upload(y), bz = upload(std::vector<float>(3 * n, -7));
+  run(m, "vector_add", {Arg::strided(bx, DType::F32, {n}, {2}), Arg::tensor(by, DType::F32, {n}),
+                        Arg::strided(bz, DType::F32, {n}, {3})});
+  std::vector<float> z = download(bz, 3 * n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_FLOAT_EQ(z[3 * i], xs[2 * i] + y[i]) << i;
+    ASSERT_EQ(z[3 * i + 1], -7.0f) << i;
+  }
+}
+
+TEST_P(OnDevice, Softmax) {
+  Module m = load("softmax");
+  Module wide = load("softmax_8192");
+  struct Shape {
+    int64_t m, n;
+  };
+  for (Shape s : {Shape{1, 1}, Shape{7, 7}, Shape{1000, 7}, Shape{3, 1000}, Shape{2, 4097}}) {
+    auto x = randomVector(s.m * s.n, 5, -4, 4);
+    Buffer bx = upload(x), by = upload(std::vector<float>(s.m * s.n, NAN));
+    run(s.n > 1024 ? wide : m, "softmax",
+        {Arg::tensor(bx, DType::F32, {s.m, s.n}), Arg::tensor(by, DType::F32, {s.m, s.n})});
+    EXPECT_TRUE(allClose(download(by, s.m * s.n), reference::softmax(x.data(), s.m, s.n, s.n),
+                         1e-4, 1e-6))
+        << s.m << "x" << s.n;
+  }
+}
+
+TEST_P(OnDevice, SoftmaxStridedRows) {
+  Module m = load("softmax");
+  int64_t rows = 7, cols = 33, ld = 50;
+  auto buf = randomVector(rows * ld, 6, -3, 3);
+  Buffer bx = upload(buf), by = upload(std::vector<float>(rows * cols, NAN));
+  run(m, "softmax", {Arg::strided(bx, DType::F32, {rows, cols}, {ld, 1}),
+                     Arg::tensor(by, DType::F32, {rows, cols})});
+  EXPECT_TRUE(allClose(download(by, rows * cols), reference::softmax(buf.data(), rows, cols, ld),
+                       1e-4, 1e-6));
+}
+
+TEST_P(OnDevice, LayerNorm) {
+  Module m = load("layernorm");
+  struct Shape {
+    int64_t m, n;
+  };
+  for (Shape s : {Shape{1, 1}, Shape{7, 7}, Shape{1000, 7}, Shape{5, 1000}, Shape{3, 4097}}) {
+    auto x = randomVector(s.m * s.n, 7, -2, 3), w = randomVector(s.n, 8), b = randomVector(s.n, 9);
+    Buffer bx = upload(x), bw = upload(w), bb = upload(b),
+           by = upload(std::vector<float>(s.m * s.n, NAN));
+    run(m, "layernorm",
+        {Arg::tensor(bx, DType::F32, {s.m, s.n}), Arg::tensor(bw, DType::F32, {s.n}),
+         Arg::tensor(bb, DType::F32, {s.n}), Arg::tensor(by, DType::F32, {s.m, s.n}),
+         Arg::f32(1e-5)});
+    EXPECT_TRUE(allClose(download(by, s.m * s.n),
+                         reference::layernorm(x.data(), w.data(), b.data(), s.m, s.n, 1e-5), 1e-3,
+                         1e-3))
+        << s.m << "x" << s.n;
+  }
+}
+
+TEST_P(OnDevice, Reductions) {
+  Module m = load("reduce");
+  struct Shape {
+    int64_t m, n;
+  };
+  for (Shape s : {Shape{1, 1}, Shape{7, 7}, Shape{1000, 7}, Shape{7, 1000}, Shape{3, 4097}}) {
+    auto x = randomVector(s.m * s.n, 10);
+    Buffer bx = upload(x), rows = upload(std::vector<float>(s.m, NAN)),
+           cols = upload(std::vector<float>(s.n, NAN));
+    run(m, "row_sum", {Arg::tensor(bx, DType::F32, {s.m, s.n}), Arg::tensor(rows, DType::F32, {s.m})});
+    run(m, "col_sum", {Arg::tensor(bx, DType::F32, {s.m, s.n}), Arg::tensor(cols, DType::F32, {s.n})});
+    EXPECT_TRUE(allClose(download(rows, s.m), reference::sum2d(x.data(), s.m, s.n, s.n, 1, true),
+                         1e-4, 1e-4))
+        << s.m << "x" << s.n;
+    EXPECT_TRUE(allClose(download(cols, s.n), reference::sum2d(x.data(), s.m, s.n, s.n, 1, false),
+                         1e-4, 1e-4))
+        << s.m << "x" << s.n;
+  }
+}
+
+TEST_P(OnDevice, Matmul) {
+  Module m = load("matmul");
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape s : {Shape{1, 1, 1}, Shape{7, 7, 7}, Shape{100, 7, 33}, Shape{65, 129, 70}}) {
+    auto a = randomVector(s.m * s.k, 12), b = randomVector(s.k * s.n, 13);
+    Buffer ba = upload(a), bb = upload(b), bc = upload(std::vector<float>(s.m * s.n, NAN));
+    run(m, "matmul", {Arg::tensor(ba, DType::F32, {s.m, s.k}), Arg::tensor(bb, DType::F32, {s.k, s.n}),
+                      Arg::tensor(bc, DType::F32, {s.m, s.n})});
+    EXPECT_TRUE(allClose(download(bc, s.m * s.n),
+                         reference::matmul(a.data(), b.data(), s.m, s.n, s.k, s.k, 1), 1e-4, 1e-4))
+        << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+TEST_P(OnDevice, LaunchRejectsBadArguments) {
+  Module m = load("vector_add");
+  Buffer small = upload(std::vector<float>(4));
+  Buffer big = upload(std::vector<float>(16));
+  auto err = [&](const std::vector<Arg> &args) {
+    return device->launch(m, "vector_add", args).message();
+  };
+  EXPECT_EQ(err({Arg::tensor(big, DType::F32, {16})}),
+            "kernel 'vector_add': takes 3 arguments, got 1");
+  EXPECT_EQ(err({Arg::tensor(big, DType::F16, {16}), Arg::tensor(big, DType::F32, {16}),
+                 Arg::tensor(big, DType::F32, {16})}),
+            "kernel 'vector_add': argument 'x' has dtype f16 but the kernel expects f32");
+  EXPECT_EQ(err({Arg::tensor(big, DType::F32, {16}), Arg::tensor(big, DType::F32, {16}),
+                 Arg::tensor(small, DType::F32, {16})}),
+            "kernel 'vector_add': argument 'z' needs 64 bytes but its buffer has 16");
+  EXPECT_EQ(err({Arg::tensor(big, DType::F32, {16}), Arg::tensor(big, DType::F32, {8}),
+                 Arg::tensor(big, DType::F32, {16})}),
+            "kernel 'vector_add': argument 'y' dimension 0 (N) is 8 but argument 'x' has N = 16");
+  EXPECT_EQ(err({Arg::tensor(Buffer(), DType::F32, {16}), Arg::tensor(big, DType::F32, {16}),
+                 Arg::tensor(big, DType::F32, {16})}),
+            "kernel 'vector_add': argument 'x' has no data (null pointer)");
+  EXPECT_EQ(device->launch(m, "nope", {}).message(), "no kernel named 'nope' in this module");
+}
+
+TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
+  std::string other = GetParam() == "cpu" ? "vector_add.vulkan.spv" : "vector_add.cpu.so";
+  std::string base = std::string(KILN_KERNELS_DIR) + "/" + other;
+  auto wrong = device->load(readFile(base), readFile(base + ".json"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("module was compiled for"), std::string::npos)
+      << wrong.status().message();
+  auto badJson = device->load("x", "{\"target\": ");
+  ASSERT_FALSE(badJson.ok());
+  EXPECT_NE(badJson.status().message().find("invalid JSON"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan"),
+                         [](const auto &info) { return info.param; });
+
+TEST(Bundle, RoundTripAndDamage) {
+  Bundle b;
+  b.entries.push_back({"vulkan:1.2", std::string("\x03\x02\x23\x07spirv", 9), "{}"});
+  b.entries.push_back({"cpu", "ELF", "{\"k\": 1}"});
+  std::string bytes = writeBundle(b);
+  Bundle back;
+  std::string error;
+  ASSERT_TRUE(readBundle(bytes, back, error)) << error;
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[0].binary, b.entries[0].binary);
+  EXPECT_EQ(back.find("vulkan:1.3")->target, "vulkan:1.2"); // older profiles run on newer
+  EXPECT_EQ(back.find("vulkan:1.1"), nullptr);
+
+  EXPECT_FALSE(readBundle(bytes.substr(0, bytes.size() - 5), back, error));
+  EXPECT_NE(error.find("checksum mismatch"), std::string::npos) << error;
+  for (size_t flip : {size_t(20), bytes.size() / 2, bytes.size() - 9}) {
+    std::string bad = bytes;
+    bad[flip] ^= 0x40;
+    EXPECT_FALSE(readBundle(bad, back, error)) << "bit flip at " << flip << " accepted";
+  }
+  std::string newer = bytes;
+  newer[8] = 2;
+  EXPECT_FALSE(readBundle(newer, back, error));
+  EXPECT_NE(error.find("version 2"), std::string::npos) << error;
+  EXPECT_FALSE(readBundle("KILNK", back, error));
+  EXPECT_NE(error.find("too short"), std::string::npos) << error;
+  EXPECT_FALSE(readBundle(std::string(64, 'x'), back, error));
+  EXPECT_NE(error.find("bad magic"), std::string::npos) << error;
+}
+
+} // namespace
