@@ -11,6 +11,7 @@
 #include "codegen/Common/GPUBinary.h"
 #include "codegen/Common/Target.h"
 #include "kiln/Version.h"
+#include "lib/Compiler/Build.h"
 #include "lib/Compiler/Compiler.h"
 #include "lib/Frontend/Parser.h"
 
@@ -85,96 +86,68 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// Writes the kernel metadata next to a binary output (or where --metadata says).
-int writeMetadata(const std::vector<KernelInfo> &infos, const Target &target) {
-  std::string path = metadataFile;
-  if (path.empty()) {
-    if (outputFile == "-")
-      return 0;
-    path = outputFile + ".json";
-  }
+/// Writes an artifact to -o, and its metadata beside binary outputs.
+int writeArtifact(const Artifact &artifact, llvm::ToolOutputFile &output) {
+  if (!artifact.isText && outputFile == "-")
+    return fail("binary output needs -o FILE");
+  output.os() << artifact.bytes;
+  output.keep();
+  if (artifact.isText && metadataFile.empty())
+    return 0;
+  std::string path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
   std::string error;
   auto file = mlir::openOutputFile(path, &error);
   if (!file)
     return fail(error);
-  file->os() << kernelMetadataJSON(infos, target);
+  file->os() << artifact.metadata;
   file->keep();
   return 0;
 }
 
-/// The GPU half of the driver: stop at the requested stage or serialize.
-int emitGPU(const Target &target, mlir::ModuleOp module, std::vector<KernelInfo> infos,
-            llvm::ToolOutputFile &output) {
+/// The artifact an --emit value asks for, if it is a final one.
+std::optional<ArtifactKind> artifactFor(Emit e, const Target &target) {
+  switch (e) {
+  case Emit::Obj: return ArtifactKind::Object;
+  case Emit::SO: return ArtifactKind::SharedObject;
+  case Emit::PTX: return ArtifactKind::PTX;
+  case Emit::Cubin: return ArtifactKind::Cubin;
+  case Emit::Asm: return ArtifactKind::AMDGPUAsm;
+  case Emit::Hsaco: return ArtifactKind::Hsaco;
+  case Emit::SPIRV: return ArtifactKind::SPIRV;
+  case Emit::MSL: return ArtifactKind::MSL;
+  case Emit::LLVM:
+    if (target.isGPU())
+      return ArtifactKind::LLVM;
+    return std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
+/// Stops at an intermediate stage and prints the module.
+int emitStage(const Target &target, mlir::ModuleOp module, llvm::ToolOutputFile &output) {
+  if (!target.isGPU()) {
+    if (mlir::failed(cpu::lowerToLLVMDialect(module, timePasses)))
+      return 1;
+    if (emit == Emit::LLVM) {
+      llvm::LLVMContext llvmContext;
+      auto llvmModule = cpu::translateToLLVMIR(module, llvmContext, optLevel);
+      if (!llvmModule)
+        return 1;
+      llvmModule->print(output.os(), nullptr);
+    } else {
+      module.print(output.os());
+    }
+    output.keep();
+    return 0;
+  }
   Stage stage = emit == Emit::KilnGPU ? Stage::Layouts
                 : emit == Emit::GPU   ? Stage::ThreadCode
                                       : Stage::Device;
   if (mlir::failed(checkTargetSupport(module, target)) ||
-      mlir::failed(runPipeline(module, pipelineUpTo(target, std::min(stage, Stage::ThreadCode)),
-                               timePasses)))
+      mlir::failed(runPipeline(module, pipelineUpTo(target, stage), timePasses)))
     return 1;
-  collectLaunchInfo(module, infos);
-  if (stage == Stage::Device &&
-      mlir::failed(runPipeline(module, "builtin.module(" + devicePipeline(target) + ")",
-                               timePasses)))
-    return 1;
-  if (stage != Stage::Device || emit == Emit::LLVMDialect || emit == Emit::SPIRVDialect) {
-    module.print(output.os());
-    output.keep();
-    return 0;
-  }
-  std::string metadata = kernelMetadataJSON(infos, target);
-  llvm::Expected<GPUBinary> binary = GPUBinary{};
-  switch (emit) {
-  case Emit::LLVM: {
-    auto text = gpuModuleToLLVMIR(module);
-    if (!text)
-      return fail(llvm::toString(text.takeError()));
-    binary = GPUBinary{*text, true};
-    break;
-  }
-  case Emit::PTX:
-  case Emit::Cubin:
-    binary = nvptx::serialize(module, target, emit == Emit::PTX ? "ptx" : "cubin");
-    break;
-  case Emit::Asm:
-  case Emit::Hsaco:
-    binary = amdgpu::serialize(module, target, emit == Emit::Asm ? "asm" : "hsaco");
-    break;
-  case Emit::SPIRV:
-  case Emit::MSL: {
-    auto words = spirv::serialize(module);
-    if (!words)
-      return fail(llvm::toString(words.takeError()));
-    if (emit == Emit::SPIRV) {
-      binary = GPUBinary{std::string(reinterpret_cast<const char *>(words->data()),
-                                     words->size() * sizeof(uint32_t)),
-                         false};
-    } else {
-      auto msl = spirv::toMSL(*words);
-      if (!msl)
-        return fail(llvm::toString(msl.takeError()));
-      binary = GPUBinary{*msl, true};
-    }
-    break;
-  }
-  default:
-    return fail("internal: unexpected --emit for a GPU target");
-  }
-  if (!binary)
-    return fail(llvm::toString(binary.takeError()));
-  if (!binary->isText && outputFile == "-")
-    return fail("binary output needs -o FILE");
-  output.os() << binary->bytes;
+  module.print(output.os());
   output.keep();
-  if (!binary->isText || !metadataFile.empty()) {
-    std::string path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
-    std::string error;
-    auto file = mlir::openOutputFile(path, &error);
-    if (!file)
-      return fail(error);
-    file->os() << metadata;
-    file->keep();
-  }
   return 0;
 }
 } // namespace
@@ -203,6 +176,10 @@ int main(int argc, char **argv) {
   if (!llvm::is_contained(target.emits(), emitName))
     return fail("--emit=" + emitName + " is not available for target " + target.str() +
                 " (it emits: " + llvm::join(target.emits(), ", ") + ")");
+  bool binaryEmit = emit == Emit::Obj || emit == Emit::SO || emit == Emit::Cubin ||
+                    emit == Emit::Hsaco || emit == Emit::SPIRV;
+  if (binaryEmit && outputFile == "-")
+    return fail("--emit=" + emitName + " writes a binary file; give -o FILE");
   if (optLevel > 3)
     return fail("-O must be 0 to 3");
 
@@ -252,53 +229,13 @@ int main(int argc, char **argv) {
   }
 
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  if (target.isGPU())
-    return emitGPU(target, *module, infos, *output);
-  if (mlir::failed(cpu::lowerToLLVMDialect(*module, timePasses)))
-    return 1;
-  switch (emit) {
-  case Emit::LLVMDialect:
-    module->print(output->os());
-    break;
-  case Emit::LLVM: {
-    llvm::LLVMContext llvmContext;
-    auto llvmModule = cpu::translateToLLVMIR(*module, llvmContext, optLevel);
-    if (!llvmModule)
+  if (auto kind = artifactFor(emit, target)) {
+    auto artifact = buildArtifact(*module, infos, target, *kind, optLevel, timePasses);
+    if (!artifact) {
+      llvm::consumeError(artifact.takeError()); // the diagnostics were printed
       return 1;
-    llvmModule->print(output->os(), nullptr);
-    break;
-  }
-  case Emit::Obj:
-  case Emit::SO: {
-    if (outputFile == "-")
-      return fail("--emit=obj and --emit=so need -o FILE");
-    auto exe = cpu::Executable::create(*module, infos, optLevel);
-    if (!exe)
-      return fail(llvm::toString(exe.takeError()));
-    output.reset(); // the object is written by the JIT, not through this stream
-    std::string objectPath = outputFile;
-    if (emit == Emit::SO)
-      objectPath += ".o";
-    if (auto err = (*exe)->writeObject(objectPath))
-      return fail(llvm::toString(std::move(err)));
-    if (emit == Emit::SO) {
-      // The object calls libm (expf, erff, ...) and malloc; the linker records both.
-      auto cc = llvm::sys::findProgramByName("cc");
-      if (!cc)
-        return fail("--emit=so needs a C compiler driver ('cc') to link the shared object");
-      // The JIT emits non-PIC code; -z notext accepts its text relocations.
-      llvm::StringRef argv[] = {*cc, "-shared", "-Wl,-z,notext", "-o", outputFile, objectPath, "-lm"};
-      std::string error;
-      int rc = llvm::sys::ExecuteAndWait(*cc, argv, std::nullopt, {}, 0, 0, &error);
-      llvm::sys::fs::remove(objectPath);
-      if (rc != 0)
-        return fail("linking " + outputFile + " failed" + (error.empty() ? "" : ": " + error));
     }
-    return writeMetadata(infos, target);
+    return writeArtifact(*artifact, *output);
   }
-  default:
-    break;
-  }
-  output->keep();
-  return 0;
+  return emitStage(target, *module, *output);
 }

@@ -1,0 +1,179 @@
+//===- Build.cpp - kiln IR to a loadable artifact for any target ----------===//
+
+#include "lib/Compiler/Build.h"
+
+#include "codegen/CPU/CPUExecutable.h"
+#include "codegen/CPU/CPUPipeline.h"
+#include "codegen/Common/GPUBinary.h"
+#include "lib/Compiler/Compiler.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+#include <mutex>
+
+using namespace kiln;
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Links the JIT's object into a shared object with the system's C driver.
+static llvm::Expected<std::string> linkSharedObject(cpu::Executable &exe) {
+  llvm::SmallString<128> object, shared;
+  if (llvm::sys::fs::createTemporaryFile("kiln-module", "o", object) ||
+      llvm::sys::fs::createTemporaryFile("kiln-module", "so", shared))
+    return makeError("cannot create temporary files for linking");
+  auto cleanup = [&] {
+    llvm::sys::fs::remove(object);
+    llvm::sys::fs::remove(shared);
+  };
+  if (auto err = exe.writeObject(object)) {
+    cleanup();
+    return std::move(err);
+  }
+  auto cc = llvm::sys::findProgramByName("cc");
+  if (!cc) {
+    cleanup();
+    return makeError("linking a host shared object needs a C compiler driver ('cc')");
+  }
+  // The object calls libm (expf, erff, ...) and malloc. The JIT emits non-PIC
+  // code, so the link accepts text relocations.
+  llvm::StringRef argv[] = {*cc, "-shared", "-Wl,-z,notext", "-o", shared, object, "-lm"};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(*cc, argv, std::nullopt, {}, 0, 0, &error);
+  auto bytes = llvm::MemoryBuffer::getFile(shared);
+  cleanup();
+  if (rc != 0 || !bytes)
+    return makeError("linking the host shared object failed" + (error.empty() ? "" : ": " + error));
+  return (*bytes)->getBuffer().str();
+}
+
+llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<KernelInfo> kernels,
+                                             const Target &target, ArtifactKind kind,
+                                             unsigned optLevel, bool timePasses) {
+  Artifact out;
+  if (!target.isGPU()) {
+    if (kind == ArtifactKind::Default)
+      kind = ArtifactKind::SharedObject;
+    if (kind != ArtifactKind::Object && kind != ArtifactKind::SharedObject)
+      return makeError("the cpu target builds object files and shared objects");
+    if (mlir::failed(cpu::lowerToLLVMDialect(module, timePasses)))
+      return makeError("lowering for the CPU failed");
+    auto exe = cpu::Executable::create(module, kernels, optLevel);
+    if (!exe)
+      return exe.takeError();
+    out.metadata = kernelMetadataJSON(kernels, target);
+    if (kind == ArtifactKind::SharedObject) {
+      auto so = linkSharedObject(**exe);
+      if (!so)
+        return so.takeError();
+      out.bytes = std::move(*so);
+      return out;
+    }
+    llvm::SmallString<128> object;
+    if (llvm::sys::fs::createTemporaryFile("kiln-module", "o", object))
+      return makeError("cannot create a temporary object file");
+    auto err = (*exe)->writeObject(object);
+    auto bytes = llvm::MemoryBuffer::getFile(object);
+    llvm::sys::fs::remove(object);
+    if (err)
+      return std::move(err);
+    if (!bytes)
+      return makeError("cannot read back the object file");
+    out.bytes = (*bytes)->getBuffer().str();
+    return out;
+  }
+
+  if (kind == ArtifactKind::Default) {
+    switch (target.kind) {
+    case Target::Kind::CUDA:
+      kind = nvptx::findToolkit().empty() ? ArtifactKind::PTX : ArtifactKind::Cubin;
+      break;
+    case Target::Kind::AMDGPU: kind = ArtifactKind::Hsaco; break;
+    case Target::Kind::Vulkan: kind = ArtifactKind::SPIRV; break;
+    default: kind = ArtifactKind::MSL; break;
+    }
+  }
+  if (mlir::failed(checkTargetSupport(module, target)) ||
+      mlir::failed(runPipeline(module, pipelineUpTo(target, Stage::ThreadCode), timePasses)))
+    return makeError("lowering for " + target.str() + " failed");
+  collectLaunchInfo(module, kernels);
+  if (mlir::failed(runPipeline(module, "builtin.module(" + devicePipeline(target) + ")",
+                               timePasses)))
+    return makeError("lowering for " + target.str() + " failed");
+  out.metadata = kernelMetadataJSON(kernels, target);
+  llvm::Expected<GPUBinary> binary = GPUBinary{};
+  switch (kind) {
+  case ArtifactKind::LLVM: {
+    auto text = gpuModuleToLLVMIR(module);
+    if (!text)
+      return text.takeError();
+    binary = GPUBinary{*text, true};
+    break;
+  }
+  case ArtifactKind::PTX:
+  case ArtifactKind::Cubin:
+    binary = nvptx::serialize(module, target, kind == ArtifactKind::PTX ? "ptx" : "cubin");
+    break;
+  case ArtifactKind::AMDGPUAsm:
+  case ArtifactKind::Hsaco:
+    binary = amdgpu::serialize(module, target, kind == ArtifactKind::AMDGPUAsm ? "asm" : "hsaco");
+    break;
+  case ArtifactKind::SPIRV:
+  case ArtifactKind::MSL: {
+    auto words = spirv::serialize(module);
+    if (!words)
+      return words.takeError();
+    if (kind == ArtifactKind::SPIRV) {
+      binary = GPUBinary{std::string(reinterpret_cast<const char *>(words->data()),
+                                     words->size() * sizeof(uint32_t)),
+                         false};
+    } else {
+      auto msl = spirv::toMSL(*words);
+      if (!msl)
+        return msl.takeError();
+      binary = GPUBinary{*msl, true};
+    }
+    break;
+  }
+  default:
+    return makeError("this artifact is not produced by " + target.str());
+  }
+  if (!binary)
+    return binary.takeError();
+  out.bytes = std::move(binary->bytes);
+  out.isText = binary->isText;
+  return out;
+}
+
+llvm::Expected<Artifact> kiln::compileSource(llvm::StringRef source, llvm::StringRef filename,
+                                             const GenOptions &options, const Target &target,
+                                             ArtifactKind kind) {
+  static std::once_flag registered;
+  std::call_once(registered, [] { registerPasses(); });
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  std::string messages;
+  llvm::raw_string_ostream errs(messages);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, filename),
+                               llvm::SMLoc());
+  std::vector<KernelInfo> kernels;
+  auto module = buildKilnModule(context, sourceMgr, options, kernels, errs);
+  if (!module)
+    return makeError(errs.str());
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, errs);
+  auto artifact = buildArtifact(*module, kernels, target, kind);
+  if (!artifact) {
+    std::string why = llvm::toString(artifact.takeError());
+    return makeError(errs.str().empty() ? why : errs.str());
+  }
+  return artifact;
+}
