@@ -1,0 +1,135 @@
+//===- kiln.h - compile and launch Kiln kernels from C++ --------*- C++ -*-===//
+//
+//   kiln::Session s;                                   // best device, or KILN_DEVICE
+//   auto softmax = s.compile(src, "softmax", {{"BLOCK", "1024"}});
+//   auto x = s.upload(hostX, {M, N});
+//   auto y = s.empty<float>({M, N});
+//   softmax(x, y);                                     // grid from the kernel's rule
+//   y.download(hostY);
+//
+// Nothing throws: every object carries a Status; using a failed one returns its
+// error. Compiled kernels are cached in memory and on disk (KILN_CACHE_DIR, default
+// ~/.cache/kiln), keyed by source, kernel, params, target, options and compiler.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/Runtime.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace kiln {
+
+class Session;
+
+/// A device tensor: a buffer with a dtype and a dense row-major shape.
+class Tensor {
+public:
+  Tensor() = default;
+  const rt::Status &status() const { return status_; }
+  bool ok() const { return status_.ok(); }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int64_t numel() const;
+  /// Copies the whole tensor into `host` (numel() elements of dtype()).
+  rt::Status download(void *host) const;
+  template <typename T> rt::Status download(std::vector<T> &host) const {
+    host.resize(numel());
+    return download(static_cast<void *>(host.data()));
+  }
+  rt::Arg arg() const { return rt::Arg::tensor(buffer_, dtype_, shape_); }
+
+private:
+  friend class Session;
+  rt::Device *device_ = nullptr;
+  rt::Buffer buffer_;
+  DType dtype_ = DType::F32;
+  std::vector<int64_t> shape_;
+  rt::Status status_;
+};
+
+/// A kernel compiled for a session's device. Call it with tensors and scalars.
+class Kernel {
+public:
+  const rt::Status &status() const { return status_; }
+  bool ok() const { return status_.ok(); }
+  const KernelInfo *info() const { return ok() ? module_.find(name_) : nullptr; }
+
+  rt::Status launch(const std::vector<rt::Arg> &args) const;
+  template <typename... Args> rt::Status operator()(const Args &...args) const {
+    return launch({toArg(args)...});
+  }
+
+private:
+  friend class Session;
+  static rt::Arg toArg(const Tensor &t) { return t.arg(); }
+  static rt::Arg toArg(const rt::Arg &a) { return a; }
+  static rt::Arg toArg(float v) { return rt::Arg::f32(v); }
+  static rt::Arg toArg(double v) { return rt::Arg::floating(v, DType::F64); }
+  static rt::Arg toArg(int32_t v) { return rt::Arg::i32(v); }
+  static rt::Arg toArg(int64_t v) { return rt::Arg::integer(v, DType::I64); }
+
+  rt::Device *device_ = nullptr;
+  rt::Module module_;
+  std::string name_;
+  rt::Status status_;
+};
+
+/// Where compiled kernels came from, for tests and tuning.
+struct CacheStats {
+  int memoryHits = 0, diskHits = 0, compiles = 0, damagedEntries = 0;
+};
+
+class Session {
+public:
+  /// `device` as rt::Device::open takes it ("" = KILN_DEVICE or the best present).
+  explicit Session(const std::string &device = "");
+  const rt::Status &status() const { return status_; }
+  bool ok() const { return status_.ok(); }
+  rt::Device &device() { return *device_; }
+
+  /// Compiles `kernel` from `source` for this device; `params` override the
+  /// kernel's params like kilnc's -D. `filename` appears in diagnostics.
+  Kernel compile(const std::string &source, const std::string &kernel,
+                 const std::map<std::string, std::string> &params = {},
+                 const std::string &filename = "<source>");
+
+  Tensor empty(DType dtype, std::vector<int64_t> shape);
+  template <typename T> Tensor empty(std::vector<int64_t> shape) {
+    return empty(dtypeOf<T>(), std::move(shape));
+  }
+  Tensor upload(const void *host, DType dtype, std::vector<int64_t> shape);
+  template <typename T> Tensor upload(const std::vector<T> &host, std::vector<int64_t> shape) {
+    return upload(host.data(), dtypeOf<T>(), std::move(shape));
+  }
+
+  const CacheStats &cacheStats() const { return stats_; }
+  /// The on-disk cache folder, or "" when the cache lives only in memory.
+  const std::string &cacheDir() const { return cacheDir_; }
+
+private:
+  template <typename T> static constexpr DType dtypeOf() {
+    if constexpr (std::is_same_v<T, float>) return DType::F32;
+    else if constexpr (std::is_same_v<T, double>) return DType::F64;
+    else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
+    else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
+    else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
+    else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
+    else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, uint8_t>) return DType::I1;
+    else static_assert(sizeof(T) == 0, "use upload(ptr, dtype, shape) for this element type");
+  }
+  std::string cachePath(const std::string &key) const;
+
+  std::shared_ptr<rt::Device> device_;
+  rt::Status status_;
+  std::string cacheDir_;
+  CacheStats stats_;
+  std::map<std::string, rt::Module> memory_;
+};
+
+} // namespace kiln

@@ -1,0 +1,236 @@
+//===- Session.cpp - compile and launch Kiln kernels from C++ -------------===//
+
+#include "kiln/kiln.h"
+
+#include "codegen/Common/Target.h"
+#include "kiln/Version.h"
+#include "lib/Compiler/Build.h"
+#include "runtime/Bundle.h"
+
+#include "llvm/Support/Error.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace kiln;
+
+namespace {
+
+uint64_t fnv1a(const std::string &data, uint64_t seed) {
+  uint64_t h = seed;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+bool makeDirs(const std::string &path) {
+  std::string partial;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/')
+    partial = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty())
+      continue;
+    partial += part + "/";
+    mkdir(partial.c_str(), 0755);
+  }
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string defaultCacheDir() {
+  if (const char *dir = std::getenv("KILN_CACHE_DIR"))
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"))
+    return std::string(xdg) + "/kiln";
+  if (const char *home = std::getenv("HOME"))
+    return std::string(home) + "/.cache/kiln";
+  return "";
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Tensor and Kernel
+//===----------------------------------------------------------------------===//
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape_)
+    n *= d;
+  return n;
+}
+
+rt::Status Tensor::download(void *host) const {
+  if (!ok())
+    return status_;
+  return device_->read(buffer_, host, numel() * dtypeBytes(dtype_));
+}
+
+rt::Status Kernel::launch(const std::vector<rt::Arg> &args) const {
+  if (!ok())
+    return status_;
+  return device_->launch(module_, name_, args);
+}
+
+//===----------------------------------------------------------------------===//
+// Session
+//===----------------------------------------------------------------------===//
+
+Session::Session(const std::string &device) {
+  auto opened = rt::Device::open(device);
+  if (!opened) {
+    status_ = opened.status();
+    return;
+  }
+  device_ = *opened;
+  cacheDir_ = defaultCacheDir();
+  // A cache folder that cannot be written falls back to memory, with one warning
+  // per process.
+  std::string probe = cacheDir_ + "/.kiln-write-test-" + std::to_string(getpid());
+  bool writable = !cacheDir_.empty() && makeDirs(cacheDir_) && std::ofstream(probe).good();
+  std::remove(probe.c_str());
+  if (!writable) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      std::fprintf(stderr,
+                   "kiln: warning: cannot write the kernel cache in '%s'; caching in memory "
+                   "only (set KILN_CACHE_DIR)\n",
+                   cacheDir_.c_str());
+    cacheDir_.clear();
+  }
+}
+
+std::string Session::cachePath(const std::string &key) const {
+  return cacheDir_.empty() ? "" : cacheDir_ + "/" + key + ".kbin";
+}
+
+Kernel Session::compile(const std::string &source, const std::string &kernel,
+                        const std::map<std::string, std::string> &params,
+                        const std::string &filename) {
+  Kernel k;
+  if (!ok()) {
+    k.status_ = status_;
+    return k;
+  }
+  k.device_ = device_.get();
+  k.name_ = kernel;
+  std::string target = device_->target();
+
+  // Everything that changes the binary is part of the key.
+  std::string material = std::string("kiln-cache-v1\n") + KILN_VERSION_STRING + "\n" +
+                         KILN_LLVM_VERSION_STRING + "\n" + KILN_BUILD_ID + "\n" + target +
+                         "\n" + kernel + "\n";
+  for (auto &[name, value] : params)
+    material += name + "=" + value + "\n";
+  material += "O3\n" + source;
+  char key[40];
+  std::snprintf(key, sizeof key, "%016llx%016llx",
+                static_cast<unsigned long long>(fnv1a(material, 1469598103934665603ull)),
+                static_cast<unsigned long long>(fnv1a(material, 0x9e3779b97f4a7c15ull)));
+
+  if (auto it = memory_.find(key); it != memory_.end()) {
+    ++stats_.memoryHits;
+    k.module_ = it->second;
+    return k;
+  }
+  std::string path = cachePath(key);
+  if (!path.empty()) {
+    std::string bytes = readFile(path);
+    if (!bytes.empty()) {
+      auto module = device_->loadBundle(bytes);
+      if (module && module->find(kernel)) {
+        ++stats_.diskHits;
+        memory_[key] = *module;
+        k.module_ = *module;
+        return k;
+      }
+      ++stats_.damagedEntries; // recompiled below and overwritten
+    }
+  }
+
+  auto parsed = Target::parse(target);
+  if (!parsed) {
+    k.status_ = rt::Status::failure(llvm::toString(parsed.takeError()));
+    return k;
+  }
+  GenOptions options;
+  options.kernel = kernel;
+  for (auto &[name, value] : params)
+    options.defines[name] = value;
+  auto artifact = compileSource(source, filename, options, *parsed);
+  if (!artifact) {
+    k.status_ = rt::Status::failure(llvm::toString(artifact.takeError()));
+    return k;
+  }
+  ++stats_.compiles;
+  auto module = device_->load(artifact->bytes, artifact->metadata);
+  if (!module) {
+    k.status_ = module.status();
+    return k;
+  }
+  memory_[key] = *module;
+  k.module_ = *module;
+  if (!path.empty()) {
+    // Write then rename: readers never see half a file, and concurrent writers of
+    // the same key race harmlessly (same bytes).
+    rt::Bundle bundle;
+    bundle.entries.push_back({target, artifact->bytes, artifact->metadata});
+    std::string bytes = rt::writeBundle(bundle);
+    static std::atomic<unsigned> counter{0};
+    std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
+                      std::to_string(counter.fetch_add(1));
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0)
+      std::remove(tmp.c_str()); // a full disk only costs the cache entry
+  }
+  return k;
+}
+
+Tensor Session::empty(DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  if (!ok()) {
+    t.status_ = status_;
+    return t;
+  }
+  t.device_ = device_.get();
+  for (int64_t d : t.shape_)
+    if (d < 0) {
+      t.status_ = rt::Status::failure("negative dimension in tensor shape");
+      return t;
+    }
+  auto buffer = device_->allocate(t.numel() * dtypeBytes(dtype));
+  if (!buffer)
+    t.status_ = buffer.status();
+  else
+    t.buffer_ = *buffer;
+  return t;
+}
+
+Tensor Session::upload(const void *host, DType dtype, std::vector<int64_t> shape) {
+  Tensor t = empty(dtype, std::move(shape));
+  if (t.ok())
+    t.status_ = device_->write(t.buffer_, host, t.numel() * dtypeBytes(dtype));
+  return t;
+}
