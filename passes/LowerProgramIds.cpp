@@ -23,6 +23,9 @@ struct LowerProgramIds : kiln::impl::KilnLowerProgramIdsBase<LowerProgramIds> {
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func->hasAttr(kKernelAttr))
         continue;
+      // Argument names served the front end; LLVM translation would warn about them.
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        func.removeArgAttr(i, kArgNameAttr);
       unsigned first = func.getNumArguments();
       for (unsigned i = 0; i < 6; ++i)
         func.insertArgument(first + i, i32, {}, func.getLoc());

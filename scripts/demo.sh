@@ -1,9 +1,36 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, then compile every example kernel
-# and run it on the best device present (the CPU backend in this build), checking
-# each result against a C++ reference.
+# The main job: install what is missing, build, compile every example kernel for
+# every target, then run each one on the best device present (CUDA, HIP, Vulkan,
+# CPU; override with KILN_DEVICE), checked against the CPU backend and timed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-./build/bin/kiln-demo
+
+KILNC=build/bin/kilnc
+RUN=build/bin/kiln-run
+OUT=build/demo
+mkdir -p "$OUT"
+
+echo
+echo "== Compiling examples/*.kiln for every target =="
+printf '%-12s %-14s %-8s %s\n' example target emit bytes
+for f in examples/*.kiln; do
+  name=$(basename "$f" .kiln)
+  for spec in cpu:so cuda:sm_90:ptx amdgpu:gfx942:hsaco vulkan:spirv metal:msl; do
+    emit=${spec##*:}
+    target=${spec%:*}
+    out="$OUT/$name.${target//:/_}.$emit"
+    "$KILNC" "$f" --target="$target" --emit="$emit" -o "$out"
+    printf '%-12s %-14s %-8s %s\n' "$name" "$target" "$emit" "$(stat -c %s "$out")"
+  done
+done
+
+echo
+echo "== Running on the best device, checked against the CPU backend =="
+"$RUN" examples/vector_add.kiln --shape N=4194304 --check --bench
+"$RUN" examples/softmax.kiln --shape M=4096,N=1000 --check --bench
+"$RUN" examples/layernorm.kiln --shape M=4096,N=1000 --arg eps=1e-5 --check --bench
+"$RUN" examples/reduce.kiln --kernel row_sum --shape M=4096,N=1000 --check --bench
+"$RUN" examples/reduce.kiln --kernel col_sum --shape M=4096,N=1000 --check --bench
+"$RUN" examples/matmul.kiln --shape M=256,N=256,K=256 --flops 2*M*N*K --check --bench

@@ -1,0 +1,297 @@
+//===- kiln-run.cpp - run one Kiln kernel on a device, checked and timed ---===//
+//
+//   kiln-run FILE.kiln --kernel NAME [-D N=V]... --shape M=4096,N=1024
+//            [--arg eps=1e-5] [--device cuda|hip|vulkan|cpu] [--check] [--bench]
+//
+// Fills every tensor argument with random data, launches on the device, and with
+// --check runs the same launch through the CPU backend and compares every tensor
+// (tolerances per dtype). --bench times repeated launches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/kiln.h"
+#include "lib/Support/Half.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace kiln;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("kiln-run options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.kiln>"), cl::Required,
+                                      cl::cat(category));
+static cl::opt<std::string> kernelName("kernel", cl::desc("Kernel to run (default: the first)"),
+                                       cl::cat(category));
+static cl::list<std::string> defines("D", cl::desc("Override a param: -D NAME=VALUE"),
+                                     cl::Prefix, cl::cat(category));
+static cl::opt<std::string> shapeSpec("shape", cl::desc("Sizes: M=4096,N=1024"),
+                                      cl::cat(category));
+static cl::list<std::string> scalarArgs("arg", cl::desc("Scalar argument: NAME=VALUE"),
+                                        cl::cat(category));
+static cl::opt<std::string> deviceSpec("device", cl::desc("cuda, hip, vulkan or cpu[:index]"),
+                                       cl::cat(category));
+static cl::opt<bool> check("check", cl::desc("Compare with the CPU backend"), cl::cat(category));
+static cl::opt<bool> bench("bench", cl::desc("Time repeated launches"), cl::cat(category));
+static cl::opt<unsigned> iterations("iterations", cl::desc("Timed launches for --bench"),
+                                    cl::init(20), cl::cat(category));
+static cl::opt<std::string> flopsSpec("flops", cl::desc("FLOPs per launch, e.g. 2*M*N*K"),
+                                      cl::cat(category));
+static cl::opt<unsigned> seed("seed", cl::desc("Random seed for the inputs"), cl::init(1),
+                              cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "kiln-run: error: " << message << "\n";
+  return 1;
+}
+
+/// Relative and absolute tolerances by element type.
+static std::pair<double, double> tolerance(DType dt) {
+  switch (dt) {
+  case DType::F16: return {1e-2, 1e-2};
+  case DType::BF16: return {5e-2, 5e-2};
+  case DType::F32: return {1e-4, 1e-5};
+  case DType::F64: return {1e-10, 1e-12};
+  default: return {0, 0};
+  }
+}
+
+static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
+  const char *p = bytes.data() + i * dtypeBytes(dt);
+  switch (dt) {
+  case DType::I1: return *reinterpret_cast<const uint8_t *>(p) != 0;
+  case DType::I8: return *reinterpret_cast<const int8_t *>(p);
+  case DType::I16: return *reinterpret_cast<const int16_t *>(p);
+  case DType::I32: return *reinterpret_cast<const int32_t *>(p);
+  case DType::I64: return static_cast<double>(*reinterpret_cast<const int64_t *>(p));
+  case DType::F16: return halfBitsToFloat(*reinterpret_cast<const uint16_t *>(p));
+  case DType::BF16: return bf16BitsToFloat(*reinterpret_cast<const uint16_t *>(p));
+  case DType::F32: return *reinterpret_cast<const float *>(p);
+  case DType::F64: return *reinterpret_cast<const double *>(p);
+  }
+  return 0;
+}
+
+static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt19937 &gen) {
+  std::uniform_real_distribution<float> real(-1, 1);
+  std::uniform_int_distribution<int> small(-8, 8);
+  for (int64_t i = 0; i < n; ++i) {
+    char *p = bytes.data() + i * dtypeBytes(dt);
+    switch (dt) {
+    case DType::I1: *reinterpret_cast<uint8_t *>(p) = small(gen) > 0; break;
+    case DType::I8: *reinterpret_cast<int8_t *>(p) = small(gen); break;
+    case DType::I16: *reinterpret_cast<int16_t *>(p) = small(gen); break;
+    case DType::I32: *reinterpret_cast<int32_t *>(p) = small(gen); break;
+    case DType::I64: *reinterpret_cast<int64_t *>(p) = small(gen); break;
+    case DType::F16: *reinterpret_cast<uint16_t *>(p) = floatToHalfBits(real(gen)); break;
+    case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(real(gen)); break;
+    case DType::F32: *reinterpret_cast<float *>(p) = real(gen); break;
+    case DType::F64: *reinterpret_cast<double *>(p) = real(gen); break;
+    }
+  }
+}
+
+/// One launch's host data: tensors (with shapes) and scalars, in argument order.
+struct HostArgs {
+  std::vector<std::vector<char>> tensors;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<rt::Arg> scalars; // isTensor = false entries; tensor slots unused
+};
+
+/// Uploads, launches and downloads; returns the tensors after the launch.
+static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, const HostArgs &in,
+                        std::vector<std::vector<char>> &out, double *msPerLaunch) {
+  std::vector<Tensor> tensors;
+  std::vector<rt::Arg> args;
+  for (size_t i = 0; i < info.args.size(); ++i) {
+    if (!info.args[i].isTensor) {
+      args.push_back(in.scalars[i]);
+      continue;
+    }
+    Tensor t = s.upload(in.tensors[i].data(), info.args[i].dtype, in.shapes[i]);
+    if (!t.ok())
+      return t.status();
+    args.push_back(t.arg());
+    tensors.push_back(t);
+  }
+  if (rt::Status st = k.launch(args); !st)
+    return st;
+  if (msPerLaunch) {
+    for (int w = 0; w < 2; ++w)
+      (void)k.launch(args);
+    std::vector<double> times;
+    for (unsigned it = 0; it < iterations; ++it) {
+      auto a = s.device().record();
+      if (rt::Status st = k.launch(args); !st)
+        return st;
+      auto b = s.device().record();
+      if (!a || !b)
+        return rt::Status::failure("timing failed");
+      times.push_back(b->since(*a));
+    }
+    std::sort(times.begin(), times.end());
+    *msPerLaunch = times[times.size() / 2];
+  }
+  out.clear();
+  size_t t = 0;
+  for (size_t i = 0; i < info.args.size(); ++i) {
+    if (!info.args[i].isTensor) {
+      out.emplace_back();
+      continue;
+    }
+    std::vector<char> bytes(in.tensors[i].size());
+    if (rt::Status st = tensors[t++].download(bytes.data()); !st)
+      return st;
+    out.push_back(std::move(bytes));
+  }
+  return rt::Status::success();
+}
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Run a Kiln kernel on a device\n");
+
+  auto buffer = llvm::MemoryBuffer::getFile(inputFile);
+  if (!buffer)
+    return fail("cannot read '" + inputFile + "'");
+  std::string source = (*buffer)->getBuffer().str();
+  std::map<std::string, std::string> params;
+  for (const std::string &d : defines) {
+    auto [name, value] = llvm::StringRef(d).split('=');
+    if (name.empty() || value.empty())
+      return fail("-D expects NAME=VALUE, got '" + d + "'");
+    params[name.str()] = value.str();
+  }
+  std::map<std::string, int64_t> sizes;
+  for (llvm::StringRef item : llvm::split(shapeSpec, ',')) {
+    if (item.empty())
+      continue;
+    auto [name, value] = item.split('=');
+    long long v;
+    if (name.empty() || value.getAsInteger(10, v) || v < 0)
+      return fail("--shape expects NAME=SIZE,..., got '" + item + "'");
+    sizes[name.str()] = v;
+  }
+
+  std::string kernel = kernelName;
+  if (kernel.empty()) {
+    // The first kernel in the file.
+    size_t at = source.find("kernel ");
+    size_t end = source.find('(', at);
+    if (at == std::string::npos || end == std::string::npos)
+      return fail("no kernel in '" + inputFile + "'");
+    kernel = llvm::StringRef(source).slice(at + 7, end).trim().str();
+  }
+
+  Session session(deviceSpec);
+  if (!session.ok())
+    return fail(session.status().message());
+  Kernel k = session.compile(source, kernel, params, inputFile);
+  if (!k.ok()) {
+    llvm::errs() << k.status().message();
+    return 1;
+  }
+  const KernelInfo &info = *k.info();
+
+  // Inputs: random tensors shaped by --shape, scalars from --arg.
+  std::map<std::string, std::string> scalarValues;
+  for (const std::string &a : scalarArgs) {
+    auto [name, value] = llvm::StringRef(a).split('=');
+    scalarValues[name.str()] = value.str();
+  }
+  std::mt19937 gen(seed);
+  HostArgs in;
+  in.tensors.resize(info.args.size());
+  in.shapes.resize(info.args.size());
+  in.scalars.resize(info.args.size());
+  double bytesMoved = 0;
+  for (size_t i = 0; i < info.args.size(); ++i) {
+    const ArgInfo &a = info.args[i];
+    if (!a.isTensor) {
+      auto it = scalarValues.find(a.name);
+      std::string text = it != scalarValues.end() ? it->second : isFloat(a.dtype) ? "1e-5" : "1";
+      in.scalars[i] = isFloat(a.dtype) ? rt::Arg::floating(std::atof(text.c_str()), a.dtype)
+                                       : rt::Arg::integer(std::atoll(text.c_str()), a.dtype);
+      continue;
+    }
+    int64_t n = 1;
+    for (const std::string &d : a.dims) {
+      int64_t size;
+      if (!d.empty() && isdigit(static_cast<unsigned char>(d[0])))
+        size = std::atoll(d.c_str());
+      else if (auto it = sizes.find(d); it != sizes.end())
+        size = it->second;
+      else
+        return fail("argument '" + a.name + "' needs size '" + d + "'; give it with --shape " +
+                    d + "=...");
+      in.shapes[i].push_back(size);
+      n *= size;
+    }
+    in.tensors[i].resize(n * dtypeBytes(a.dtype));
+    fillRandom(in.tensors[i], a.dtype, n, gen);
+    bytesMoved += static_cast<double>(in.tensors[i].size());
+  }
+
+  std::vector<std::vector<char>> out;
+  double ms = 0;
+  if (rt::Status st = runOn(session, k, info, in, out, bench ? &ms : nullptr); !st)
+    return fail(st.message());
+  llvm::outs() << llvm::formatv("{0} on {1} ({2})", kernel, session.device().name(),
+                                session.device().target());
+
+  int status = 0;
+  if (check) {
+    Session cpu("cpu");
+    Kernel ref = cpu.compile(source, kernel, params, inputFile);
+    std::vector<std::vector<char>> want;
+    if (!ref.ok())
+      return fail(ref.status().message());
+    if (rt::Status st = runOn(cpu, ref, info, in, want, nullptr); !st)
+      return fail("CPU reference: " + st.message());
+    double worst = 0;
+    int64_t bad = 0;
+    for (size_t i = 0; i < info.args.size(); ++i) {
+      if (!info.args[i].isTensor)
+        continue;
+      DType dt = info.args[i].dtype;
+      auto [rtol, atol] = tolerance(dt);
+      int64_t n = static_cast<int64_t>(out[i].size() / dtypeBytes(dt));
+      for (int64_t e = 0; e < n; ++e) {
+        double g = elementAt(out[i], dt, e), w = elementAt(want[i], dt, e);
+        double diff = std::abs(g - w);
+        bool same = diff <= atol + rtol * std::abs(w) || (std::isnan(g) && std::isnan(w));
+        worst = std::max(worst, std::isnan(diff) ? INFINITY : diff);
+        bad += !same;
+      }
+    }
+    llvm::outs() << llvm::formatv("  check vs cpu: {0} (max |diff| {1:e})", bad ? "FAILED" : "ok",
+                                  worst);
+    status = bad ? 1 : 0;
+  }
+  if (bench) {
+    llvm::outs() << llvm::formatv("  {0:f3} ms  {1:f1} GB/s", ms, bytesMoved / ms / 1e6);
+    if (!flopsSpec.empty()) {
+      double flops = 1;
+      for (llvm::StringRef factor : llvm::split(flopsSpec, '*')) {
+        long long v;
+        if (!factor.getAsInteger(10, v))
+          flops *= v;
+        else if (auto it = sizes.find(factor.str()); it != sizes.end())
+          flops *= it->second;
+        else
+          return fail("--flops: unknown size '" + factor + "'");
+      }
+      llvm::outs() << llvm::formatv("  {0:f3} TFLOP/s", flops / ms / 1e9);
+    }
+  }
+  llvm::outs() << "\n";
+  return status;
+}
