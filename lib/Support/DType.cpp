@@ -47,3 +47,18 @@ unsigned kiln::dtypeBits(DType dt) {
   }
   return 0;
 }
+
+const char *kiln::dtypeEnumName(DType dt) {
+  switch (dt) {
+  case DType::I1: return "I1";
+  case DType::I8: return "I8";
+  case DType::I16: return "I16";
+  case DType::I32: return "I32";
+  case DType::I64: return "I64";
+  case DType::F16: return "F16";
+  case DType::BF16: return "BF16";
+  case DType::F32: return "F32";
+  case DType::F64: return "F64";
+  }
+  return "F32";
+}

@@ -1,0 +1,72 @@
+/*===- kiln_rt.h - the C API of kiln-rt ------------------------------------===*
+ *
+ * For programs in C and for other languages' FFIs. Every function returns 0 on
+ * success and -1 on failure; kiln_last_error() then describes the failure (per
+ * thread, valid until the next call on that thread).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RT_H
+#define KILN_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_device kiln_device;
+typedef struct kiln_buffer kiln_buffer;
+typedef struct kiln_module kiln_module;
+
+/* Element types, in kiln::DType order. */
+enum {
+  KILN_I1, KILN_I8, KILN_I16, KILN_I32, KILN_I64,
+  KILN_F16, KILN_BF16, KILN_F32, KILN_F64
+};
+
+typedef enum { KILN_ARG_TENSOR, KILN_ARG_INT, KILN_ARG_FLOAT } kiln_arg_kind;
+
+typedef struct {
+  kiln_arg_kind kind;
+  int dtype;                 /* KILN_* */
+  /* tensors */
+  const kiln_buffer *buffer;
+  int rank;
+  const int64_t *sizes;
+  const int64_t *strides;    /* in elements; NULL for dense row-major */
+  int64_t offset;            /* in elements */
+  /* scalars */
+  int64_t int_value;
+  double float_value;
+} kiln_arg;
+
+const char *kiln_last_error(void);
+
+/* spec: "cuda", "hip", "vulkan", "cpu" (optionally ":index"), or NULL/"" for
+ * KILN_DEVICE or the best device present. */
+int kiln_device_open(const char *spec, kiln_device **out);
+void kiln_device_close(kiln_device *device);
+/* The kilnc target for this device, e.g. "vulkan:1.3"; owned by the device. */
+const char *kiln_device_target(const kiln_device *device);
+
+int kiln_buffer_alloc(kiln_device *device, size_t bytes, kiln_buffer **out);
+void kiln_buffer_free(kiln_buffer *buffer);
+int kiln_buffer_write(kiln_device *device, kiln_buffer *buffer, const void *data, size_t bytes);
+int kiln_buffer_read(kiln_device *device, const kiln_buffer *buffer, void *data, size_t bytes);
+
+int kiln_module_load(kiln_device *device, const void *binary, size_t size,
+                     const char *metadata_json, kiln_module **out);
+int kiln_module_load_bundle(kiln_device *device, const void *bundle, size_t size,
+                            kiln_module **out);
+void kiln_module_free(kiln_module *module);
+
+int kiln_launch(kiln_device *device, const kiln_module *module, const char *kernel,
+                const kiln_arg *args, int num_args);
+int kiln_synchronize(kiln_device *device);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RT_H */

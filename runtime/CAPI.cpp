@@ -1,0 +1,116 @@
+//===- CAPI.cpp - the C API of kiln-rt ------------------------------------===//
+
+#include "kiln/kiln_rt.h"
+
+#include "kiln/Runtime.h"
+
+#include <string>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+struct kiln_device {
+  std::shared_ptr<Device> device;
+  std::string target;
+};
+struct kiln_buffer {
+  Buffer buffer;
+};
+struct kiln_module {
+  Module module;
+};
+
+static thread_local std::string lastError;
+
+static int report(const Status &s) {
+  if (s)
+    return 0;
+  lastError = s.message();
+  return -1;
+}
+
+const char *kiln_last_error(void) { return lastError.c_str(); }
+
+int kiln_device_open(const char *spec, kiln_device **out) {
+  auto d = Device::open(spec ? spec : "");
+  if (!d)
+    return report(d.status());
+  *out = new kiln_device{*d, (*d)->target()};
+  return 0;
+}
+
+void kiln_device_close(kiln_device *device) { delete device; }
+const char *kiln_device_target(const kiln_device *device) { return device->target.c_str(); }
+
+int kiln_buffer_alloc(kiln_device *device, size_t bytes, kiln_buffer **out) {
+  auto b = device->device->allocate(bytes);
+  if (!b)
+    return report(b.status());
+  *out = new kiln_buffer{*b};
+  return 0;
+}
+
+void kiln_buffer_free(kiln_buffer *buffer) { delete buffer; }
+
+int kiln_buffer_write(kiln_device *device, kiln_buffer *buffer, const void *data, size_t bytes) {
+  return report(device->device->write(buffer->buffer, data, bytes));
+}
+
+int kiln_buffer_read(kiln_device *device, const kiln_buffer *buffer, void *data, size_t bytes) {
+  return report(device->device->read(buffer->buffer, data, bytes));
+}
+
+int kiln_module_load(kiln_device *device, const void *binary, size_t size,
+                     const char *metadata_json, kiln_module **out) {
+  auto m = device->device->load(std::string(static_cast<const char *>(binary), size),
+                                metadata_json ? metadata_json : "");
+  if (!m)
+    return report(m.status());
+  *out = new kiln_module{*m};
+  return 0;
+}
+
+int kiln_module_load_bundle(kiln_device *device, const void *bundle, size_t size,
+                            kiln_module **out) {
+  auto m = device->device->loadBundle(std::string(static_cast<const char *>(bundle), size));
+  if (!m)
+    return report(m.status());
+  *out = new kiln_module{*m};
+  return 0;
+}
+
+void kiln_module_free(kiln_module *module) { delete module; }
+
+int kiln_launch(kiln_device *device, const kiln_module *module, const char *kernel,
+                const kiln_arg *args, int num_args) {
+  if (num_args < 0 || (num_args > 0 && !args))
+    return report(Status::failure("bad argument list"));
+  std::vector<Arg> list;
+  for (int i = 0; i < num_args; ++i) {
+    const kiln_arg &a = args[i];
+    if (a.dtype < KILN_I1 || a.dtype > KILN_F64)
+      return report(Status::failure("argument " + std::to_string(i) + " has an unknown dtype " +
+                                    std::to_string(a.dtype)));
+    DType dt = static_cast<DType>(a.dtype);
+    switch (a.kind) {
+    case KILN_ARG_TENSOR: {
+      if (!a.buffer || a.rank < 0 || (a.rank > 0 && !a.sizes))
+        return report(Status::failure("tensor argument " + std::to_string(i) +
+                                      " needs a buffer and sizes"));
+      std::vector<int64_t> sizes(a.sizes, a.sizes + a.rank);
+      if (a.strides)
+        list.push_back(Arg::strided(a.buffer->buffer, dt, sizes,
+                                    std::vector<int64_t>(a.strides, a.strides + a.rank), a.offset));
+      else
+        list.push_back(Arg::tensor(a.buffer->buffer, dt, sizes));
+      break;
+    }
+    case KILN_ARG_INT: list.push_back(Arg::integer(a.int_value, dt)); break;
+    case KILN_ARG_FLOAT: list.push_back(Arg::floating(a.float_value, dt)); break;
+    default: return report(Status::failure("argument " + std::to_string(i) + " has an unknown kind"));
+    }
+  }
+  return report(device->device->launch(module->module, kernel ? kernel : "", list));
+}
+
+int kiln_synchronize(kiln_device *device) { return report(device->device->synchronize()); }

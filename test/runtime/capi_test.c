@@ -1,0 +1,95 @@
+/* The C API from C: vector_add on the CPU and, when present, on Vulkan. */
+#include "kiln/kiln_rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *slurp(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  *size = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *data = malloc(*size + 1);
+  if (fread(data, 1, *size, f) != *size) {
+    fclose(f);
+    free(data);
+    return NULL;
+  }
+  data[*size] = 0;
+  fclose(f);
+  return data;
+}
+
+static int run(const char *spec, const char *ext) {
+  kiln_device *device;
+  if (kiln_device_open(spec, &device) != 0) {
+    printf("skip %s: %s\n", spec, kiln_last_error());
+    return 0;
+  }
+  char path[1024], meta[1100];
+  snprintf(path, sizeof path, "%s/vector_add.%s.%s", KILN_KERNELS_DIR, spec, ext);
+  snprintf(meta, sizeof meta, "%s.json", path);
+  size_t binSize, metaSize;
+  char *bin = slurp(path, &binSize), *json = slurp(meta, &metaSize);
+  kiln_module *module;
+  if (!bin || !json || kiln_module_load(device, bin, binSize, json, &module) != 0) {
+    printf("FAIL load %s: %s\n", spec, kiln_last_error());
+    return 1;
+  }
+  enum { N = 1000 };
+  float x[N], y[N], z[N];
+  for (int i = 0; i < N; ++i) {
+    x[i] = (float)i;
+    y[i] = 0.5f * (float)i;
+  }
+  kiln_buffer *bx, *by, *bz;
+  kiln_buffer_alloc(device, sizeof x, &bx);
+  kiln_buffer_alloc(device, sizeof y, &by);
+  kiln_buffer_alloc(device, sizeof z, &bz);
+  kiln_buffer_write(device, bx, x, sizeof x);
+  kiln_buffer_write(device, by, y, sizeof y);
+  int64_t n = N;
+  kiln_arg args[3];
+  memset(args, 0, sizeof args);
+  kiln_buffer *bufs[3] = {bx, by, bz};
+  for (int i = 0; i < 3; ++i) {
+    args[i].kind = KILN_ARG_TENSOR;
+    args[i].dtype = KILN_F32;
+    args[i].buffer = bufs[i];
+    args[i].rank = 1;
+    args[i].sizes = &n;
+  }
+  int failed = 0;
+  if (kiln_launch(device, module, "vector_add", args, 3) != 0 ||
+      kiln_buffer_read(device, bz, z, sizeof z) != 0) {
+    printf("FAIL launch %s: %s\n", spec, kiln_last_error());
+    failed = 1;
+  }
+  for (int i = 0; i < N && !failed; ++i)
+    if (z[i] != 1.5f * (float)i) {
+      printf("FAIL %s: z[%d] = %g\n", spec, i, z[i]);
+      failed = 1;
+    }
+  /* A wrong dtype is an error, with a message. */
+  args[0].dtype = KILN_F16;
+  if (kiln_launch(device, module, "vector_add", args, 3) == 0 ||
+      !strstr(kiln_last_error(), "argument 'x' has dtype f16")) {
+    printf("FAIL %s: wrong dtype accepted or message wrong: %s\n", spec, kiln_last_error());
+    failed = 1;
+  }
+  kiln_buffer_free(bx);
+  kiln_buffer_free(by);
+  kiln_buffer_free(bz);
+  kiln_module_free(module);
+  kiln_device_close(device);
+  free(bin);
+  free(json);
+  if (!failed)
+    printf("ok %s\n", spec);
+  return failed;
+}
+
+int main(void) { return run("cpu", "so") + run("vulkan", "spv"); }
