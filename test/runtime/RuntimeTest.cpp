@@ -13,7 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -21,6 +23,13 @@ using namespace kiln;
 using namespace kiln::rt;
 
 namespace {
+
+/// Where kilnc put the test kernels; KILN_KERNELS_DIR overrides the build path, so
+/// the binary can run on a machine that only received a copy (scripts/gpu-check.sh).
+std::string kernelsDir() {
+  const char *env = std::getenv("KILN_KERNELS_DIR");
+  return env ? env : KILN_KERNELS_DIR;
+}
 
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -60,8 +69,9 @@ protected:
   }
 
   Module load(const std::string &name) {
-    std::string ext = GetParam() == "cpu" ? "so" : "spv";
-    std::string base = std::string(KILN_KERNELS_DIR) + "/" + name + "." + GetParam() + "." + ext;
+    static const std::map<std::string, std::string> ext = {
+        {"cpu", "so"}, {"vulkan", "spv"}, {"cuda", "ptx"}, {"hip", "hsaco"}};
+    std::string base = kernelsDir() + "/" + name + "." + GetParam() + "." + ext.at(GetParam());
     auto m = device->load(readFile(base), readFile(base + ".json"));
     EXPECT_TRUE(m.ok()) << m.status().message();
     return m.ok() ? *m : Module();
@@ -222,7 +232,7 @@ TEST_P(OnDevice, LaunchRejectsBadArguments) {
 
 TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
   std::string other = GetParam() == "cpu" ? "vector_add.vulkan.spv" : "vector_add.cpu.so";
-  std::string base = std::string(KILN_KERNELS_DIR) + "/" + other;
+  std::string base = kernelsDir() + "/" + other;
   auto wrong = device->load(readFile(base), readFile(base + ".json"));
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("module was compiled for"), std::string::npos)
@@ -232,7 +242,7 @@ TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
   EXPECT_NE(badJson.status().message().find("invalid JSON"), std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan"),
+INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
 
 TEST(Bundle, RoundTripAndDamage) {
