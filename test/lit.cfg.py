@@ -32,3 +32,14 @@ for tool in ["spirv-val", "spirv-dis"]:
 if os.path.exists("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc") or \
         os.path.exists(os.path.join(os.environ.get("ROCM_PATH", "/nonexistent"), "amdgcn/bitcode/ocml.bc")):
     config.available_features.add("rocm-device-libs")
+
+# A Vulkan device (lavapipe on CPU-only machines) for the tests that run kernels.
+import subprocess
+try:
+    if subprocess.run(["vulkaninfo", "--summary"], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL, timeout=60).returncode == 0:
+        config.available_features.add("vulkan")
+except (OSError, subprocess.TimeoutExpired):
+    pass
+# Kernel caches of the tests stay inside the build tree.
+config.environment["KILN_CACHE_DIR"] = os.path.join(config.kiln_obj_root, "test", "kiln-cache")
