@@ -155,4 +155,13 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   }];
 }
 
+def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mlir::ModuleOp"> {
+  let summary = "Drop descriptor bindings from push-constant variables";
+  let description = [{
+    `spirv-lower-abi-attrs` gives every entry-point argument a descriptor set and
+    binding. Vulkan forbids them on push-constant variables (the block Kiln passes
+    sizes, strides and scalars in), so this pass removes them after the lowering.
+  }];
+}
+
 #endif // KILN_PASSES_TD

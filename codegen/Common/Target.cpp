@@ -149,7 +149,8 @@ std::string kiln::devicePipeline(const Target &target) {
     return llvm::formatv("kiln-attach-spirv-target{{client={0}},kiln-approximate-math,"
                          "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
                          "convert-gpu-to-spirv,"
-                         "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)",
+                         "spirv.module(spirv-lower-abi-attrs,spirv-update-vce),"
+                         "kiln-spirv-unbind-push-constants",
                          target.chip)
         .str();
   case Target::Kind::CPU:
@@ -253,9 +254,14 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
   llvm::json::Object root{
       {"target", target.str()},
       {"abi", target.isGPU()
-                  ? "one program per block; each tensor argument is passed as its base "
-                    "pointer followed by its sizes (i32) and strides (i32, in elements); "
-                    "i1 scalars are passed as i32"
+                  ? (target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal
+                         ? "one program per workgroup; each tensor argument is a storage buffer "
+                           "binding in set 0, in order; its sizes and strides (i32, elements) and "
+                           "every scalar argument are push constants: 32-bit words in argument "
+                           "order, 64-bit scalars as two words, low first"
+                         : "one program per block; each tensor argument is passed as its base "
+                           "pointer followed by its sizes (i32) and strides (i32, in elements); "
+                           "i1 scalars are passed as i32")
                   : "the _mlir_<kernel> entry takes a void** of argument pointers; tensors "
                     "expand to memref descriptors; six i32 program coordinates follow"},
       {"kernels", std::move(list)}};

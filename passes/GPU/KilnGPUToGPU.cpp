@@ -140,22 +140,66 @@ static Type storageOf(Type elementType) {
   return elementType.isInteger(1) ? IntegerType::get(elementType.getContext(), 8) : elementType;
 }
 
+int64_t kiln::gpu::pushConstantWords(TypeRange kernelArgs) {
+  int64_t words = 0;
+  for (Type t : kernelArgs) {
+    if (auto mem = dyn_cast<MemRefType>(t))
+      words += 2 * mem.getRank(); // sizes, then strides
+    else
+      words += t.getIntOrFloatBitWidth() > 32 ? 2 : 1;
+  }
+  return words;
+}
+
 SmallVector<Type> ThreadEmitter::abiTypes(TypeRange kernelArgs, MemoryModel memory,
                                           MLIRContext *ctx) {
   SmallVector<Type> types;
   auto i32Type = IntegerType::get(ctx, 32);
   for (Type t : kernelArgs) {
     if (auto mem = dyn_cast<MemRefType>(t)) {
-      if (memory == MemoryModel::LLVMPointers)
+      if (memory == MemoryModel::LLVMPointers) {
         types.push_back(LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1));
-      else
+        types.append(2 * mem.getRank(), i32Type); // sizes, then strides
+      } else {
         types.push_back(MemRefType::get({ShapedType::kDynamic}, storageOf(mem.getElementType())));
-      types.append(2 * mem.getRank(), i32Type); // sizes, then strides
-    } else {
+      }
+    } else if (memory == MemoryModel::LLVMPointers) {
       types.push_back(t.isInteger(1) ? i32Type : t); // bools travel as i32
     }
   }
+  // Vulkan: every size, stride and scalar travels in one block of push constants.
+  if (memory == MemoryModel::SPIRVBuffers)
+    if (int64_t words = pushConstantWords(kernelArgs))
+      types.push_back(MemRefType::get(
+          {words}, i32Type, AffineMap(),
+          spirv::StorageClassAttr::get(ctx, spirv::StorageClass::PushConstant)));
   return types;
+}
+
+Value ThreadEmitter::decodeWords(Value block, int64_t &word, Type type) {
+  auto read = [&]() -> Value {
+    Value index = b.create<arith::ConstantIndexOp>(loc, word++);
+    return b.create<memref::LoadOp>(loc, block, index);
+  };
+  if (type.getIntOrFloatBitWidth() > 32) {
+    // Two words, low first.
+    Value lo = b.create<arith::ExtUIOp>(loc, b.getI64Type(), read());
+    Value hi = b.create<arith::ExtUIOp>(loc, b.getI64Type(), read());
+    Value v = b.create<arith::OrIOp>(
+        loc, lo, b.create<arith::ShLIOp>(loc, hi, b.create<arith::ConstantIntOp>(loc, 32, 64)));
+    return type.isF64() ? (Value)b.create<arith::BitcastOp>(loc, type, v) : v;
+  }
+  Value v = read();
+  if (type.isInteger(1))
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
+  if (type.isF32())
+    return b.create<arith::BitcastOp>(loc, type, v);
+  if (type.getIntOrFloatBitWidth() < 32) {
+    auto narrow = b.getIntegerType(type.getIntOrFloatBitWidth());
+    Value n = b.create<arith::TruncIOp>(loc, narrow, v);
+    return isa<FloatType>(type) ? (Value)b.create<arith::BitcastOp>(loc, type, n) : n;
+  }
+  return v;
 }
 
 //===----------------------------------------------------------------------===//
@@ -170,6 +214,14 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       loc, b.getI32Type(), b.create<mlir::gpu::ThreadIdOp>(loc, mlir::gpu::Dimension::x));
 
   unsigned next = 0;
+  bool pushed = memory == MemoryModel::SPIRVBuffers;
+  Value pushBlock = pushed && pushConstantWords(kernel.getArgumentTypes())
+                        ? entry.getArgument(entry.getNumArguments() - 1)
+                        : Value();
+  int64_t word = 0;
+  auto scalarArg = [&](Type type) -> Value {
+    return pushed ? decodeWords(pushBlock, word, type) : entry.getArgument(next++);
+  };
   for (BlockArgument arg : kernel.getArguments()) {
     if (auto mem = dyn_cast<MemRefType>(arg.getType())) {
       TensorArg t;
@@ -177,14 +229,15 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       t.elementType = mem.getElementType();
       t.storageType = storageOf(mem.getElementType());
       for (int64_t d = 0; d < mem.getRank(); ++d)
-        t.sizes.push_back(entry.getArgument(next++));
+        t.sizes.push_back(scalarArg(b.getI32Type()));
       for (int64_t d = 0; d < mem.getRank(); ++d)
-        t.strides.push_back(entry.getArgument(next++));
+        t.strides.push_back(scalarArg(b.getI32Type()));
       tensors[arg] = t;
       continue;
     }
-    Value v = entry.getArgument(next++);
-    if (arg.getType().isInteger(1))
+    Value v = scalarArg(pushed ? arg.getType() : arg.getType().isInteger(1) ? b.getI32Type()
+                                                                             : arg.getType());
+    if (!pushed && arg.getType().isInteger(1))
       v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
     scalars.map(arg, v);
   }
@@ -417,6 +470,14 @@ struct ConvertKilnGPUToGPUPass
       if (model == MemoryModel::LLVMPointers)
         workgroup = sharedBufferTypes(kernel, mlir::gpu::AddressSpaceAttr::get(
                                                   ctx, mlir::gpu::AddressSpace::Workgroup));
+      if (model == MemoryModel::SPIRVBuffers &&
+          pushConstantWords(kernel.getArgumentTypes()) > kMaxPushConstantWords) {
+        kernel.emitError() << "kernel '" << kernel.getName() << "' passes "
+                           << pushConstantWords(kernel.getArgumentTypes()) * 4
+                           << " bytes of sizes, strides and scalars; Vulkan guarantees "
+                           << kMaxPushConstantWords * 4 << " bytes of push constants";
+        return signalPassFailure();
+      }
       atModuleEnd();
       auto func = b.create<mlir::gpu::GPUFuncOp>(
           kernel.getLoc(), kernel.getName(),

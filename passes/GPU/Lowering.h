@@ -39,6 +39,12 @@ struct TensorArg {
 llvm::SmallVector<mlir::Type> sharedBufferTypes(mlir::func::FuncOp kernel,
                                                 mlir::Attribute memorySpace);
 
+/// SPIR-V kernels receive every size, stride and scalar argument in one block of
+/// push constants, as 32-bit words (64-bit values take two, low first).
+int64_t pushConstantWords(mlir::TypeRange kernelArgs);
+/// The push-constant space every Vulkan device provides (128 bytes).
+inline constexpr int64_t kMaxPushConstantWords = 32;
+
 /// A tile as one thread sees it: the registers it holds, one scalar each.
 using Registers = llvm::SmallVector<mlir::Value>;
 
@@ -73,6 +79,9 @@ private:
   mlir::LogicalResult emitElementwise(mlir::Operation *op);
   void emitArange(ArangeOp op);
   void emitSplat(SplatOp op);
+
+  /// Reads a value of `type` from the push-constant block at `word`, advancing it.
+  mlir::Value decodeWords(mlir::Value block, int64_t &word, mlir::Type type);
 
   // MemoryToGPU.cpp
   mlir::LogicalResult emitLoad(mlir::Operation *op);

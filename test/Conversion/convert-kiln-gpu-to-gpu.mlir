@@ -25,9 +25,14 @@
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> f32
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
 // CHECK: gpu.return
-// SPIRV: gpu.func @copy(%{{.*}}: memref<?xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: memref<?xf32>, %{{.*}}: i32, %{{.*}}: i32) kernel
+// On SPIR-V, tensors are buffers and all sizes and strides share one push-constant
+// block of i32 words: x's size and stride, then y's.
+// SPIRV: gpu.func @copy(%[[SX:.*]]: memref<?xf32>, %[[SY:.*]]: memref<?xf32>, %[[PC:.*]]: memref<4xi32, #spirv.storage_class<PushConstant>>) kernel
+// SPIRV: %[[C0:.*]] = arith.constant 0 : index
+// SPIRV: %[[NX:.*]] = memref.load %[[PC]][%[[C0]]]
 // SPIRV-NOT: vector<4xf32>
-// SPIRV: memref.load
+// SPIRV: arith.cmpi ult, %{{.*}}, %[[NX]] : i32
+// SPIRV: memref.load %[[SX]]
 func.func @copy(%x: !mem, %y: !mem) attributes {kiln.kernel, kiln_gpu.threads = 32 : i32} {
   %i = kiln.arange 0, 256 : tensor<256xi32, #l>
   %v = kiln.load %x[%i] : !mem[tensor<256xi32, #l>] -> tensor<256xf32, #l>

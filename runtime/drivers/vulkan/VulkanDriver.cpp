@@ -1,9 +1,9 @@
 //===- VulkanDriver.cpp - kiln-rt on Vulkan compute ------------------------===//
 //
-// Kernels are SPIR-V compute shaders from `kilnc --target=vulkan`. Every kernel
-// argument is one storage-buffer binding in set 0, in order: a tensor's elements,
-// then its sizes and strides (i32 each), and each scalar. Scalars of one launch
-// share one small host-visible buffer, bound at aligned offsets.
+// Kernels are SPIR-V compute shaders from `kilnc --target=vulkan`. Each tensor
+// argument is one storage-buffer binding in set 0, in argument order; every size,
+// stride (i32) and scalar argument travels in one block of push constants, as
+// 32-bit words in argument order (64-bit scalars take two, low word first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 using namespace kiln;
 using namespace kiln::rt;
@@ -40,14 +41,21 @@ struct Pipeline {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t bindings = 0;
+  uint32_t pushBytes = 0;
 };
 
-/// The number of bindings a kernel's arguments take.
-uint32_t bindingCount(const KernelInfo &k) {
-  uint32_t n = 0;
-  for (const ArgInfo &a : k.args)
-    n += a.isTensor ? 1 + 2 * static_cast<uint32_t>(a.dims.size()) : 1;
-  return n;
+/// Storage-buffer bindings (one per tensor) and push-constant bytes of a kernel.
+std::pair<uint32_t, uint32_t> kernelABI(const KernelInfo &k) {
+  uint32_t bindings = 0, words = 0;
+  for (const ArgInfo &a : k.args) {
+    if (a.isTensor) {
+      ++bindings;
+      words += 2 * static_cast<uint32_t>(a.dims.size());
+    } else {
+      words += dtypeBits(a.dtype) > 32 ? 2 : 1;
+    }
+  }
+  return {bindings, words * 4};
 }
 
 class VulkanDriver;
@@ -245,7 +253,11 @@ public:
     module->driver = this;
     for (const KernelInfo &k : metadata.kernels) {
       Pipeline p;
-      p.bindings = bindingCount(k);
+      std::tie(p.bindings, p.pushBytes) = kernelABI(k);
+      if (p.pushBytes > props.limits.maxPushConstantsSize)
+        return Status::failure("kernel '" + k.name + "' needs " + std::to_string(p.pushBytes) +
+                               " bytes of push constants; " + name() + " allows " +
+                               std::to_string(props.limits.maxPushConstantsSize));
       if (p.bindings > props.limits.maxPerStageDescriptorStorageBuffers)
         return Status::failure("kernel '" + k.name + "' needs " + std::to_string(p.bindings) +
                                " storage buffers; " + name() + " allows " +
@@ -266,6 +278,11 @@ public:
       VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
       pli.setLayoutCount = 1;
       pli.pSetLayouts = &p.setLayout;
+      VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes};
+      if (p.pushBytes) {
+        pli.pushConstantRangeCount = 1;
+        pli.pPushConstantRanges = &range;
+      }
       vkCreatePipelineLayout(device, &pli, nullptr, &p.layout);
       VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
       cpi.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
@@ -304,19 +321,15 @@ public:
                                name() + "'s limit of " +
                                std::to_string(props.limits.maxComputeWorkGroupCount[d]));
 
-    // Scalars (sizes, strides, scalar arguments) go to one parameter buffer.
-    size_t align = std::max<size_t>(16, props.limits.minStorageBufferOffsetAlignment);
-    struct Binding {
-      VkBuf *buffer;
-      size_t offset, range;
-    };
-    std::vector<Binding> bindings;
-    std::string params;
-    auto addScalar = [&](const void *bytes, size_t n) {
-      size_t at = (params.size() + align - 1) / align * align;
-      params.resize(at + std::max<size_t>(n, 16), '\0');
-      std::memcpy(&params[at], bytes, n);
-      bindings.push_back({nullptr, at, std::max<size_t>(n, 4)});
+    // Tensors bind storage buffers; sizes, strides and scalars become push constants.
+    std::vector<VkDescriptorBufferInfo> infos;
+    std::vector<uint32_t> words;
+    auto pushScalar = [&](const void *bytes, size_t n) {
+      uint32_t w[2] = {0, 0};
+      std::memcpy(w, bytes, n);
+      words.push_back(w[0]);
+      if (n > 4)
+        words.push_back(w[1]);
     };
     for (const LaunchArg &a : args) {
       if (a.info->isTensor) {
@@ -326,65 +339,47 @@ public:
                                  "' starts " + std::to_string(byteOffset) +
                                  " bytes into its buffer; Vulkan needs a multiple of " +
                                  std::to_string(props.limits.minStorageBufferOffsetAlignment));
-        auto *buf = static_cast<VkBuf *>(a.buffer);
-        bindings.push_back({buf, byteOffset, VK_WHOLE_SIZE});
-        for (int64_t s : a.sizes) {
-          int32_t v = static_cast<int32_t>(s);
-          addScalar(&v, 4);
-        }
-        for (int64_t s : a.strides) {
-          int32_t v = static_cast<int32_t>(s);
-          addScalar(&v, 4);
-        }
+        infos.push_back({static_cast<VkBuf *>(a.buffer)->buffer, byteOffset, VK_WHOLE_SIZE});
+        for (int64_t s : a.sizes)
+          words.push_back(static_cast<uint32_t>(s));
+        for (int64_t s : a.strides)
+          words.push_back(static_cast<uint32_t>(s));
         continue;
       }
       switch (a.info->dtype) {
-      case DType::I1:
+      case DType::I1: {
+        uint32_t v = a.scalar.i != 0;
+        pushScalar(&v, 4);
+        break;
+      }
+      case DType::I8:
+      case DType::I16:
       case DType::I32: {
         int32_t v = static_cast<int32_t>(a.scalar.i);
-        addScalar(&v, 4);
+        pushScalar(&v, 4);
         break;
       }
-      case DType::I8: {
-        int8_t v = static_cast<int8_t>(a.scalar.i);
-        addScalar(&v, 1);
-        break;
-      }
-      case DType::I16: {
-        int16_t v = static_cast<int16_t>(a.scalar.i);
-        addScalar(&v, 2);
-        break;
-      }
-      case DType::I64: addScalar(&a.scalar.i, 8); break;
+      case DType::I64: pushScalar(&a.scalar.i, 8); break;
       case DType::F16: {
-        uint16_t v = floatToHalfBits(static_cast<float>(a.scalar.f));
-        addScalar(&v, 2);
+        uint32_t v = floatToHalfBits(static_cast<float>(a.scalar.f));
+        pushScalar(&v, 4);
         break;
       }
       case DType::BF16:
         return Status::failure("bf16 arguments are not supported on Vulkan");
       case DType::F32: {
         float v = static_cast<float>(a.scalar.f);
-        addScalar(&v, 4);
+        pushScalar(&v, 4);
         break;
       }
-      case DType::F64: addScalar(&a.scalar.f, 8); break;
+      case DType::F64: pushScalar(&a.scalar.f, 8); break;
       }
     }
-    if (bindings.size() != p.bindings)
-      return Status::failure("kernel '" + kernel.name + "': metadata describes " +
-                             std::to_string(bindings.size()) + " bindings, the pipeline " +
-                             std::to_string(p.bindings));
-    VkBuf *paramBuffer = nullptr;
-    if (!params.empty()) {
-      auto pb = createBuffer(params.size());
-      if (!pb)
-        return pb.status();
-      paramBuffer = *pb;
-      std::memcpy(paramBuffer->mapped, params.data(), params.size());
-    }
+    if (infos.size() != p.bindings || words.size() * 4 != p.pushBytes)
+      return Status::failure("kernel '" + kernel.name + "': the arguments do not match the "
+                             "pipeline's bindings and push constants");
 
-    VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, p.bindings};
+    VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(1u, p.bindings)};
     VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     dpi.maxSets = 1;
     dpi.poolSizeCount = 1;
@@ -397,11 +392,8 @@ public:
     dsai.pSetLayouts = &p.setLayout;
     VkDescriptorSet set;
     vkAllocateDescriptorSets(device, &dsai, &set);
-    std::vector<VkDescriptorBufferInfo> infos(bindings.size());
-    std::vector<VkWriteDescriptorSet> writes(bindings.size());
-    for (size_t i = 0; i < bindings.size(); ++i) {
-      VkBuf *buf = bindings[i].buffer ? bindings[i].buffer : paramBuffer;
-      infos[i] = {buf->buffer, bindings[i].offset, bindings[i].range};
+    std::vector<VkWriteDescriptorSet> writes(infos.size());
+    for (size_t i = 0; i < infos.size(); ++i) {
       writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
       writes[i].dstSet = set;
       writes[i].dstBinding = static_cast<uint32_t>(i);
@@ -422,6 +414,8 @@ public:
     vkBeginCommandBuffer(cmd, &begin);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    if (p.pushBytes)
+      vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes, words.data());
     vkCmdDispatch(cmd, static_cast<uint32_t>(grid[0]), static_cast<uint32_t>(grid[1]),
                   static_cast<uint32_t>(grid[2]));
     vkEndCommandBuffer(cmd);
@@ -437,7 +431,6 @@ public:
     vkDestroyFence(device, fence, nullptr);
     vkFreeCommandBuffers(device, commandPool, 1, &cmd);
     vkDestroyDescriptorPool(device, pool, nullptr);
-    destroyBuffer(paramBuffer);
     if (r == VK_ERROR_DEVICE_LOST)
       return Status::failure("kernel '" + kernel.name + "' faulted: the Vulkan device was lost");
     if (r != VK_SUCCESS)
