@@ -8,8 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Driver.h"
-
-#include "lib/Support/Half.h"
+#include "runtime/drivers/KernelParams.h"
 
 #include <chrono>
 #include <cstring>
@@ -202,36 +201,9 @@ public:
                                std::to_string(grid[d]) + " programs along axis " +
                                std::to_string(d) + " exceeds the device limit " +
                                std::to_string(maxGrid[d]));
-    // Parameter storage: 8 bytes per parameter, in kernel order.
-    std::vector<uint64_t> storage;
-    for (const LaunchArg &a : args) {
-      if (a.info->isTensor) {
-        storage.push_back(reinterpret_cast<CUdeviceptr>(a.buffer) +
-                          a.offset * dtypeBytes(a.info->dtype));
-        for (int64_t s : a.sizes)
-          storage.push_back(static_cast<uint32_t>(s));
-        for (int64_t s : a.strides)
-          storage.push_back(static_cast<uint32_t>(s));
-        continue;
-      }
-      uint64_t word = 0;
-      switch (a.info->dtype) {
-      case DType::F32: {
-        float f = static_cast<float>(a.scalar.f);
-        std::memcpy(&word, &f, 4);
-        break;
-      }
-      case DType::F64: std::memcpy(&word, &a.scalar.f, 8); break;
-      case DType::F16: word = floatToHalfBits(static_cast<float>(a.scalar.f)); break;
-      case DType::BF16: word = floatToBF16Bits(static_cast<float>(a.scalar.f)); break;
-      case DType::I1: word = a.scalar.i != 0; break;
-      default: word = static_cast<uint64_t>(a.scalar.i); break;
-      }
-      storage.push_back(word);
-    }
-    std::vector<void *> params;
-    for (uint64_t &w : storage)
-      params.push_back(&w);
+    std::vector<uint64_t> storage = packKernelParams(
+        args, [](void *buffer) { return reinterpret_cast<CUdeviceptr>(buffer); });
+    std::vector<void *> params = paramPointers(storage);
     return check(api.cuLaunchKernel(module->functions.at(kernel.name),
                                     static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
                                     static_cast<unsigned>(grid[2]),

@@ -1,20 +1,241 @@
-//===- HIPDriver.cpp - kiln-rt on AMD GPUs (not yet available) ------------===//
+//===- HIPDriver.cpp - kiln-rt on AMD GPUs through the HIP module API ------===//
+//
+// libamdhip64 is opened at run time. Modules are hsaco code objects from
+// `kilnc --target=amdgpu:gfxNNN --emit=hsaco`. The device's gfx target comes from
+// the KFD topology in sysfs (KILN_HIP_ARCH overrides it).
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/Driver.h"
+#include "runtime/drivers/KernelParams.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fstream>
+#include <map>
+#include <sstream>
 
+using namespace kiln;
 using namespace kiln::rt;
 
-std::unique_ptr<Driver> kiln::rt::openHIP(int index, std::string &why) {
-  // Report what the machine has, so `Device::available()` and error messages are
-  // accurate; launching hsaco through HIP is not implemented in this version.
-  void *lib = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    why = "libamdhip64.so not found (no ROCm HIP runtime on this machine)";
-    return nullptr;
+namespace {
+
+using hipError = int;
+
+struct HipApi {
+  void *lib = nullptr;
+  hipError (*hipInit)(unsigned);
+  hipError (*hipGetDeviceCount)(int *);
+  hipError (*hipSetDevice)(int);
+  hipError (*hipDeviceGetName)(char *, int, int);
+  hipError (*hipMalloc)(void **, size_t);
+  hipError (*hipFree)(void *);
+  hipError (*hipMemcpyHtoD)(void *, const void *, size_t);
+  hipError (*hipMemcpyDtoH)(void *, void *, size_t);
+  hipError (*hipModuleLoadData)(void **, const void *);
+  hipError (*hipModuleUnload)(void *);
+  hipError (*hipModuleGetFunction)(void **, void *, const char *);
+  hipError (*hipModuleLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    unsigned, unsigned, void *, void **, void **);
+  hipError (*hipDeviceSynchronize)();
+  const char *(*hipGetErrorString)(hipError);
+
+  bool load(std::string &why) {
+    for (const char *name : {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"})
+      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!lib) {
+      why = "libamdhip64.so not found (no ROCm HIP runtime on this machine)";
+      return false;
+    }
+    bool ok = true;
+    auto sym = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      ok &= fn != nullptr;
+    };
+    sym(hipInit, "hipInit");
+    sym(hipGetDeviceCount, "hipGetDeviceCount");
+    sym(hipSetDevice, "hipSetDevice");
+    sym(hipDeviceGetName, "hipDeviceGetName");
+    sym(hipMalloc, "hipMalloc");
+    sym(hipFree, "hipFree");
+    sym(hipMemcpyHtoD, "hipMemcpyHtoD");
+    sym(hipMemcpyDtoH, "hipMemcpyDtoH");
+    sym(hipModuleLoadData, "hipModuleLoadData");
+    sym(hipModuleUnload, "hipModuleUnload");
+    sym(hipModuleGetFunction, "hipModuleGetFunction");
+    sym(hipModuleLaunchKernel, "hipModuleLaunchKernel");
+    sym(hipDeviceSynchronize, "hipDeviceSynchronize");
+    sym(hipGetErrorString, "hipGetErrorString");
+    if (!ok)
+      why = "libamdhip64 lacks a HIP entry point Kiln needs";
+    return ok;
   }
-  dlclose(lib);
-  why = "this kiln-rt cannot launch on HIP yet; use KILN_DEVICE=vulkan on AMD GPUs";
-  return nullptr;
+};
+
+/// The gfx name of the `index`-th GPU in the KFD topology ("gfx942"), or "".
+std::string kfdArch(int index) {
+  if (const char *env = std::getenv("KILN_HIP_ARCH"))
+    return env;
+  const char *root = "/sys/class/kfd/kfd/topology/nodes";
+  std::vector<int> nodes;
+  if (DIR *dir = opendir(root)) {
+    while (dirent *e = readdir(dir))
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+        nodes.push_back(std::atoi(e->d_name));
+    closedir(dir);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  int gpu = 0;
+  for (int node : nodes) {
+    std::ifstream in(std::string(root) + "/" + std::to_string(node) + "/properties");
+    std::string key;
+    long long value, version = 0, simds = 0;
+    while (in >> key >> value) {
+      if (key == "gfx_target_version")
+        version = value;
+      else if (key == "simd_count")
+        simds = value;
+    }
+    if (simds == 0 || version == 0)
+      continue; // a CPU node
+    if (gpu++ != index)
+      continue;
+    // major * 10000 + minor * 100 + stepping; the stepping is a hex digit (gfx90a).
+    std::ostringstream name;
+    name << "gfx" << version / 10000 << (version / 100) % 100 << std::hex << version % 100;
+    return name.str();
+  }
+  return "";
+}
+
+struct HipModule {
+  HipApi *api = nullptr;
+  void *module = nullptr;
+  std::map<std::string, void *> functions;
+  ~HipModule() {
+    if (module)
+      api->hipModuleUnload(module);
+  }
+};
+
+class HIPDriver : public Driver {
+public:
+  bool init(int index, std::string &why) {
+    if (!api.load(why))
+      return false;
+    int count = 0;
+    if (api.hipInit(0) != 0 || api.hipGetDeviceCount(&count) != 0 || count == 0) {
+      why = "HIP reports no AMD GPU";
+      return false;
+    }
+    if (index >= count) {
+      why = "HIP has " + std::to_string(count) + " device(s); index " + std::to_string(index) +
+            " does not exist";
+      return false;
+    }
+    api.hipSetDevice(index);
+    char buf[256] = {0};
+    api.hipDeviceGetName(buf, sizeof buf, index);
+    deviceName = buf;
+    arch = kfdArch(index);
+    if (arch.empty()) {
+      why = "cannot tell the GPU's gfx target (set KILN_HIP_ARCH, e.g. gfx942)";
+      return false;
+    }
+    return true;
+  }
+
+  Status check(hipError r, const std::string &what) {
+    if (r == 0)
+      return Status::success();
+    const char *text = api.hipGetErrorString(r);
+    return Status::failure(what + ": " + (text ? text : "HIP error " + std::to_string(r)));
+  }
+
+  Backend backend() const override { return Backend::HIP; }
+  std::string name() const override { return deviceName; }
+  std::string target() const override { return "amdgpu:" + arch; }
+
+  Result<void *> allocate(size_t bytes) override {
+    void *ptr = nullptr;
+    if (Status s = check(api.hipMalloc(&ptr, bytes), "hipMalloc"); !s)
+      return s;
+    return ptr;
+  }
+  void release(void *buffer) override { api.hipFree(buffer); }
+  Status write(void *buffer, size_t offset, const void *data, size_t bytes) override {
+    return check(api.hipMemcpyHtoD(static_cast<char *>(buffer) + offset, data, bytes),
+                 "hipMemcpyHtoD");
+  }
+  Status read(void *buffer, size_t offset, void *data, size_t bytes) override {
+    return check(api.hipMemcpyDtoH(data, static_cast<char *>(buffer) + offset, bytes),
+                 "hipMemcpyDtoH");
+  }
+
+  Result<std::shared_ptr<void>> loadModule(const std::string &binary,
+                                           const ModuleMetadata &metadata) override {
+    if (binary.compare(0, 4, "\x7f" "ELF") != 0)
+      return Status::failure("not an AMDGPU code object (expected an hsaco ELF)");
+    auto module = std::make_shared<HipModule>();
+    module->api = &api;
+    if (Status s = check(api.hipModuleLoadData(&module->module, binary.data()),
+                         "hipModuleLoadData");
+        !s)
+      return s;
+    for (const KernelInfo &k : metadata.kernels) {
+      void *fn = nullptr;
+      if (Status s = check(api.hipModuleGetFunction(&fn, module->module, k.name.c_str()),
+                           "hipModuleGetFunction(" + k.name + ")");
+          !s)
+        return s;
+      module->functions[k.name] = fn;
+    }
+    return std::shared_ptr<void>(module);
+  }
+
+  Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
+                const std::vector<LaunchArg> &args) override {
+    auto *module = static_cast<HipModule *>(moduleHandle);
+    for (int d = 0; d < 3; ++d)
+      if (grid[d] > INT32_MAX)
+        return Status::failure("kernel '" + kernel.name + "': grid too large along axis " +
+                               std::to_string(d));
+    std::vector<uint64_t> storage = packKernelParams(
+        args, [](void *buffer) { return reinterpret_cast<uint64_t>(buffer); });
+    std::vector<void *> params = paramPointers(storage);
+    return check(api.hipModuleLaunchKernel(module->functions.at(kernel.name),
+                                           static_cast<unsigned>(grid[0]),
+                                           static_cast<unsigned>(grid[1]),
+                                           static_cast<unsigned>(grid[2]),
+                                           static_cast<unsigned>(kernel.threadsPerBlock), 1, 1,
+                                           0, nullptr, params.data(), nullptr),
+                 "launch of '" + kernel.name + "'");
+  }
+
+  Status synchronize() override {
+    return check(api.hipDeviceSynchronize(), "hipDeviceSynchronize");
+  }
+  Result<double> timestamp() override {
+    if (Status s = synchronize(); !s)
+      return s;
+    auto now = std::chrono::steady_clock::now().time_since_epoch();
+    return std::chrono::duration<double, std::milli>(now).count();
+  }
+
+private:
+  HipApi api;
+  std::string deviceName, arch;
+};
+
+} // namespace
+
+std::unique_ptr<Driver> kiln::rt::openHIP(int index, std::string &why) {
+  auto driver = std::make_unique<HIPDriver>();
+  if (!driver->init(index, why))
+    return nullptr;
+  return driver;
 }
