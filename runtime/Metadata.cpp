@@ -59,11 +59,21 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
     if (const JsonValue *params = k.get("params"))
       for (auto &[pname, value] : params->object)
         info.params.push_back({pname, DType::I32, value.number});
+    // Numbers from a file are checked before they become integers.
+    auto count = [](const JsonValue *v, double limit, int64_t &out) {
+      if (!v || v->kind != JsonValue::Number || !(v->number >= 0 && v->number <= limit) ||
+          v->number != static_cast<double>(static_cast<int64_t>(v->number)))
+        return false;
+      out = static_cast<int64_t>(v->number);
+      return true;
+    };
     if (const JsonValue *threads = k.get("threads_per_block");
-        threads && threads->kind == JsonValue::Array && !threads->array.empty())
-      info.threadsPerBlock = static_cast<int64_t>(threads->array[0].number);
-    if (const JsonValue *shared = k.get("shared_memory_bytes"))
-      info.sharedMemoryBytes = static_cast<int64_t>(shared->number);
+        threads && threads->kind == JsonValue::Array && !threads->array.empty() &&
+        !count(&threads->array[0], 1024, info.threadsPerBlock))
+      return bad("threads_per_block must be an integer in [0, 1024]");
+    if (const JsonValue *shared = k.get("shared_memory_bytes");
+        shared && !count(shared, 1 << 30, info.sharedMemoryBytes))
+      return bad("shared_memory_bytes must be a non-negative integer");
     out.kernels.push_back(std::move(info));
   }
   return true;
@@ -116,13 +126,24 @@ private:
         return false;
       if ((op == '/' || op == '%') && rhs == 0)
         return fail("division by zero");
+      bool overflow = false;
       switch (op) {
-      case '+': out += rhs; break;
-      case '-': out -= rhs; break;
-      case '*': out *= rhs; break;
-      case '/': out /= rhs; break;
-      case '%': out %= rhs; break;
+      case '+': overflow = __builtin_add_overflow(out, rhs, &out); break;
+      case '-': overflow = __builtin_sub_overflow(out, rhs, &out); break;
+      case '*': overflow = __builtin_mul_overflow(out, rhs, &out); break;
+      case '/':
+        overflow = out == INT64_MIN && rhs == -1;
+        if (!overflow)
+          out /= rhs;
+        break;
+      case '%':
+        overflow = out == INT64_MIN && rhs == -1;
+        if (!overflow)
+          out %= rhs;
+        break;
       }
+      if (overflow)
+        return fail("the grid overflows 64-bit integers");
     }
   }
   bool primary(int64_t &out) {
@@ -145,13 +166,17 @@ private:
       ++pos;
       if (!primary(out))
         return false;
+      if (out == INT64_MIN)
+        return fail("the grid overflows 64-bit integers");
       out = -out;
       return true;
     }
     if (isdigit(static_cast<unsigned char>(s[pos]))) {
       out = 0;
       while (pos < s.size() && isdigit(static_cast<unsigned char>(s[pos])))
-        out = out * 10 + (s[pos++] - '0');
+        if (__builtin_mul_overflow(out, 10, &out) ||
+            __builtin_add_overflow(out, s[pos++] - '0', &out))
+          return fail("number too large");
       return true;
     }
     std::string name;
@@ -182,6 +207,8 @@ private:
       if (name == "cdiv" && args.size() == 2) {
         if (args[1] <= 0)
           return fail("cdiv by a non-positive number");
+        if (args[0] > INT64_MAX - args[1])
+          return fail("the grid overflows 64-bit integers");
         out = (args[0] + args[1] - 1) / args[1];
       } else if ((name == "min" || name == "max") && args.size() == 2) {
         out = name == "min" ? std::min(args[0], args[1]) : std::max(args[0], args[1]);

@@ -262,15 +262,20 @@ static Status resolve(Driver *driver, const KernelInfo &kernel, const std::vecto
         return Status::failure(which + " lives on another device");
       // The furthest element the view can reach must lie inside the buffer.
       int64_t last = a.offset, empty = 0;
+      bool overflow = a.offset < 0;
       for (size_t d = 0; d < a.sizes.size(); ++d) {
         if (a.sizes[d] == 0)
           empty = 1;
         if (a.strides[d] < 0)
           return Status::failure(which + " has a negative stride");
-        last += (a.sizes[d] - 1) * a.strides[d];
+        int64_t reach;
+        overflow |= __builtin_mul_overflow(a.sizes[d] - 1, a.strides[d], &reach) ||
+                    __builtin_add_overflow(last, reach, &last);
       }
+      if (overflow && !empty)
+        return Status::failure(which + " has an offset or strides that overflow");
       size_t need = empty ? 0 : static_cast<size_t>(last + 1) * dtypeBytes(a.dtype);
-      if (a.offset < 0 || need > a.buffer.size())
+      if (need > a.buffer.size())
         return Status::failure(which + " needs " + std::to_string(need) +
                                " bytes but its buffer has " + std::to_string(a.buffer.size()));
       l.buffer = BufferAccess::get(a.buffer)->handle;

@@ -5,7 +5,7 @@ set -euo pipefail
 
 DEB_PACKAGES=(
   cmake ninja-build ccache g++ python3
-  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools lld-19 clang-19
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools lld-19 clang-19 libclang-rt-19-dev
   libgtest-dev
   spirv-tools spirv-cross libspirv-cross-c-shared-dev
   libvulkan-dev mesa-vulkan-drivers vulkan-tools glslang-tools

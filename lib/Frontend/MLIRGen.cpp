@@ -1850,10 +1850,10 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
     return std::nullopt;
   mlir::Location l = loc(e.loc);
   if (a->cst && b->cst && shape->empty()) {
-    double x = convertConst(*a->cst, dt).asDouble(), y = convertConst(*b->cst, dt).asDouble();
-    double r = isMax ? std::max(x, y) : std::min(x, y);
-    return constant(isFloat(dt) ? Const::ofFloat(r) : Const::ofInt(static_cast<int64_t>(r)),
-                    dt, a->type.weak && b->type.weak, l);
+    Const x = convertConst(*a->cst, dt), y = convertConst(*b->cst, dt);
+    Const r = isFloat(dt) ? Const::ofFloat(isMax ? std::max(x.f, y.f) : std::min(x.f, y.f))
+                          : Const::ofInt(isMax ? std::max(x.i, y.i) : std::min(x.i, y.i));
+    return constant(r, dt, a->type.weak && b->type.weak, l);
   }
   Value x = convert(*a, dt, *shape, e.loc).value, y = convert(*b, dt, *shape, e.loc).value;
   using namespace mlir::arith;

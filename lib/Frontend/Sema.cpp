@@ -76,7 +76,7 @@ bool kiln::assignable(const SType &from, const SType &to) {
 Const kiln::convertConst(const Const &c, DType dt) {
   if (isFloat(dt))
     return Const::ofFloat(c.asDouble());
-  int64_t v = c.isFloat ? static_cast<int64_t>(c.f) : c.i;
+  int64_t v = c.isFloat ? truncateToInt(c.f) : c.i;
   unsigned bits = dtypeBits(dt);
   if (bits == 1)
     return Const::ofInt(v != 0);

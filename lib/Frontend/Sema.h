@@ -43,13 +43,25 @@ struct SType {
   std::string str() const;
 };
 
+/// `v` truncated toward zero, saturated to the int64 range; NaN gives 0. (A plain
+/// cast of inf, NaN or huge values is undefined behaviour.)
+inline int64_t truncateToInt(double v) {
+  if (!(v == v))
+    return 0;
+  if (v >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 /// A compile-time constant: integers (and bools) or floats.
 struct Const {
   bool isFloat = false;
   int64_t i = 0;
   double f = 0;
   static Const ofInt(int64_t v) { return {false, v, static_cast<double>(v)}; }
-  static Const ofFloat(double v) { return {true, static_cast<int64_t>(v), v}; }
+  static Const ofFloat(double v) { return {true, truncateToInt(v), v}; }
   double asDouble() const { return isFloat ? f : static_cast<double>(i); }
 };
 

@@ -242,6 +242,24 @@ TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
   EXPECT_NE(badJson.status().message().find("invalid JSON"), std::string::npos);
 }
 
+TEST_P(OnDevice, EventsMeasureWork) {
+  // Events read the device's clock (Vulkan: timestamp queries) after queued work;
+  // later events never read earlier times. No speed is asserted.
+  Module m = load("vector_add");
+  int64_t n = 1 << 16;
+  Buffer bx = upload(std::vector<float>(n, 1)), bz = upload(std::vector<float>(n, 0));
+  auto a = device->record();
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  run(m, "vector_add", {Arg::tensor(bx, DType::F32, {n}), Arg::tensor(bx, DType::F32, {n}),
+                        Arg::tensor(bz, DType::F32, {n})});
+  auto b = device->record();
+  auto c = device->record();
+  ASSERT_TRUE(b.ok() && c.ok());
+  EXPECT_GE(b->since(*a), 0.0);
+  EXPECT_GE(c->since(*b), 0.0);
+  EXPECT_EQ(download(bz, 1)[0], 2.0f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
 

@@ -71,6 +71,8 @@ public:
   ~VulkanDriver() override {
     if (device) {
       vkDeviceWaitIdle(device);
+      if (queryPool)
+        vkDestroyQueryPool(device, queryPool, nullptr);
       if (pipelineCache)
         vkDestroyPipelineCache(device, pipelineCache, nullptr);
       if (commandPool)
@@ -123,6 +125,7 @@ public:
       why = "no compute queue";
       return false;
     }
+    timestampBits = qf[queueFamily].timestampValidBits;
 
     // Enable the optional features Kiln's SPIR-V may declare, as far as present.
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -443,11 +446,50 @@ public:
     return r == VK_SUCCESS ? Status::success() : Status::failure(vkError("vkQueueWaitIdle", r));
   }
 
+  /// The device's clock, read with a timestamp query after all queued work; the
+  /// host clock where the queue has no timestamps.
   Result<double> timestamp() override {
     if (Status s = synchronize(); !s)
       return s;
-    auto now = std::chrono::steady_clock::now().time_since_epoch();
-    return std::chrono::duration<double, std::milli>(now).count();
+    if (timestampBits == 0) {
+      auto now = std::chrono::steady_clock::now().time_since_epoch();
+      return std::chrono::duration<double, std::milli>(now).count();
+    }
+    if (!queryPool) {
+      VkQueryPoolCreateInfo qpi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qpi.queryCount = 1;
+      if (VkResult r = vkCreateQueryPool(device, &qpi, nullptr, &queryPool); r != VK_SUCCESS)
+        return Status::failure(vkError("vkCreateQueryPool", r));
+    }
+    VkCommandBufferAllocateInfo cbai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cbai.commandPool = commandPool;
+    cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cbai.commandBufferCount = 1;
+    VkCommandBuffer cmd;
+    vkAllocateCommandBuffers(device, &cbai, &cmd);
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vkBeginCommandBuffer(cmd, &begin);
+    vkCmdResetQueryPool(cmd, queryPool, 0, 1);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPool, 0);
+    vkEndCommandBuffer(cmd);
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &cmd;
+    VkResult r = vkQueueSubmit(queue, 1, &submit, VK_NULL_HANDLE);
+    if (r == VK_SUCCESS)
+      r = vkQueueWaitIdle(queue);
+    uint64_t ticks = 0;
+    if (r == VK_SUCCESS)
+      r = vkGetQueryPoolResults(device, queryPool, 0, 1, sizeof ticks, &ticks, sizeof ticks,
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    vkFreeCommandBuffers(device, commandPool, 1, &cmd);
+    if (r != VK_SUCCESS)
+      return Status::failure(vkError("timestamp query", r));
+    if (timestampBits < 64)
+      ticks &= (uint64_t(1) << timestampBits) - 1;
+    return static_cast<double>(ticks) * props.limits.timestampPeriod / 1e6;
   }
 
   VkInstance instance = VK_NULL_HANDLE;
@@ -457,6 +499,8 @@ public:
   uint32_t queueFamily = 0;
   VkCommandPool commandPool = VK_NULL_HANDLE;
   VkPipelineCache pipelineCache = VK_NULL_HANDLE;
+  VkQueryPool queryPool = VK_NULL_HANDLE;
+  uint32_t timestampBits = 0;
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memory{};
 };
