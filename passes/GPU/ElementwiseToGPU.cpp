@@ -32,7 +32,7 @@ LogicalResult ThreadEmitter::emitElementwise(Operation *op) {
     return success();
   }
   if (op->getNumResults() != 1 || op->getNumRegions() != 0 ||
-      !op->hasTrait<OpTrait::Elementwise>() && !isa<arith::ConstantOp>(op))
+      (!op->hasTrait<OpTrait::Elementwise>() && !isa<arith::ConstantOp>(op)))
     return op->emitError("'") << op->getName() << "' on tiles is not supported in GPU kernels";
 
   auto type = cast<RankedTensorType>(op->getResult(0).getType());

@@ -146,3 +146,66 @@ TEST(Helpers, InlinedAndSpecialized) {
 }
 
 } // namespace
+
+namespace {
+
+const char *kReductions = R"(
+kernel reduce(x: tensor<f32>[N], out: tensor<f32>[4]) params(B: i32 = 64) {
+  let i = arange(0, B);
+  let v = load(x[i]);                       // masked lanes read 0
+  let m = load(x[i], other = -inf);         // masked lanes read -inf
+  store(out[0], sum(v));
+  store(out[1], max(m));
+  store(out[2], min(load(x[i], other = inf)));
+  store(out[3], prod(load(x[i], other = 1.0)));
+})";
+
+std::vector<float> reduceOnCPU(std::vector<float> x) {
+  GenOptions options;
+  auto exe = compileForCPU(kReductions, "reduce.kiln", options);
+  if (!exe) {
+    ADD_FAILURE() << llvm::toString(exe.takeError());
+    return {};
+  }
+  std::vector<float> out(4, -123.0f);
+  int64_t n = static_cast<int64_t>(x.size());
+  if (x.empty())
+    x.push_back(0); // a valid pointer; the tensor still has size 0
+  launchOrFail(**exe, "reduce",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(out.data(), DType::F32, {4}))});
+  return out;
+}
+
+TEST(Numerics, NaNAndInfPropagate) {
+  // IEEE: NaN poisons sums, products and (NaN-propagating) max/min; inf - inf is NaN.
+  auto r = reduceOnCPU({1.0f, NAN, 2.0f});
+  ASSERT_EQ(r.size(), 4u);
+  for (float v : r)
+    EXPECT_TRUE(std::isnan(v)) << v;
+  auto inf = reduceOnCPU({INFINITY, 1.0f});
+  EXPECT_EQ(inf[0], INFINITY);
+  EXPECT_EQ(inf[1], INFINITY);
+  EXPECT_EQ(inf[2], 1.0f);
+  auto cancel = reduceOnCPU({INFINITY, -INFINITY});
+  EXPECT_TRUE(std::isnan(cancel[0]));
+  EXPECT_EQ(cancel[1], INFINITY);
+  EXPECT_EQ(cancel[2], -INFINITY);
+}
+
+TEST(Numerics, EmptyAndSingleElementExtents) {
+  // Over an empty extent every lane is masked: each reduction gives its identity
+  // through `other` (sum 0, max -inf, min +inf, prod 1).
+  auto empty = reduceOnCPU({});
+  EXPECT_EQ(empty[0], 0.0f);
+  EXPECT_EQ(empty[1], -INFINITY);
+  EXPECT_EQ(empty[2], INFINITY);
+  EXPECT_EQ(empty[3], 1.0f);
+  auto one = reduceOnCPU({-2.5f});
+  EXPECT_EQ(one[0], -2.5f);
+  EXPECT_EQ(one[1], -2.5f);
+  EXPECT_EQ(one[2], -2.5f);
+  EXPECT_EQ(one[3], -2.5f);
+}
+
+} // namespace

@@ -242,6 +242,19 @@ TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
   EXPECT_NE(badJson.status().message().find("invalid JSON"), std::string::npos);
 }
 
+TEST_P(OnDevice, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
+  auto huge = device->allocate(size_t(1) << 50);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("cannot allocate"), std::string::npos)
+      << huge.status().message();
+  Module m = load("vector_add");
+  int64_t n = 100;
+  Buffer bx = upload(std::vector<float>(n, 2)), bz = upload(std::vector<float>(n, 0));
+  run(m, "vector_add", {Arg::tensor(bx, DType::F32, {n}), Arg::tensor(bx, DType::F32, {n}),
+                        Arg::tensor(bz, DType::F32, {n})});
+  EXPECT_EQ(download(bz, n)[n - 1], 4.0f);
+}
+
 TEST_P(OnDevice, EventsMeasureWork) {
   // Events read the device's clock (Vulkan: timestamp queries) after queued work;
   // later events never read earlier times. No speed is asserted.
