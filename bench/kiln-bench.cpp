@@ -1,0 +1,275 @@
+//===- kiln-bench.cpp - Kiln against its peers, side by side, in one run ---===//
+//
+// Every pair runs in this process, back to back, on the same data: Kiln's CPU
+// backend against OpenBLAS sgemm and plain C++ loops; Kiln's SPIR-V against
+// hand-written GLSL through the same kiln-rt Vulkan path; Kiln's compile latency
+// (cold and cached) against nvcc. Prints a table, writes JSON for bench/plot.py.
+// Nothing here is asserted: the machines are shared and noisy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bench/peers/Peers.h"
+#include "kiln/kiln.h"
+#include "lib/Support/ThreadPool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cblas.h>
+#include <unistd.h>
+
+extern "C" void openblas_set_num_threads(int);
+
+using namespace kiln;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Timing {
+  double minMs = 0, medianMs = 0;
+};
+
+/// Runs `fn` `warmup` times, then `reps` timed times.
+Timing measure(const std::function<void()> &fn, int reps = 7, int warmup = 2) {
+  for (int i = 0; i < warmup; ++i)
+    fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return {t.front(), t[t.size() / 2]};
+}
+
+struct Row {
+  std::string group, op, size, unit;
+  double kiln = 0, peer = 0; // throughput in `unit` (higher is better) from median times
+  std::string peerName;
+  double limitPct = -1;      // Kiln's share of the machine's limit, when known
+};
+std::vector<Row> rows;
+
+void report(Row r) {
+  std::printf("%-8s %-11s %-14s %10.2f %10.2f %-14s %6.2fx", r.group.c_str(), r.op.c_str(),
+              r.size.c_str(), r.kiln, r.peer, r.peerName.c_str(), r.kiln / r.peer);
+  if (r.limitPct >= 0)
+    std::printf("  %5.1f%%", r.limitPct);
+  std::printf("  %s\n", r.unit.c_str());
+  std::fflush(stdout);
+  rows.push_back(std::move(r));
+}
+
+std::vector<float> randomVector(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(gen);
+  return v;
+}
+
+/// Host memory bandwidth from a large memcpy: the CPU's (and lavapipe's) limit.
+double copyBandwidthGBs() {
+  size_t n = size_t(1) << 27;
+  std::vector<char> a(n, 1), b(n, 0);
+  Timing t = measure([&] { std::memcpy(b.data(), a.data(), n); }, 5, 1);
+  return 2.0 * n / t.minMs / 1e6; // read + write
+}
+
+void cpuBenchmarks(const std::string &examples, double bandwidth) {
+  unsigned all = defaultThreadCount();
+  Session s("cpu");
+  if (!s.ok())
+    return;
+  // GEMM against OpenBLAS, on one thread and on all.
+  Kernel mm = s.compile(slurp(examples + "/matmul.kiln"), "matmul", {}, "matmul.kiln");
+  if (!mm.ok()) {
+    std::fprintf(stderr, "%s\n", mm.status().message().c_str());
+    return;
+  }
+  for (int64_t n : {128, 256, 512, 1024, 2048}) {
+    auto a = randomVector(n * n, 1), b = randomVector(n * n, 2);
+    std::vector<float> c(n * n);
+    Tensor ta = s.upload(a, {n, n}), tb = s.upload(b, {n, n}), tc = s.empty<float>({n, n});
+    double flops = 2.0 * n * n * n;
+    for (unsigned threads : {1u, all}) {
+      setenv("KILN_NUM_THREADS", std::to_string(threads).c_str(), 1);
+      openblas_set_num_threads(static_cast<int>(threads));
+      int reps = n >= 1024 ? 3 : 7;
+      Timing k = measure([&] { (void)mm(ta, tb, tc); }, reps, 1);
+      Timing p = measure([&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
+                    b.data(), n, 0.0f, c.data(), n);
+      }, reps, 1);
+      report({"cpu", "sgemm-" + std::to_string(threads) + "t", std::to_string(n) + "^3",
+              "GFLOP/s", flops / k.medianMs / 1e6, flops / p.medianMs / 1e6, "OpenBLAS"});
+    }
+  }
+  unsetenv("KILN_NUM_THREADS");
+
+  // Row-wise ops against plain C++ loops on all threads.
+  const int64_t m = 4096, n = 1024;
+  auto x = randomVector(m * n, 3), w = randomVector(n, 4), bias = randomVector(n, 5);
+  std::vector<float> y(m * n), r(m);
+  Tensor tx = s.upload(x, {m, n}), ty = s.empty<float>({m, n}), tw = s.upload(w, {n}),
+         tb = s.upload(bias, {n}), tr = s.empty<float>({m});
+  double bytes = 2.0 * m * n * 4;
+  Kernel sm = s.compile(slurp(examples + "/softmax.kiln"), "softmax", {}, "softmax.kiln");
+  Kernel ln = s.compile(slurp(examples + "/layernorm.kiln"), "layernorm", {}, "layernorm.kiln");
+  Kernel rs = s.compile(slurp(examples + "/reduce.kiln"), "row_sum", {}, "reduce.kiln");
+  auto gbs = [](double bytes, const Timing &t) { return bytes / t.medianMs / 1e6; };
+  Timing k = measure([&] { (void)sm(tx, ty); });
+  Timing p = measure([&] { peers::softmax(x.data(), y.data(), m, n, all); });
+  report({"cpu", "softmax", "4096x1024", "GB/s", gbs(bytes, k), gbs(bytes, p), "C++ -O3 loops",
+          100 * gbs(bytes, k) / bandwidth});
+  k = measure([&] { (void)ln(tx, tw, tb, ty, 1e-5f); });
+  p = measure([&] { peers::layernorm(x.data(), w.data(), bias.data(), y.data(), m, n, 1e-5f, all); });
+  report({"cpu", "layernorm", "4096x1024", "GB/s", gbs(bytes, k), gbs(bytes, p), "C++ -O3 loops",
+          100 * gbs(bytes, k) / bandwidth});
+  k = measure([&] { (void)rs(tx, tr); });
+  p = measure([&] { peers::rowSum(x.data(), r.data(), m, n, all); });
+  report({"cpu", "row_sum", "4096x1024", "GB/s", gbs(bytes / 2, k), gbs(bytes / 2, p),
+          "C++ -O3 loops", 100 * gbs(bytes / 2, k) / bandwidth});
+}
+
+void vulkanBenchmarks(const std::string &examples, const std::string &peerDir,
+                      double bandwidth) {
+  Session s("vulkan");
+  if (!s.ok()) {
+    std::printf("vulkan   (skipped: %s)\n", s.status().message().c_str());
+    return;
+  }
+  rt::Device &d = s.device();
+  auto peer = [&](const std::string &name) {
+    auto m = d.load(slurp(peerDir + "/" + name + ".spv"), slurp(peerDir + "/glsl/" + name + ".json"));
+    if (!m)
+      std::fprintf(stderr, "GLSL peer %s: %s\n", name.c_str(), m.status().message().c_str());
+    return m;
+  };
+  auto timeKiln = [&](const Kernel &k, const std::vector<rt::Arg> &args) {
+    return measure([&] { (void)k.launch(args); }, 5, 1);
+  };
+  auto timePeer = [&](const rt::Module &m, const std::string &name, const std::vector<rt::Arg> &args) {
+    return measure([&] { (void)d.launch(m, name, args); }, 5, 1);
+  };
+  auto gbs = [](double bytes, const Timing &t) { return bytes / t.medianMs / 1e6; };
+
+  int64_t n = 1 << 22;
+  auto x = randomVector(n, 6);
+  Tensor a = s.upload(x, {n}), b = s.upload(x, {n}), c = s.empty<float>({n});
+  Kernel va = s.compile(slurp(examples + "/vector_add.kiln"), "vector_add", {}, "vector_add.kiln");
+  if (auto m = peer("vector_add"); m && va.ok()) {
+    double bytes = 3.0 * n * 4;
+    Timing k = timeKiln(va, {a.arg(), b.arg(), c.arg()});
+    Timing p = timePeer(*m, "vector_add", {a.arg(), b.arg(), c.arg()});
+    report({"vulkan", "vector_add", "4194304", "GB/s", gbs(bytes, k), gbs(bytes, p), "GLSL",
+            100 * gbs(bytes, k) / bandwidth});
+  }
+  const int64_t rowsM = 4096, cols = 1024;
+  auto xm = randomVector(rowsM * cols, 7);
+  Tensor tx = s.upload(xm, {rowsM, cols}), ty = s.empty<float>({rowsM, cols}),
+         tr = s.empty<float>({rowsM});
+  Kernel sm = s.compile(slurp(examples + "/softmax.kiln"), "softmax", {}, "softmax.kiln");
+  if (auto m = peer("softmax"); m && sm.ok()) {
+    double bytes = 2.0 * rowsM * cols * 4;
+    Timing k = timeKiln(sm, {tx.arg(), ty.arg()});
+    Timing p = timePeer(*m, "softmax", {tx.arg(), ty.arg()});
+    report({"vulkan", "softmax", "4096x1024", "GB/s", gbs(bytes, k), gbs(bytes, p), "GLSL",
+            100 * gbs(bytes, k) / bandwidth});
+  }
+  Kernel rs = s.compile(slurp(examples + "/reduce.kiln"), "row_sum", {}, "reduce.kiln");
+  if (auto m = peer("row_sum"); m && rs.ok()) {
+    double bytes = 1.0 * rowsM * cols * 4;
+    Timing k = timeKiln(rs, {tx.arg(), tr.arg()});
+    Timing p = timePeer(*m, "row_sum", {tx.arg(), tr.arg()});
+    report({"vulkan", "row_sum", "4096x1024", "GB/s", gbs(bytes, k), gbs(bytes, p), "GLSL",
+            100 * gbs(bytes, k) / bandwidth});
+  }
+}
+
+double runCommandMs(const std::string &cmd) {
+  Timing t = measure([&] { (void)std::system((cmd + " > /dev/null 2>&1").c_str()); }, 5, 1);
+  return t.medianMs;
+}
+
+void compileBenchmarks(const std::string &examples, const std::string &bin,
+                       const std::string &peerDir) {
+  // In process: a cold compile (empty cache) against a cached one.
+  std::string src = slurp(examples + "/softmax.kiln");
+  std::vector<double> cold, warm;
+  for (int i = 0; i < 5; ++i) {
+    std::string dir = "/tmp/kiln-bench-cache-" + std::to_string(i) + "-" + std::to_string(getpid());
+    setenv("KILN_CACHE_DIR", dir.c_str(), 1);
+    auto a = Clock::now();
+    { Session s("cpu"); (void)s.compile(src, "softmax"); }
+    cold.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
+    a = Clock::now();
+    { Session s("cpu"); (void)s.compile(src, "softmax"); }
+    warm.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
+    (void)std::system(("rm -rf " + dir).c_str());
+  }
+  std::sort(cold.begin(), cold.end());
+  std::sort(warm.begin(), warm.end());
+  // Kiln's cached compile against its own cold compile: what the disk cache saves.
+  report({"compile", "cache-hit", "softmax cpu", "compiles/s", 1000 / warm[2], 1000 / cold[2],
+          "cold compile"});
+  // As processes: kilnc to PTX against nvcc -ptx on a hand-written CUDA softmax.
+  if (std::system("command -v nvcc > /dev/null 2>&1") == 0) {
+    double k = runCommandMs(bin + "/kilnc " + examples + "/softmax.kiln --target=cuda:sm_90 --emit=ptx -o /tmp/kiln-bench.ptx");
+    double p = runCommandMs("nvcc -ptx -arch=sm_90 " + peerDir + "/softmax.cu -o /tmp/kiln-bench-nvcc.ptx");
+    report({"compile", "softmax-ptx", "kilnc vs nvcc", "compiles/s", 1000 / k, 1000 / p, "nvcc -ptx"});
+    k = runCommandMs(bin + "/kilnc " + examples + "/softmax.kiln --target=vulkan --emit=spirv -o /tmp/kiln-bench.spv");
+    p = runCommandMs("glslangValidator -V --target-env vulkan1.2 " + peerDir + "/glsl/softmax.comp -o /tmp/kiln-bench-glsl.spv");
+    report({"compile", "softmax-spirv", "kilnc vs glslang", "compiles/s", 1000 / k, 1000 / p, "glslangValidator"});
+  }
+}
+
+void writeJson(const std::string &path, double bandwidth) {
+  std::ofstream out(path);
+  out << "{\n  \"copy_bandwidth_gbs\": " << bandwidth << ",\n  \"threads\": " << defaultThreadCount()
+      << ",\n  \"rows\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row &r = rows[i];
+    out << "    {\"group\": \"" << r.group << "\", \"op\": \"" << r.op << "\", \"size\": \"" << r.size
+        << "\", \"unit\": \"" << r.unit << "\", \"kiln\": " << r.kiln << ", \"peer\": " << r.peer
+        << ", \"peer_name\": \"" << r.peerName << "\", \"ratio\": " << r.kiln / r.peer
+        << ", \"limit_pct\": " << r.limitPct << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+  }
+  out << "  ]\n}\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string examples = KILN_EXAMPLES_DIR, peers = KILN_PEERS_DIR, bin = KILN_BIN_DIR;
+  std::string json = argc > 1 ? argv[1] : "bench-results.json";
+  double bandwidth = copyBandwidthGBs();
+  std::printf("Kiln benchmarks: %u threads, host copy bandwidth %.1f GB/s\n\n", defaultThreadCount(),
+              bandwidth);
+  std::printf("%-8s %-11s %-14s %10s %10s %-14s %7s  %s\n", "group", "op", "size", "kiln", "peer",
+              "peer name", "ratio", "% of copy bw / unit");
+  cpuBenchmarks(examples, bandwidth);
+  vulkanBenchmarks(examples, peers, bandwidth);
+  compileBenchmarks(examples, bin, peers);
+  writeJson(json, bandwidth);
+  std::printf("\nratio = Kiln / peer (higher is better for Kiln); JSON: %s\n", json.c_str());
+  return 0;
+}

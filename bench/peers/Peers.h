@@ -1,0 +1,11 @@
+//===- Peers.h - hand-written baselines the benchmarks compare with -*- C++ -*-===//
+#pragma once
+
+#include <cstdint>
+
+namespace peers {
+void softmax(const float *x, float *y, int64_t m, int64_t n, unsigned threads);
+void layernorm(const float *x, const float *w, const float *b, float *y, int64_t m, int64_t n,
+               float eps, unsigned threads);
+void rowSum(const float *x, float *out, int64_t m, int64_t n, unsigned threads);
+} // namespace peers
