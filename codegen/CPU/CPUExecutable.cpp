@@ -31,8 +31,11 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
   initializeHostTarget();
   mlir::registerBuiltinDialectTranslation(*module.getContext());
   mlir::registerLLVMDialectTranslation(*module.getContext());
+  // The options hold a function_ref: the transformer must outlive create().
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      mlir::makeOptimizingTransformer(optLevel, 0, nullptr);
   mlir::ExecutionEngineOptions options;
-  options.transformer = mlir::makeOptimizingTransformer(optLevel, 0, nullptr);
+  options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   options.enableObjectDump = true;
   auto engine = mlir::ExecutionEngine::create(module, options);
