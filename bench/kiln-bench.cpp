@@ -10,6 +10,7 @@
 
 #include "bench/peers/Peers.h"
 #include "kiln/kiln.h"
+#include "lib/Compiler/Build.h"
 #include "lib/Support/ThreadPool.h"
 
 #include <algorithm>
@@ -210,6 +211,19 @@ double runCommandMs(const std::string &cmd) {
   return t.medianMs;
 }
 
+/// Runs a command and returns what it printed on stdout.
+std::string capture(const std::string &cmd) {
+  std::string out;
+  if (FILE *p = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, p))
+      out += buf;
+    if (pclose(p) != 0)
+      out.clear();
+  }
+  return out;
+}
+
 void compileBenchmarks(const std::string &examples, const std::string &bin,
                        const std::string &peerDir) {
   // In process: a cold compile (empty cache) against a cached one.
@@ -231,6 +245,27 @@ void compileBenchmarks(const std::string &examples, const std::string &bin,
   // Kiln's cached compile against its own cold compile: what the disk cache saves.
   report({"compile", "cache-hit", "softmax cpu", "compiles/s", 1000 / warm[2], 1000 / cold[2],
           "cold compile"});
+  // In process, both compiling softmax for sm_90 without a GPU: Kiln against Triton
+  // (pip), cold and from each one's cache.
+  std::string triton = capture("TRITON_DEFAULT_FP_FUSION=1 python3 " + peerDir +
+                               "/triton_softmax.py 2>/dev/null");
+  double tritonCold = 0, tritonWarm = 0;
+  if (std::sscanf(triton.c_str(), "%lf %lf", &tritonCold, &tritonWarm) == 2) {
+    auto cuda = Target::parse("cuda:sm_90");
+    GenOptions options;
+    options.kernel = "softmax";
+    Timing k = measure([&] {
+      auto ptx = compileSource(src, "softmax.kiln", options, *cuda, ArtifactKind::PTX);
+      if (!ptx)
+        llvm::consumeError(ptx.takeError());
+    }, 5, 1);
+    report({"compile", "vs-triton", "softmax sm_90", "compiles/s", 1000 / k.medianMs,
+            1000 / tritonCold, "Triton (cold)"});
+    report({"compile", "cached", "softmax", "compiles/s", 1000 / warm[2], 1000 / tritonWarm,
+            "Triton (cache)"});
+  } else {
+    std::printf("compile  (Triton not installed: pip install triton)\n");
+  }
   // As processes: kilnc to PTX against nvcc -ptx on a hand-written CUDA softmax.
   if (std::system("command -v nvcc > /dev/null 2>&1") == 0) {
     double k = runCommandMs(bin + "/kilnc " + examples + "/softmax.kiln --target=cuda:sm_90 --emit=ptx -o /tmp/kiln-bench.ptx");

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib
+# Triton compiles for CUDA without a GPU; it is the compile-latency peer.
+python3 -c "import triton" 2>/dev/null || python3 -m pip install --quiet triton || true
 bash scripts/build.sh
 mkdir -p bench/results
 ./build/bin/kiln-bench bench/results/results.json | tee bench/results/table.txt
