@@ -288,42 +288,48 @@ static Status resolve(Driver *driver, const KernelInfo &kernel, const std::vecto
   return Status::success();
 }
 
-Result<std::array<int64_t, 3>> Device::grid(const Module &module, const std::string &name,
-                                            const std::vector<Arg> &args) {
-  const KernelInfo *kernel = module.impl_ ? module.find(name) : nullptr;
-  if (!kernel)
-    return Status::failure("no kernel named '" + name + "' in this module");
-  std::vector<KernelArg> checked;
-  std::vector<LaunchArg> resolved;
-  if (Status s = resolve(driver_.get(), *kernel, args, checked, resolved); !s)
-    return s;
-  std::array<int64_t, 3> g;
-  std::string error;
-  if (!evaluateGrid(*kernel, checked, g, error))
-    return Status::failure("kernel '" + name + "': " + error);
-  return g;
-}
+/// What a launch needs once its arguments have been checked.
+struct kiln::rt::PreparedLaunch {
+  const KernelInfo *kernel = nullptr;
+  std::vector<LaunchArg> args;
+  std::array<int64_t, 3> grid = {0, 0, 0};
+};
 
-Status Device::launch(const Module &module, const std::string &name,
-                      const std::vector<Arg> &args) {
+Status Device::prepare(const Module &module, const std::string &name,
+                       const std::vector<Arg> &args, PreparedLaunch &out) {
   if (!module.impl_)
     return Status::failure("the module is empty (not loaded)");
   if (module.impl_->driver != driver_.get())
     return Status::failure("the module was loaded on another device");
-  const KernelInfo *kernel = module.find(name);
-  if (!kernel)
+  out.kernel = module.find(name);
+  if (!out.kernel)
     return Status::failure("no kernel named '" + name + "' in this module");
   std::vector<KernelArg> checked;
-  std::vector<LaunchArg> resolved;
-  if (Status s = resolve(driver_.get(), *kernel, args, checked, resolved); !s)
+  if (Status s = resolve(driver_.get(), *out.kernel, args, checked, out.args); !s)
     return s;
-  std::array<int64_t, 3> g;
   std::string error;
-  if (!evaluateGrid(*kernel, checked, g, error))
+  if (!evaluateGrid(*out.kernel, checked, out.grid, error))
     return Status::failure("kernel '" + name + "': " + error);
+  return Status::success();
+}
+
+Result<std::array<int64_t, 3>> Device::grid(const Module &module, const std::string &name,
+                                            const std::vector<Arg> &args) {
+  PreparedLaunch launch;
+  if (Status s = prepare(module, name, args, launch); !s)
+    return s;
+  return launch.grid;
+}
+
+Status Device::launch(const Module &module, const std::string &name,
+                      const std::vector<Arg> &args) {
+  PreparedLaunch launch;
+  if (Status s = prepare(module, name, args, launch); !s)
+    return s;
+  const auto &g = launch.grid;
   if (g[0] == 0 || g[1] == 0 || g[2] == 0)
     return Status::success();
-  return driver_->launch(module.impl_->handle.get(), *kernel, g, resolved);
+  return driver_->launch(module.impl_->handle.get(), *launch.kernel, g, launch.args);
 }
 
 Status Device::synchronize() { return driver_->synchronize(); }

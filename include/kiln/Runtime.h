@@ -62,6 +62,7 @@ private:
 class Driver;
 struct BufferImpl;
 struct BufferAccess;
+struct PreparedLaunch;
 struct ModuleImpl;
 
 /// Device memory; freed when the last copy of the handle goes away.
@@ -74,6 +75,7 @@ public:
 private:
   friend class Device;
   friend struct BufferAccess;
+struct PreparedLaunch;
   std::shared_ptr<BufferImpl> impl_;
 };
 
@@ -154,6 +156,9 @@ public:
 
 private:
   explicit Device(std::unique_ptr<Driver> driver);
+  /// Checks a launch's module, kernel and arguments and evaluates its grid.
+  Status prepare(const Module &module, const std::string &kernel,
+                 const std::vector<Arg> &args, PreparedLaunch &out);
   std::unique_ptr<Driver> driver_;
 };
 

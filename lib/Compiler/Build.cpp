@@ -155,25 +155,11 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
 llvm::Expected<Artifact> kiln::compileSource(llvm::StringRef source, llvm::StringRef filename,
                                              const GenOptions &options, const Target &target,
                                              ArtifactKind kind) {
-  static std::once_flag registered;
-  std::call_once(registered, [] { registerPasses(); });
-  mlir::DialectRegistry registry;
-  registerDialects(registry);
-  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
-  std::string messages;
-  llvm::raw_string_ostream errs(messages);
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, filename),
-                               llvm::SMLoc());
-  std::vector<KernelInfo> kernels;
-  auto module = buildKilnModule(context, sourceMgr, options, kernels, errs);
-  if (!module)
-    return makeError(errs.str());
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, errs);
-  auto artifact = buildArtifact(*module, kernels, target, kind);
-  if (!artifact) {
-    std::string why = llvm::toString(artifact.takeError());
-    return makeError(errs.str().empty() ? why : errs.str());
-  }
+  SourceModule compiled(source, filename, options);
+  if (!compiled.ok())
+    return compiled.error();
+  auto artifact = buildArtifact(compiled.module(), compiled.kernels, target, kind);
+  if (!artifact)
+    return compiled.error(llvm::toString(artifact.takeError()));
   return artifact;
 }

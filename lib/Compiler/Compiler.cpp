@@ -37,33 +37,33 @@ mlir::OwningOpRef<mlir::ModuleOp> kiln::buildKilnModule(mlir::MLIRContext &conte
   return module;
 }
 
-llvm::Expected<std::unique_ptr<cpu::Executable>>
-kiln::compileForCPU(llvm::StringRef source, llvm::StringRef filename, const GenOptions &options) {
+SourceModule::SourceModule(llvm::StringRef source, llvm::StringRef filename,
+                           const GenOptions &options) {
   static std::once_flag registered;
   std::call_once(registered, [] { registerPasses(); });
-  mlir::DialectRegistry registry;
-  registerDialects(registry);
-  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  registerDialects(registry_);
+  context_ = std::make_unique<mlir::MLIRContext>(registry_,
+                                                 mlir::MLIRContext::Threading::DISABLED);
+  sourceMgr_.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, filename),
+                                llvm::SMLoc());
+  module_ = buildKilnModule(*context_, sourceMgr_, options, kernels, errs_);
+  // Later passes report through the same source manager, at .kiln locations.
+  handler_ = std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr_, context_.get(),
+                                                                errs_);
+}
 
-  std::string messages;
-  llvm::raw_string_ostream errs(messages);
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, filename),
-                               llvm::SMLoc());
-  std::vector<KernelInfo> infos;
-  auto module = buildKilnModule(context, sourceMgr, options, infos, errs);
-  auto fail = [&]() {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), errs.str());
-  };
-  if (!module)
-    return fail();
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, errs);
-  if (mlir::failed(cpu::lowerToLLVMDialect(*module)))
-    return fail();
-  auto exe = cpu::Executable::create(*module, std::move(infos));
-  if (!exe) {
-    errs << llvm::toString(exe.takeError());
-    return fail();
-  }
+llvm::Error SourceModule::error(llvm::StringRef fallback) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 messages_.empty() ? fallback.str() : messages_);
+}
+
+llvm::Expected<std::unique_ptr<cpu::Executable>>
+kiln::compileForCPU(llvm::StringRef source, llvm::StringRef filename, const GenOptions &options) {
+  SourceModule compiled(source, filename, options);
+  if (!compiled.ok() || mlir::failed(cpu::lowerToLLVMDialect(compiled.module())))
+    return compiled.error();
+  auto exe = cpu::Executable::create(compiled.module(), compiled.kernels);
+  if (!exe)
+    return compiled.error(llvm::toString(exe.takeError()));
   return exe;
 }

@@ -8,6 +8,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
 #include "llvm/Support/SourceMgr.h"
@@ -27,6 +29,28 @@ mlir::OwningOpRef<mlir::ModuleOp> buildKilnModule(mlir::MLIRContext &context,
                                                   const GenOptions &options,
                                                   std::vector<KernelInfo> &infos,
                                                   llvm::raw_ostream &errs);
+
+/// One source compiled to kiln IR in a context of its own. Diagnostics from the front
+/// end and from every later pass on `module` are collected in `messages`, formatted
+/// as kilnc prints them (file:line:col, source line, caret).
+class SourceModule {
+public:
+  SourceModule(llvm::StringRef source, llvm::StringRef filename, const GenOptions &options);
+  mlir::ModuleOp module() { return *module_; }
+  bool ok() const { return static_cast<bool>(module_); }
+  std::vector<KernelInfo> kernels;
+  /// The collected diagnostics as an error; `fallback` when there are none.
+  llvm::Error error(llvm::StringRef fallback = "compilation failed");
+
+private:
+  mlir::DialectRegistry registry_;
+  std::unique_ptr<mlir::MLIRContext> context_;
+  llvm::SourceMgr sourceMgr_;
+  std::string messages_;
+  llvm::raw_string_ostream errs_{messages_};
+  mlir::OwningOpRef<mlir::ModuleOp> module_;
+  std::unique_ptr<mlir::SourceMgrDiagnosticHandler> handler_;
+};
 
 /// Source to an in-process executable: parse, emit, lower, JIT. On failure the error
 /// carries every diagnostic, formatted as kilnc prints them.

@@ -75,38 +75,39 @@ static Value foldLoop(OpBuilder &b, Location loc, Value count, Value init, Body 
   return loop.getResult(0);
 }
 
-void ThreadEmitter::emitBroadcast(BroadcastOp op) {
-  auto src = op.getSource().getType(), dst = op.getType();
-  writeShared(regs(op.getSource()), src.getNumElements(), src.getElementType());
+Registers ThreadEmitter::exchange(Value source, RankedTensorType result,
+                                  function_ref<Value(ArrayRef<Value>)> compute) {
+  auto src = cast<RankedTensorType>(source.getType());
+  writeShared(regs(source), src.getNumElements(), src.getElementType());
   barrier();
   Registers out;
-  for (int64_t r = 0, n = registers(dst); r < n; ++r) {
-    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
-    SmallVector<Value> index = delinearize(e, dst.getShape());
+  for (int64_t r = 0, n = registers(result); r < n; ++r) {
+    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, result.getNumElements()));
+    out.push_back(compute(delinearize(e, result.getShape())));
+  }
+  barrier();
+  return out;
+}
+
+void ThreadEmitter::emitBroadcast(BroadcastOp op) {
+  auto src = op.getSource().getType();
+  tiles[op.getResult()] = exchange(op.getSource(), op.getType(), [&](ArrayRef<Value> at) {
+    SmallVector<Value> index(at);
     for (int64_t d = 0; d < src.getRank(); ++d)
       if (src.getDimSize(d) == 1)
         index[d] = i32(0);
-    out.push_back(readShared(linearize(index, src.getShape()), src.getElementType()));
-  }
-  barrier();
-  tiles[op.getResult()] = out;
+    return readShared(linearize(index, src.getShape()), src.getElementType());
+  });
 }
 
 void ThreadEmitter::emitTrans(TransOp op) {
-  auto src = op.getSource().getType(), dst = op.getType();
-  writeShared(regs(op.getSource()), src.getNumElements(), src.getElementType());
-  barrier();
-  Registers out;
-  for (int64_t r = 0, n = registers(dst); r < n; ++r) {
-    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
-    SmallVector<Value> dstIndex = delinearize(e, dst.getShape());
-    SmallVector<Value> srcIndex(dstIndex.size());
+  auto src = op.getSource().getType();
+  tiles[op.getResult()] = exchange(op.getSource(), op.getType(), [&](ArrayRef<Value> at) {
+    SmallVector<Value> index(at.size());
     for (auto [i, p] : llvm::enumerate(op.getPerm()))
-      srcIndex[p] = dstIndex[i];
-    out.push_back(readShared(linearize(srcIndex, src.getShape()), src.getElementType()));
-  }
-  barrier();
-  tiles[op.getResult()] = out;
+      index[p] = at[i];
+    return readShared(linearize(index, src.getShape()), src.getElementType());
+  });
 }
 
 /// The subgroup-reduction kind for a kiln reduction of `type`.
@@ -215,43 +216,29 @@ void ThreadEmitter::emitReduce(ReduceOp op) {
   }
   int64_t axis = op.getAxis();
   auto dst = cast<RankedTensorType>(op.getType());
-  writeShared(regs(op.getSource()), src.getNumElements(), elem);
-  barrier();
-  Registers out;
-  for (int64_t r = 0, n = registers(dst); r < n; ++r) {
-    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
-    SmallVector<Value> dstIndex = delinearize(e, dst.getShape());
-    out.push_back(foldLoop(b, loc, i32(src.getDimSize(axis)), identity(op.getKind(), elem),
-                           [&](Value k, Value acc) {
-                             SmallVector<Value> srcIndex(dstIndex);
-                             srcIndex.insert(srcIndex.begin() + axis, k);
-                             Value v = readShared(linearize(srcIndex, src.getShape()), elem);
-                             return combine(op.getKind(), v, acc);
-                           }));
-  }
-  barrier();
-  tiles[op.getResult()] = out;
+  tiles[op.getResult()] = exchange(op.getSource(), dst, [&](ArrayRef<Value> at) {
+    return foldLoop(b, loc, i32(src.getDimSize(axis)), identity(op.getKind(), elem),
+                    [&](Value k, Value acc) {
+                      SmallVector<Value> index(at);
+                      index.insert(index.begin() + axis, k);
+                      Value v = readShared(linearize(index, src.getShape()), elem);
+                      return combine(op.getKind(), v, acc);
+                    });
+  });
 }
 
 void ThreadEmitter::emitScan(ScanOp op) {
   auto type = op.getType();
   Type elem = type.getElementType();
   int64_t axis = op.getAxis();
-  writeShared(regs(op.getSource()), type.getNumElements(), elem);
-  barrier();
-  Registers out;
-  for (int64_t r = 0, n = registers(type); r < n; ++r) {
-    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, type.getNumElements()));
-    SmallVector<Value> index = delinearize(e, type.getShape());
-    Value count = b.create<arith::AddIOp>(loc, index[axis], i32(1)); // inclusive
-    out.push_back(foldLoop(b, loc, count, identity(op.getKind(), elem), [&](Value k, Value acc) {
-      SmallVector<Value> srcIndex(index);
-      srcIndex[axis] = k;
-      return combine(op.getKind(), readShared(linearize(srcIndex, type.getShape()), elem), acc);
-    }));
-  }
-  barrier();
-  tiles[op.getResult()] = out;
+  tiles[op.getResult()] = exchange(op.getSource(), type, [&](ArrayRef<Value> at) {
+    Value count = b.create<arith::AddIOp>(loc, at[axis], i32(1)); // inclusive
+    return foldLoop(b, loc, count, identity(op.getKind(), elem), [&](Value k, Value acc) {
+      SmallVector<Value> index(at);
+      index[axis] = k;
+      return combine(op.getKind(), readShared(linearize(index, type.getShape()), elem), acc);
+    });
+  });
 }
 
 void ThreadEmitter::emitDot(DotOp op) {

@@ -99,6 +99,11 @@ private:
   void emitReduce(ReduceOp op);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);
+  /// Writes `source` to shared memory and builds each register of a `result` tile
+  /// from its element's index with `compute` (which reads shared memory); barriers
+  /// fence both sides.
+  Registers exchange(mlir::Value source, mlir::RankedTensorType result,
+                     llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> compute);
   mlir::Value reduceWholeTile(const Registers &regs, int64_t numElements, ReduceKind kind,
                               mlir::Type type);
   /// Writes a tile's valid registers to shared memory at `base` + element index.

@@ -406,21 +406,37 @@ public:
     }
     vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
+    VkResult r = submitAndWait([&](VkCommandBuffer cmd) {
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
+                              nullptr);
+      if (p.pushBytes)
+        vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes,
+                           words.data());
+      vkCmdDispatch(cmd, static_cast<uint32_t>(grid[0]), static_cast<uint32_t>(grid[1]),
+                    static_cast<uint32_t>(grid[2]));
+    });
+    vkDestroyDescriptorPool(device, pool, nullptr);
+    if (r == VK_ERROR_DEVICE_LOST)
+      return Status::failure("kernel '" + kernel.name + "' faulted: the Vulkan device was lost");
+    if (r != VK_SUCCESS)
+      return Status::failure(vkError("vkQueueSubmit", r));
+    return Status::success();
+  }
+
+  /// Records one command buffer with `record`, submits it and waits for it.
+  template <typename RecordFn> VkResult submitAndWait(RecordFn record) {
     VkCommandBufferAllocateInfo cbai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     cbai.commandPool = commandPool;
     cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cbai.commandBufferCount = 1;
     VkCommandBuffer cmd;
-    vkAllocateCommandBuffers(device, &cbai, &cmd);
+    if (VkResult r = vkAllocateCommandBuffers(device, &cbai, &cmd); r != VK_SUCCESS)
+      return r;
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vkBeginCommandBuffer(cmd, &begin);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
-    if (p.pushBytes)
-      vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes, words.data());
-    vkCmdDispatch(cmd, static_cast<uint32_t>(grid[0]), static_cast<uint32_t>(grid[1]),
-                  static_cast<uint32_t>(grid[2]));
+    record(cmd);
     vkEndCommandBuffer(cmd);
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
@@ -433,12 +449,7 @@ public:
       r = vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX);
     vkDestroyFence(device, fence, nullptr);
     vkFreeCommandBuffers(device, commandPool, 1, &cmd);
-    vkDestroyDescriptorPool(device, pool, nullptr);
-    if (r == VK_ERROR_DEVICE_LOST)
-      return Status::failure("kernel '" + kernel.name + "' faulted: the Vulkan device was lost");
-    if (r != VK_SUCCESS)
-      return Status::failure(vkError("vkQueueSubmit", r));
-    return Status::success();
+    return r;
   }
 
   Status synchronize() override {
@@ -462,29 +473,14 @@ public:
       if (VkResult r = vkCreateQueryPool(device, &qpi, nullptr, &queryPool); r != VK_SUCCESS)
         return Status::failure(vkError("vkCreateQueryPool", r));
     }
-    VkCommandBufferAllocateInfo cbai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    cbai.commandPool = commandPool;
-    cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cbai.commandBufferCount = 1;
-    VkCommandBuffer cmd;
-    vkAllocateCommandBuffers(device, &cbai, &cmd);
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    vkBeginCommandBuffer(cmd, &begin);
-    vkCmdResetQueryPool(cmd, queryPool, 0, 1);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPool, 0);
-    vkEndCommandBuffer(cmd);
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &cmd;
-    VkResult r = vkQueueSubmit(queue, 1, &submit, VK_NULL_HANDLE);
-    if (r == VK_SUCCESS)
-      r = vkQueueWaitIdle(queue);
+    VkResult r = submitAndWait([&](VkCommandBuffer cmd) {
+      vkCmdResetQueryPool(cmd, queryPool, 0, 1);
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPool, 0);
+    });
     uint64_t ticks = 0;
     if (r == VK_SUCCESS)
       r = vkGetQueryPoolResults(device, queryPool, 0, 1, sizeof ticks, &ticks, sizeof ticks,
                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    vkFreeCommandBuffers(device, commandPool, 1, &cmd);
     if (r != VK_SUCCESS)
       return Status::failure(vkError("timestamp query", r));
     if (timestampBits < 64)
