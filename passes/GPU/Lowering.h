@@ -20,6 +20,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <functional>
+
 namespace kiln::gpu {
 
 /// How global memory is reached: through LLVM global pointers (NVVM, ROCDL) or
@@ -86,6 +88,10 @@ private:
   // MemoryToGPU.cpp
   mlir::LogicalResult emitLoad(mlir::Operation *op);
   mlir::LogicalResult emitStore(mlir::Operation *op);
+  /// The per-dimension coordinates of register r's element for a gather access
+  /// (`indices`) or a block access (`offsets` of a `tile`-shaped block).
+  std::function<llvm::SmallVector<mlir::Value>(int64_t)>
+  coordinates(mlir::ValueRange indices, mlir::ValueRange offsets, mlir::RankedTensorType tile);
   mlir::Value loadElement(const TensorArg &t, mlir::Value offset);
   void storeElement(const TensorArg &t, mlir::Value offset, mlir::Value value);
   /// Loads `vec` consecutive elements at `offset` with one aligned vector access.

@@ -123,6 +123,24 @@ static Value runIsContiguous(OpBuilder &b, Location loc, ArrayRef<Access> run) {
   return all;
 }
 
+std::function<SmallVector<Value>(int64_t)>
+ThreadEmitter::coordinates(ValueRange indices, ValueRange offsets, RankedTensorType tile) {
+  if (offsets.empty()) // gather: the index tiles hold the coordinates
+    return [this, indices](int64_t r) {
+      SmallVector<Value> c;
+      for (Value index : indices)
+        c.push_back(element(index, r));
+      return c;
+    };
+  // block: the element's position in the tile, shifted by the block's offsets
+  return [this, offsets, tile](int64_t r) {
+    SmallVector<Value> c = delinearize(elementIndex(r), tile.getShape());
+    for (auto [ci, off] : llvm::zip(c, offsets))
+      ci = b.create<arith::AddIOp>(loc, scalar(off), ci);
+    return c;
+  };
+}
+
 LogicalResult ThreadEmitter::emitLoad(Operation *op) {
   Value memoryArg = op->getOperand(0);
   const TensorArg &t = tensors.find(memoryArg)->second;
@@ -131,28 +149,16 @@ LogicalResult ThreadEmitter::emitLoad(Operation *op) {
   int64_t n = tile ? registers(tile) : 1;
   Type elem = t.elementType;
 
-  Value otherOriginal;
-  Value mask;
+  Value otherOriginal, mask;
   std::function<SmallVector<Value>(int64_t)> coords;
   if (auto load = dyn_cast<LoadOp>(op)) {
     otherOriginal = load.getOther();
     mask = load.getMask();
-    coords = [&, load](int64_t r) mutable {
-      SmallVector<Value> c;
-      for (Value index : load.getIndices())
-        c.push_back(element(index, r));
-      return c;
-    };
+    coords = coordinates(load.getIndices(), {}, tile);
   } else {
     auto block = cast<LoadBlockOp>(op);
     otherOriginal = block.getOther();
-    ArrayRef<int64_t> shape = tile.getShape();
-    coords = [&, block, shape](int64_t r) mutable {
-      SmallVector<Value> c = delinearize(elementIndex(r), shape);
-      for (auto [ci, off] : llvm::zip(c, block.getOffsets()))
-        ci = b.create<arith::AddIOp>(loc, scalar(off), ci);
-      return c;
-    };
+    coords = coordinates({}, block.getOffsets(), tile);
   }
   int64_t numElements = tile ? tile.getNumElements() : 1;
   auto extraOk = [&](int64_t r) -> Value {
@@ -233,21 +239,9 @@ LogicalResult ThreadEmitter::emitStore(Operation *op) {
   std::function<SmallVector<Value>(int64_t)> coords;
   if (auto store = dyn_cast<StoreOp>(op)) {
     mask = store.getMask();
-    coords = [&, store](int64_t r) mutable {
-      SmallVector<Value> c;
-      for (Value index : store.getIndices())
-        c.push_back(element(index, r));
-      return c;
-    };
+    coords = coordinates(store.getIndices(), {}, tile);
   } else {
-    auto block = cast<StoreBlockOp>(op);
-    ArrayRef<int64_t> shape = tile.getShape();
-    coords = [&, block, shape](int64_t r) mutable {
-      SmallVector<Value> c = delinearize(elementIndex(r), shape);
-      for (auto [ci, off] : llvm::zip(c, block.getOffsets()))
-        ci = b.create<arith::AddIOp>(loc, scalar(off), ci);
-      return c;
-    };
+    coords = coordinates({}, cast<StoreBlockOp>(op).getOffsets(), tile);
   }
   int64_t numElements = tile ? tile.getNumElements() : 1;
   auto extraOk = [&](int64_t r) -> Value {
