@@ -12,7 +12,13 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
-#include "llvm/Support/FileSystem.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <limits>
 #include <map>
@@ -31,17 +37,24 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
   initializeHostTarget();
   mlir::registerBuiltinDialectTranslation(*module.getContext());
   mlir::registerLLVMDialectTranslation(*module.getContext());
-  // The options hold a function_ref: the transformer must outlive create().
-  std::function<llvm::Error(llvm::Module *)> optimize =
-      mlir::makeOptimizingTransformer(optLevel, 0, nullptr);
+  std::unique_ptr<Executable> exe(new Executable());
+  // The options hold a function_ref: the transformer must outlive create(),
+  // which runs it. It also keeps the optimized module as bitcode, from which
+  // writeObject emits an object file without the JIT's own (unchecked) dump.
+  auto optimizeLLVM = mlir::makeOptimizingTransformer(optLevel, 0, nullptr);
+  std::function<llvm::Error(llvm::Module *)> optimize = [&](llvm::Module *m) -> llvm::Error {
+    if (llvm::Error err = optimizeLLVM(m))
+      return err;
+    llvm::raw_string_ostream os(exe->bitcode);
+    llvm::WriteBitcodeToFile(*m, os);
+    return llvm::Error::success();
+  };
   mlir::ExecutionEngineOptions options;
   options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  options.enableObjectDump = true;
   auto engine = mlir::ExecutionEngine::create(module, options);
   if (!engine)
     return engine.takeError();
-  std::unique_ptr<Executable> exe(new Executable());
   exe->engine = std::move(*engine);
   exe->infos = std::move(kernels);
   return exe;
@@ -114,12 +127,38 @@ llvm::Error Executable::launch(llvm::StringRef kernel, const std::vector<KernelA
 }
 
 llvm::Error Executable::writeObject(llvm::StringRef path) {
-  // The JIT compiles on first lookup; make sure the object exists before dumping it.
-  for (const KernelInfo &k : infos)
-    if (auto fn = engine->lookupPacked(k.name); !fn)
-      return fn.takeError();
-  engine->dumpToObjectFile(path);
-  if (!llvm::sys::fs::exists(path))
-    return makeError("could not write object file '" + path + "'");
+  // Code generation as the JIT does it (host CPU and features, -O3), but
+  // position independent, into memory; then one checked write, so a full disk
+  // is an error rather than LLVM's fatal "IO failure on output stream".
+  llvm::LLVMContext context;
+  auto module = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "kiln-module"), context);
+  if (!module)
+    return module.takeError();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return builder.takeError();
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  auto machine = builder->createTargetMachine();
+  if (!machine)
+    return machine.takeError();
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager passes;
+  if ((*machine)->addPassesToEmitFile(passes, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return makeError("the host target cannot emit object files");
+  passes.run(**module);
+
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec)
+    return makeError("cannot open '" + path + "': " + ec.message());
+  file.write(object.data(), object.size());
+  file.close();
+  if (file.has_error()) {
+    ec = file.error();
+    file.clear_error();
+    return makeError("cannot write object file '" + path + "': " + ec.message());
+  }
   return llvm::Error::success();
 }

@@ -47,6 +47,7 @@ private:
 
   std::unique_ptr<mlir::ExecutionEngine> engine;
   std::vector<KernelInfo> infos;
+  std::string bitcode; ///< the optimized module, for writeObject
 };
 
 } // namespace kiln::cpu

@@ -147,8 +147,25 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
   Value buffer = sharedBuffer(type == wide ? type : type); // exchange in the tile's type
   Value lane, group, groups;
   if (nativeSubgroupReduce) {
+    // SPIR-V's GroupNonUniformFMax/FMin leave NaN inputs undefined (lavapipe
+    // returns the identity), so float max/min carry an "any lane NaN" flag of
+    // their own and restore the NaN that IEEE maximum/minimum propagate.
+    Value anyNaN;
+    bool floatMinMax = isa<FloatType>(wide) && (kind == ReduceKind::Max || kind == ReduceKind::Min);
+    if (floatMinMax) {
+      Value isNaN = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, partial, partial);
+      Value flag = b.create<arith::ExtUIOp>(loc, b.getI32Type(), isNaN);
+      flag = b.create<mlir::gpu::SubgroupReduceOp>(loc, flag, mlir::gpu::AllReduceOperation::MAXUI,
+                                                   /*uniform=*/false);
+      anyNaN = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, flag, i32(0));
+    }
     partial = b.create<mlir::gpu::SubgroupReduceOp>(loc, partial, subgroupKind(kind, wide),
                                                     /*uniform=*/false);
+    if (floatMinMax) {
+      Value nan = b.create<arith::ConstantOp>(
+          loc, b.getFloatAttr(wide, APFloat::getQNaN(cast<FloatType>(wide).getFloatSemantics())));
+      partial = b.create<arith::SelectOp>(loc, anyNaN, nan, partial);
+    }
     // Every lane holds the subgroup's result, so all of them may write it: the
     // stores agree, and no lane id (which SPIR-V lowering lacks) is needed.
     group = b.create<mlir::gpu::SubgroupIdOp>(loc, /*upper_bound=*/nullptr);

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <csignal>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,6 +185,107 @@ TEST_F(SessionTest, UnwritableCacheFallsBackToMemory) {
   EXPECT_TRUE(runSoftmax(s, k));
   EXPECT_TRUE(s.compile(kSoftmax, "softmax").ok());
   EXPECT_EQ(s.cacheStats().memoryHits, 1);
+}
+
+/// Compiles and runs softmax on `device` in a child process whose file-size limit
+/// is far below a cache entry's size: its writes fail the way a full disk makes
+/// them fail (EFBIG instead of ENOSPC). Returns the child's exit code: 0 ran
+/// correctly, 1 wrong result, 2 compile error (printed), 3 no such device.
+int compileOnFullDisk(const char *device,
+                      ::testing::AssertionResult (*runSoftmax)(Session &, const Kernel &)) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{512, 512};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    Session s(device);
+    if (!s.ok())
+      _exit(3);
+    Kernel k = s.compile(kSoftmax, "softmax");
+    if (!k.ok()) {
+      fprintf(stderr, "%s\n", k.status().message().c_str());
+      _exit(2);
+    }
+    _exit(runSoftmax(s, k) ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(SessionTest, FullDiskCostsOnlyTheCacheEntry) {
+  // GPU code needs no files: only the cache entry is lost.
+  int vulkan = compileOnFullDisk("vulkan", runSoftmax);
+  if (vulkan != 3)
+    EXPECT_EQ(vulkan, 0) << "Vulkan compile or run failed on a full disk";
+  // Host code is linked and loaded from temporary files: a clear error, no crash.
+  EXPECT_EQ(compileOnFullDisk("cpu", runSoftmax), 2);
+  EXPECT_TRUE(cacheFiles().empty()) << "a partial entry or temporary file was left behind";
+
+  // The next process compiles afresh and finds nothing damaged.
+  Session s("cpu");
+  ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());
+  EXPECT_EQ(s.cacheStats().compiles, 1);
+  EXPECT_EQ(s.cacheStats().damagedEntries, 0);
+  EXPECT_EQ(cacheFiles().size(), 1u);
+}
+
+const char *kReductions = R"(
+kernel reduce(x: tensor<f32>[N], out: tensor<f32>[4]) params(B: i32 = 64) {
+  let i = arange(0, B);
+  store(out[0], sum(load(x[i])));
+  store(out[1], max(load(x[i], other = -inf)));
+  store(out[2], min(load(x[i], other = inf)));
+  store(out[3], prod(load(x[i], other = 1.0)));
+})";
+
+/// sum, max, min and prod of `x` on `device`; the same kernel as the CPU
+/// numerics tests in test/e2e/DTypeTest.cpp, here through the GPU path.
+std::vector<float> reduceOn(Session &s, std::vector<float> x) {
+  Kernel k = s.compile(kReductions, "reduce");
+  if (!k.ok()) {
+    ADD_FAILURE() << k.status().message();
+    return {};
+  }
+  int64_t n = static_cast<int64_t>(x.size());
+  Tensor in = s.upload(x, {n});
+  Tensor out = s.upload(std::vector<float>(4, -123.0f), {4});
+  std::vector<float> result;
+  if (rt::Status st = k(in, out); !st)
+    ADD_FAILURE() << st.message();
+  else if (rt::Status st = out.download(result); !st)
+    ADD_FAILURE() << st.message();
+  return result;
+}
+
+TEST_F(SessionTest, VulkanNaNInfAndEmptyExtents) {
+  Session s("vulkan");
+  if (!s.ok())
+    GTEST_SKIP() << "no Vulkan device: " << s.status().message();
+  auto nan = reduceOn(s, {1.0f, NAN, 2.0f});
+  ASSERT_EQ(nan.size(), 4u);
+  for (float v : nan)
+    EXPECT_TRUE(std::isnan(v)) << v;
+  auto inf = reduceOn(s, {INFINITY, 1.0f});
+  ASSERT_EQ(inf.size(), 4u);
+  EXPECT_EQ(inf[0], INFINITY);
+  EXPECT_EQ(inf[1], INFINITY);
+  EXPECT_EQ(inf[2], 1.0f);
+  auto cancel = reduceOn(s, {INFINITY, -INFINITY});
+  ASSERT_EQ(cancel.size(), 4u);
+  EXPECT_TRUE(std::isnan(cancel[0]));
+  EXPECT_EQ(cancel[1], INFINITY);
+  EXPECT_EQ(cancel[2], -INFINITY);
+  auto one = reduceOn(s, {-2.5f});
+  ASSERT_EQ(one.size(), 4u);
+  for (float v : one)
+    EXPECT_EQ(v, -2.5f);
+  auto empty = reduceOn(s, {});
+  ASSERT_EQ(empty.size(), 4u);
+  EXPECT_EQ(empty[0], 0.0f);
+  EXPECT_EQ(empty[1], -INFINITY);
+  EXPECT_EQ(empty[2], INFINITY);
+  EXPECT_EQ(empty[3], 1.0f);
 }
 
 TEST_F(SessionTest, ErrorsAreValues) {
