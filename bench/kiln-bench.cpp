@@ -275,6 +275,20 @@ void compileBenchmarks(const std::string &examples, const std::string &bin,
     p = runCommandMs("glslangValidator -V --target-env vulkan1.2 " + peerDir + "/glsl/softmax.comp -o /tmp/kiln-bench-glsl.spv");
     report({"compile", "softmax-spirv", "kilnc vs glslang", "compiles/s", 1000 / k, 1000 / p, "glslangValidator"});
   }
+  // As processes: kilnc to SPIR-V against IREE (pip iree-base-compiler) compiling
+  // linalg.softmax for its Vulkan target. IREE's output also holds the host-side
+  // schedule (a .vmfb), so it does a little more than kilnc does here.
+  std::string iree = "iree-compile --iree-hal-target-device=vulkan " + peerDir +
+                     "/softmax_iree.mlir -o /tmp/kiln-bench-iree.vmfb";
+  if (std::system("command -v iree-compile > /dev/null 2>&1") != 0) {
+    std::printf("compile  (IREE not installed: pip install iree-base-compiler)\n");
+  } else if (std::system((iree + " > /dev/null 2>&1").c_str()) != 0) {
+    std::printf("compile  (iree-compile failed on bench/peers/softmax_iree.mlir)\n");
+  } else {
+    double k = runCommandMs(bin + "/kilnc " + examples + "/softmax.kiln --target=vulkan --emit=spirv -o /tmp/kiln-bench.spv");
+    double p = runCommandMs(iree);
+    report({"compile", "softmax-vulkan", "kilnc vs IREE", "compiles/s", 1000 / k, 1000 / p, "iree-compile"});
+  }
 }
 
 void writeJson(const std::string &path, double bandwidth) {
