@@ -176,14 +176,25 @@ static Status checkRange(const Buffer &buffer, size_t bytes, size_t offset) {
   return Status::success();
 }
 
+/// An empty copy touches nothing (its host pointer may be null); any other needs one.
+static bool nothingToCopy(const void *host, size_t bytes, Status &error) {
+  if (bytes != 0 && !host)
+    error = Status::failure("copy of " + std::to_string(bytes) + " bytes with a null host pointer");
+  return bytes == 0 || !host;
+}
+
 Status Device::write(Buffer &buffer, const void *data, size_t bytes, size_t offset) {
   if (Status s = checkRange(buffer, bytes, offset); !s)
+    return s;
+  if (Status s; nothingToCopy(data, bytes, s))
     return s;
   return driver_->write(buffer.impl_->handle, offset, data, bytes);
 }
 
 Status Device::read(const Buffer &buffer, void *data, size_t bytes, size_t offset) {
   if (Status s = checkRange(buffer, bytes, offset); !s)
+    return s;
+  if (Status s; nothingToCopy(data, bytes, s))
     return s;
   return driver_->read(buffer.impl_->handle, offset, data, bytes);
 }

@@ -255,6 +255,20 @@ TEST_P(OnDevice, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
   EXPECT_EQ(download(bz, n)[n - 1], 4.0f);
 }
 
+TEST_P(OnDevice, CopiesCheckTheirRangeAndHostPointer) {
+  Buffer b = upload(std::vector<float>(4, 1));
+  float host[8] = {};
+  Status over = device->write(b, host, sizeof host);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.message().find("exceeds the buffer's 16 bytes"), std::string::npos) << over.message();
+  Status null = device->read(b, nullptr, 4);
+  ASSERT_FALSE(null.ok());
+  EXPECT_NE(null.message().find("null host pointer"), std::string::npos) << null.message();
+  // An empty copy is fine, whatever its pointer.
+  EXPECT_TRUE(device->write(b, nullptr, 0).ok());
+  EXPECT_TRUE(device->read(b, nullptr, 0).ok());
+}
+
 TEST_P(OnDevice, EventsMeasureWork) {
   // Events read the device's clock (Vulkan: timestamp queries) after queued work;
   // later events never read earlier times. No speed is asserted.
