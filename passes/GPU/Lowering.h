@@ -92,6 +92,9 @@ private:
   /// (`indices`) or a block access (`offsets` of a `tile`-shaped block).
   std::function<llvm::SmallVector<mlir::Value>(int64_t)>
   coordinates(mlir::ValueRange indices, mlir::ValueRange offsets, mlir::RankedTensorType tile);
+  /// Whether `numRegisters` registers of `t` can move as aligned runs of `vec`
+  /// elements (LLVM pointers, 4-, 8- or 16-byte vector accesses).
+  bool canAccessRuns(const TensorArg &t, int64_t numRegisters);
   mlir::Value loadElement(const TensorArg &t, mlir::Value offset);
   void storeElement(const TensorArg &t, mlir::Value offset, mlir::Value value);
   /// Loads `vec` consecutive elements at `offset` with one aligned vector access.

@@ -30,6 +30,13 @@ static unsigned storageBytes(const TensorArg &t) {
   return std::max(1u, t.storageType.getIntOrFloatBitWidth() / 8);
 }
 
+bool ThreadEmitter::canAccessRuns(const TensorArg &t, int64_t numRegisters) {
+  unsigned vec = layout.getVec();
+  unsigned runBytes = vec * storageBytes(t);
+  return memory == MemoryModel::LLVMPointers && vec > 1 && numRegisters % vec == 0 &&
+         (runBytes == 4 || runBytes == 8 || runBytes == 16);
+}
+
 Value ThreadEmitter::loadElement(const TensorArg &t, Value offset) {
   Value v;
   if (memory == MemoryModel::LLVMPointers) {
@@ -186,9 +193,7 @@ LogicalResult ThreadEmitter::emitLoad(Operation *op) {
 
   Registers out;
   unsigned vec = layout.getVec();
-  unsigned runBytes = vec * storageBytes(t);
-  bool vectorize = tile && memory == MemoryModel::LLVMPointers && vec > 1 && n % vec == 0 &&
-                   (runBytes == 4 || runBytes == 8 || runBytes == 16);
+  bool vectorize = tile && canAccessRuns(t, n);
   for (int64_t r0 = 0; r0 < n; r0 += vectorize ? vec : 1) {
     if (!vectorize) {
       out.push_back(guardedLoad(r0));
@@ -264,9 +269,7 @@ LogicalResult ThreadEmitter::emitStore(Operation *op) {
         nullptr);
   };
   unsigned vec = layout.getVec();
-  unsigned runBytes = vec * storageBytes(t);
-  bool vectorize = tile && memory == MemoryModel::LLVMPointers && vec > 1 && n % vec == 0 &&
-                   (runBytes == 4 || runBytes == 8 || runBytes == 16);
+  bool vectorize = tile && canAccessRuns(t, n);
   for (int64_t r0 = 0; r0 < n; r0 += vectorize ? vec : 1) {
     if (!vectorize) {
       guardedStore(r0);

@@ -9,6 +9,7 @@
 #include "examples/reference/References.h"
 #include "kiln/Runtime.h"
 #include "runtime/Bundle.h"
+#include "test/Common/Compare.h"
 
 #include <gtest/gtest.h>
 
@@ -38,25 +39,8 @@ std::string readFile(const std::string &path) {
   return ss.str();
 }
 
-std::vector<float> randomVector(size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
-::testing::AssertionResult allClose(const std::vector<float> &got, const std::vector<double> &want,
-                                    double rtol, double atol) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i])))
-      return ::testing::AssertionFailure() << "element " << i << ": got " << got[i] << ", want "
-                                           << want[i];
-  return ::testing::AssertionSuccess();
-}
+using test::allClose;
+using test::randomVector;
 
 /// A device of one kind, with helpers to move float vectors in and out.
 class OnDevice : public ::testing::TestWithParam<std::string> {

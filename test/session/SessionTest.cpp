@@ -2,6 +2,7 @@
 
 #include "examples/reference/References.h"
 #include "kiln/kiln.h"
+#include "test/Common/Compare.h"
 
 #include <gtest/gtest.h>
 
@@ -29,14 +30,6 @@ kernel softmax(x: tensor<f32>[M, N], y: tensor<f32>[M, N]) params(BLOCK: i32 = 6
 }
 )";
 
-std::vector<float> randomVector(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-3, 3);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
 
 /// A fresh cache folder per test, set through KILN_CACHE_DIR.
 class SessionTest : public ::testing::Test {
@@ -54,7 +47,7 @@ protected:
   /// Runs softmax through `s` and checks it; returns false on any failure.
   static ::testing::AssertionResult runSoftmax(Session &s, const Kernel &k) {
     int64_t m = 5, n = 50;
-    auto host = randomVector(m * n, 1);
+    auto host = test::randomVector(m * n, 1, -3, 3);
     Tensor x = s.upload(host, {m, n});
     Tensor y = s.empty<float>({m, n});
     if (rt::Status st = k(x, y); !st)
