@@ -165,45 +165,30 @@ void vulkanBenchmarks(const std::string &examples, const std::string &peerDir,
       std::fprintf(stderr, "GLSL peer %s: %s\n", name.c_str(), m.status().message().c_str());
     return m;
   };
-  auto timeKiln = [&](const Kernel &k, const std::vector<rt::Arg> &args) {
-    return measure([&] { (void)k.launch(args); }, 5, 1);
+  // One row: Kiln's `kernel` from examples/`file` against the GLSL peer of the same
+  // name, both launched through this device with `args`, moving `bytes` per launch.
+  auto compare = [&](const std::string &file, const std::string &kernel, const std::string &size,
+                     const std::vector<rt::Arg> &args, double bytes) {
+    Kernel k = s.compile(slurp(examples + "/" + file), kernel, {}, file);
+    auto m = peer(kernel);
+    if (!m || !k.ok())
+      return;
+    Timing tk = measure([&] { (void)k.launch(args); }, 5, 1);
+    Timing tp = measure([&] { (void)d.launch(*m, kernel, args); }, 5, 1);
+    double gk = bytes / tk.medianMs / 1e6, gp = bytes / tp.medianMs / 1e6;
+    report({"vulkan", kernel, size, "GB/s", gk, gp, "GLSL", 100 * gk / bandwidth});
   };
-  auto timePeer = [&](const rt::Module &m, const std::string &name, const std::vector<rt::Arg> &args) {
-    return measure([&] { (void)d.launch(m, name, args); }, 5, 1);
-  };
-  auto gbs = [](double bytes, const Timing &t) { return bytes / t.medianMs / 1e6; };
 
   int64_t n = 1 << 22;
   auto x = randomVector(n, 6);
   Tensor a = s.upload(x, {n}), b = s.upload(x, {n}), c = s.empty<float>({n});
-  Kernel va = s.compile(slurp(examples + "/vector_add.kiln"), "vector_add", {}, "vector_add.kiln");
-  if (auto m = peer("vector_add"); m && va.ok()) {
-    double bytes = 3.0 * n * 4;
-    Timing k = timeKiln(va, {a.arg(), b.arg(), c.arg()});
-    Timing p = timePeer(*m, "vector_add", {a.arg(), b.arg(), c.arg()});
-    report({"vulkan", "vector_add", "4194304", "GB/s", gbs(bytes, k), gbs(bytes, p), "GLSL",
-            100 * gbs(bytes, k) / bandwidth});
-  }
+  compare("vector_add.kiln", "vector_add", "4194304", {a.arg(), b.arg(), c.arg()}, 3.0 * n * 4);
   const int64_t rowsM = 4096, cols = 1024;
   auto xm = randomVector(rowsM * cols, 7);
   Tensor tx = s.upload(xm, {rowsM, cols}), ty = s.empty<float>({rowsM, cols}),
          tr = s.empty<float>({rowsM});
-  Kernel sm = s.compile(slurp(examples + "/softmax.kiln"), "softmax", {}, "softmax.kiln");
-  if (auto m = peer("softmax"); m && sm.ok()) {
-    double bytes = 2.0 * rowsM * cols * 4;
-    Timing k = timeKiln(sm, {tx.arg(), ty.arg()});
-    Timing p = timePeer(*m, "softmax", {tx.arg(), ty.arg()});
-    report({"vulkan", "softmax", "4096x1024", "GB/s", gbs(bytes, k), gbs(bytes, p), "GLSL",
-            100 * gbs(bytes, k) / bandwidth});
-  }
-  Kernel rs = s.compile(slurp(examples + "/reduce.kiln"), "row_sum", {}, "reduce.kiln");
-  if (auto m = peer("row_sum"); m && rs.ok()) {
-    double bytes = 1.0 * rowsM * cols * 4;
-    Timing k = timeKiln(rs, {tx.arg(), tr.arg()});
-    Timing p = timePeer(*m, "row_sum", {tx.arg(), tr.arg()});
-    report({"vulkan", "row_sum", "4096x1024", "GB/s", gbs(bytes, k), gbs(bytes, p), "GLSL",
-            100 * gbs(bytes, k) / bandwidth});
-  }
+  compare("softmax.kiln", "softmax", "4096x1024", {tx.arg(), ty.arg()}, 2.0 * rowsM * cols * 4);
+  compare("reduce.kiln", "row_sum", "4096x1024", {tx.arg(), tr.arg()}, 1.0 * rowsM * cols * 4);
 }
 
 double runCommandMs(const std::string &cmd) {
