@@ -40,13 +40,15 @@ SmallVector<utils::IteratorType> parallel(int64_t rank) {
   return SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel);
 }
 
-/// A linalg.generic producing one tensor of `type` from `inputs` read with `inputMaps`.
+/// A linalg.generic producing one tensor of `type` from `inputs` read with
+/// `inputMaps`, written into `init` (a fresh tensor when null).
 Value generic(OpBuilder &b, Location loc, RankedTensorType type, ValueRange inputs,
-              ArrayRef<AffineMap> inputMaps, BodyBuilder body) {
+              ArrayRef<AffineMap> inputMaps, BodyBuilder body, Value init = {}) {
   SmallVector<AffineMap> maps(inputMaps);
   maps.push_back(b.getMultiDimIdentityMap(type.getRank()));
-  auto op = b.create<linalg::GenericOp>(loc, TypeRange{type}, inputs,
-                                        ValueRange{emptyLike(b, loc, type)}, maps,
+  if (!init)
+    init = emptyLike(b, loc, type);
+  auto op = b.create<linalg::GenericOp>(loc, TypeRange{type}, inputs, ValueRange{init}, maps,
                                         parallel(type.getRank()), body);
   return op.getResult(0);
 }
@@ -298,20 +300,81 @@ Value lowerLoad(OpBuilder &b, LoadOp op) {
   });
 }
 
+/// A block access [offsets, offsets + shape) that lies wholly inside `memory`
+/// whose rows are contiguous needs no per-element guard; such blocks take a
+/// fast path (plain loads and stores on a unit-stride view, which LLVM
+/// vectorizes) and the rest keep the guarded code.
+struct DenseBlock {
+  Value condition;  // i1: in bounds and contiguous rows
+  Value contiguous; // `memory` cast to a unit innermost stride (valid when condition holds)
+  SmallVector<Value> offsets; // as index
+};
+
+DenseBlock denseBlock(OpBuilder &b, Location loc, Value memory, ValueRange offsets,
+                      ArrayRef<int64_t> shape, ValueRange sizes) {
+  DenseBlock block;
+  Value ok;
+  auto both = [&](Value x) { ok = ok ? b.create<arith::AndIOp>(loc, ok, x).getResult() : x; };
+  Value zero = constI32(b, loc, 0);
+  for (auto [off, size, extent] : llvm::zip(offsets, sizes, shape)) {
+    both(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, off, zero));
+    Value room = b.create<arith::SubIOp>(loc, size, constI32(b, loc, extent));
+    both(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, off, room));
+    block.offsets.push_back(b.create<arith::IndexCastOp>(loc, b.getIndexType(), off));
+  }
+  auto type = cast<MemRefType>(memory.getType());
+  auto metadata = b.create<memref::ExtractStridedMetadataOp>(loc, memory);
+  Value innerStride = metadata.getStrides().back();
+  both(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, innerStride,
+                               b.create<arith::ConstantIndexOp>(loc, 1)));
+  block.condition = ok;
+  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+  strides.back() = 1;
+  auto unitType = MemRefType::get(
+      type.getShape(), type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides),
+      type.getMemorySpace());
+  block.contiguous = b.create<memref::CastOp>(loc, unitType, memory);
+  return block;
+}
+
 Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
   Location loc = op.getLoc();
   SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
   Value memory = op.getMemory(), other = op.getOther();
   SmallVector<Value> offsets(op.getOffsets());
-  return generic(b, loc, op.getType(), {}, {}, [&](OpBuilder &nb, Location l, ValueRange) {
-    SmallVector<Value> coords;
-    for (auto [d, off] : llvm::enumerate(offsets)) {
-      Value i = nb.create<linalg::IndexOp>(l, d);
-      Value i32 = nb.create<arith::IndexCastOp>(l, nb.getI32Type(), i);
-      coords.push_back(nb.create<arith::AddIOp>(l, off, i32));
-    }
-    nb.create<linalg::YieldOp>(l, guardedLoad(nb, l, memory, coords, sizes, Value(), other));
-  });
+  RankedTensorType type = op.getType();
+  DenseBlock dense = denseBlock(b, loc, memory, offsets, type.getShape(), sizes);
+  // Both branches fill one destination, so the tile stays a single plain buffer.
+  Value init = emptyLike(b, loc, type);
+  auto ifOp = b.create<scf::IfOp>(
+      loc, dense.condition,
+      [&](OpBuilder &tb, Location l) {
+        Value v = generic(tb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
+          SmallVector<Value> coords;
+          for (auto [d, off] : llvm::enumerate(dense.offsets))
+            coords.push_back(
+                nb.create<arith::AddIOp>(il, off, nb.create<linalg::IndexOp>(il, d)));
+          nb.create<linalg::YieldOp>(il,
+                                     nb.create<memref::LoadOp>(il, dense.contiguous, coords)
+                                         .getResult());
+        }, init);
+        tb.create<scf::YieldOp>(l, v);
+      },
+      [&](OpBuilder &eb, Location l) {
+        Value v = generic(eb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
+          SmallVector<Value> coords;
+          for (auto [d, off] : llvm::enumerate(offsets)) {
+            Value i = nb.create<linalg::IndexOp>(il, d);
+            Value i32 = nb.create<arith::IndexCastOp>(il, nb.getI32Type(), i);
+            coords.push_back(nb.create<arith::AddIOp>(il, off, i32));
+          }
+          nb.create<linalg::YieldOp>(il,
+                                     guardedLoad(nb, il, memory, coords, sizes, Value(), other));
+        }, init);
+        eb.create<scf::YieldOp>(l, v);
+      });
+  return ifOp.getResult(0);
 }
 
 void lowerStore(OpBuilder &b, StoreOp op) {
@@ -335,15 +398,31 @@ void lowerStoreBlock(OpBuilder &b, StoreBlockOp op) {
   Location loc = op.getLoc();
   SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
   auto type = op.getValue().getType();
-  loopNest(b, loc, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
-    SmallVector<Value> coords;
-    for (auto [off, iv] : llvm::zip(op.getOffsets(), ivs)) {
-      Value i32 = nb.create<arith::IndexCastOp>(l, nb.getI32Type(), iv);
-      coords.push_back(nb.create<arith::AddIOp>(l, off, i32));
-    }
-    Value value = nb.create<tensor::ExtractOp>(l, op.getValue(), ivs);
-    guardedStore(nb, l, value, op.getMemory(), coords, sizes, Value());
-  });
+  DenseBlock dense = denseBlock(b, loc, op.getMemory(), op.getOffsets(), type.getShape(), sizes);
+  b.create<scf::IfOp>(
+      loc, dense.condition,
+      [&](OpBuilder &tb, Location l) {
+        loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
+          SmallVector<Value> coords;
+          for (auto [off, iv] : llvm::zip(dense.offsets, ivs))
+            coords.push_back(nb.create<arith::AddIOp>(il, off, iv));
+          Value value = nb.create<tensor::ExtractOp>(il, op.getValue(), ivs);
+          nb.create<memref::StoreOp>(il, value, dense.contiguous, coords);
+        });
+        tb.create<scf::YieldOp>(l);
+      },
+      [&](OpBuilder &eb, Location l) {
+        loopNest(eb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
+          SmallVector<Value> coords;
+          for (auto [off, iv] : llvm::zip(op.getOffsets(), ivs)) {
+            Value i32 = nb.create<arith::IndexCastOp>(il, nb.getI32Type(), iv);
+            coords.push_back(nb.create<arith::AddIOp>(il, off, i32));
+          }
+          Value value = nb.create<tensor::ExtractOp>(il, op.getValue(), ivs);
+          guardedStore(nb, il, value, op.getMemory(), coords, sizes, Value());
+        });
+        eb.create<scf::YieldOp>(l);
+      });
 }
 
 struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLinalg> {

@@ -54,6 +54,28 @@ def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::F
   let dependentDialects = ["mlir::vector::VectorDialect"];
 }
 
+def KilnCPUMatmulMicroKernel : Pass<"kiln-cpu-matmul-microkernel", "mlir::func::FuncOp"> {
+  let summary = "Register-blocked micro-kernel for linalg.matmul on tile buffers";
+  let description = [{
+    Runs after bufferization. A `linalg.matmul` whose three buffers have static
+    shapes and contiguous rows is walked in MR x NR blocks of C: the block's
+    accumulators are vectors carried through the K loop, every K step loads NR/VL
+    vectors of a B row and broadcasts MR values of an A column into fused
+    multiply-adds. MR and NR are chosen so that accumulators, the B row and the
+    broadcast fit in `registers` vector registers of `register-bits` bits (the
+    CPU pipeline sets both from the host). Other matmuls are left to
+    `convert-linalg-to-loops`.
+  }];
+  let options = [
+    Option<"registerBits", "register-bits", "int64_t", /*default=*/"512",
+           "Width of one vector register in bits">,
+    Option<"registers", "registers", "int64_t", /*default=*/"32",
+           "Vector registers the blocking may occupy">
+  ];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // GPU: the layout level and the conversion to per-thread code
 //===----------------------------------------------------------------------===//

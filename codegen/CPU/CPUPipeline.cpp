@@ -23,6 +23,18 @@ const std::string &kiln::cpu::kilnCleanupPipelineString() {
   return pipeline;
 }
 
+/// The micro-kernel's register budget on this host: 32 x 512-bit registers
+/// with AVX-512, 16 x 256-bit with AVX2, else 16 x 128-bit (SSE, NEON).
+static std::string hostVectorOptions() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto has = [&](llvm::StringRef f) { return features.lookup(f); };
+  if (has("avx512f"))
+    return "register-bits=512 registers=32";
+  if (has("avx2"))
+    return "register-bits=256 registers=16";
+  return "register-bits=128 registers=16";
+}
+
 const std::string &kiln::cpu::pipelineString() {
   // Stages: kiln cleanups; program ids become arguments; tiles become linalg on
   // tensors and fuse; bufferize; loops; everything to the LLVM dialect.
@@ -36,6 +48,7 @@ const std::string &kiln::cpu::pipelineString() {
       "function-boundary-type-conversion=identity-layout-map},"
       "func.func(buffer-hoisting,buffer-loop-hoisting),"
       "buffer-deallocation-pipeline,"
+      "func.func(kiln-cpu-matmul-microkernel{" + hostVectorOptions() + "}),"
       "func.func(convert-linalg-to-loops),canonicalize,cse,"
       "func.func(convert-vector-to-scf),"
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,"

@@ -3,6 +3,7 @@
 #include "kiln/kiln.h"
 
 #include "codegen/Common/Target.h"
+#include "kiln/BuildId.h"
 #include "kiln/Version.h"
 #include "lib/Compiler/Build.h"
 #include "runtime/Bundle.h"

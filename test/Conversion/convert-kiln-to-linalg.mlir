@@ -118,8 +118,19 @@ func.func @load(%m: !mem, %i: tensor<16xi32>, %k: tensor<16xi1>, %o: tensor<16xf
 
 !mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
 
-// Stores walk the tile with loops and write only in-bounds elements.
+// A block wholly inside memory with contiguous rows is stored without guards
+// through a unit-stride view; any other block walks the tile and writes only
+// in-bounds elements.
 // CHECK-LABEL: func @store_block
+// CHECK: %{{.*}}, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata
+// CHECK: arith.cmpi eq, %[[STRIDES]]#1, %c1
+// CHECK: %[[DENSE:.*]] = memref.cast %{{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-NOT: scf.if
+// CHECK: memref.store %{{.*}}, %[[DENSE]]
+// CHECK: } else {
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: tensor.extract
@@ -136,9 +147,19 @@ func.func @store_block(%m: !mem, %r: i32, %c: i32, %v: tensor<4x8xf32>) {
 
 !mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
 
-// Block loads compute coordinates from the offsets and linalg.index.
+// Block loads compute coordinates from the offsets and linalg.index; both the
+// dense fast path and the guarded path fill one destination tile.
 // CHECK-LABEL: func @load_block
-// CHECK: linalg.generic
+// CHECK: %[[DENSE:.*]] = memref.cast %{{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: %[[INIT:.*]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: scf.if
+// CHECK: linalg.generic {{.*}} outs(%[[INIT]]
+// CHECK: linalg.index 0
+// CHECK: linalg.index 1
+// CHECK-NOT: scf.if
+// CHECK: memref.load %[[DENSE]]
+// CHECK: } else {
+// CHECK: linalg.generic {{.*}} outs(%[[INIT]]
 // CHECK: linalg.index 0
 // CHECK: linalg.index 1
 // CHECK: scf.if
