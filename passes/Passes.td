@@ -174,6 +174,8 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   let description = [{
     SPIR-V's GLSL.std.450 set has no `erf`; this pass rewrites `math.erf` (f32) as
     MLIR's polynomial approximation so that Vulkan and Metal kernels can use it.
+    MLIR 19's math-to-spirv has no pattern for `math.exp2` or `math.log2`, so
+    they are expanded to `math.exp(x * ln 2)` and `math.log(x) * (1 / ln 2)`.
   }];
 }
 

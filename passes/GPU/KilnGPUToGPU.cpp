@@ -386,8 +386,10 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
   if (auto o = dyn_cast<SplatOp>(op))
     return emitSplat(o), success();
   if (isa<ReshapeOp, ExpandDimsOp>(op)) {
-    // Row-major order is unchanged, and so is every thread's share of it.
-    tiles[op->getResult(0)] = regs(op->getOperand(0));
+    // Row-major order is unchanged, and so is every thread's share of it. Copy
+    // before inserting: inserting may grow the map and move the source entry.
+    Registers same = regs(op->getOperand(0));
+    tiles[op->getResult(0)] = std::move(same);
     return success();
   }
   if (auto o = dyn_cast<BroadcastOp>(op))

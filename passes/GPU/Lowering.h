@@ -140,7 +140,13 @@ private:
   mlir::Value identity(ReduceKind kind, mlir::Type type);
 
   mlir::Value scalar(mlir::Value original) const { return scalars.lookup(original); }
-  const Registers &regs(mlir::Value original) const { return tiles.find(original)->second; }
+  /// The registers of an already emitted tile. The reference is invalidated by
+  /// the next insertion into `tiles`.
+  const Registers &regs(mlir::Value original) const {
+    auto it = tiles.find(original);
+    assert(it != tiles.end() && "tile used before it was emitted");
+    return it->second;
+  }
   /// A register of an operand that may be a tile or a (uniform) scalar.
   mlir::Value element(mlir::Value original, int64_t reg) const;
 
