@@ -79,4 +79,75 @@ inline std::vector<double> matmul(const float *a, const float *b, int64_t m, int
   return c;
 }
 
+/// y = x / sqrt(mean(x^2) + eps) * w, row by row; x and y row-major [m, n].
+inline std::vector<double> rmsnorm(const float *x, const float *w, int64_t m, int64_t n,
+                                   double eps) {
+  std::vector<double> y(m * n);
+  for (int64_t r = 0; r < m; ++r) {
+    double sq = 0;
+    for (int64_t c = 0; c < n; ++c)
+      sq += double(x[r * n + c]) * x[r * n + c];
+    double rstd = 1.0 / std::sqrt(sq / n + eps);
+    for (int64_t c = 0; c < n; ++c)
+      y[r * n + c] = x[r * n + c] * rstd * w[c];
+  }
+  return y;
+}
+
+/// c[z] = a[z] * b[z] for row-major a [batch, m, k], b [batch, k, n].
+inline std::vector<double> bmm(const float *a, const float *b, int64_t batch, int64_t m,
+                               int64_t n, int64_t k) {
+  std::vector<double> c;
+  c.reserve(batch * m * n);
+  for (int64_t z = 0; z < batch; ++z) {
+    std::vector<double> one = matmul(a + z * m * k, b + z * k * n, m, n, k, k, 1);
+    c.insert(c.end(), one.begin(), one.end());
+  }
+  return c;
+}
+
+/// act(alpha * a * b + bias[col]) with act 0 none, 1 relu, 2 tanh-approximated gelu.
+inline std::vector<double> matmulBiasAct(const float *a, const float *b, const float *bias,
+                                         int64_t m, int64_t n, int64_t k, double alpha,
+                                         int act) {
+  std::vector<double> c = matmul(a, b, m, n, k, k, 1);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double y = alpha * c[i * n + j] + bias[j];
+      if (act == 1)
+        y = std::max(y, 0.0);
+      else if (act == 2)
+        y = 0.5 * y * (1 + std::tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
+      c[i * n + j] = y;
+    }
+  return c;
+}
+
+/// softmax(q k^T * scale, causal-masked when asked) v for row-major [batch, s, d].
+inline std::vector<double> attention(const float *q, const float *k, const float *v,
+                                     int64_t batch, int64_t s, int64_t d, double scale,
+                                     bool causal) {
+  std::vector<double> o(batch * s * d, 0.0), p(s);
+  for (int64_t z = 0; z < batch; ++z) {
+    const float *qz = q + z * s * d, *kz = k + z * s * d, *vz = v + z * s * d;
+    for (int64_t i = 0; i < s; ++i) {
+      int64_t end = causal ? i + 1 : s;
+      double mx = -INFINITY, total = 0;
+      for (int64_t j = 0; j < end; ++j) {
+        double dotp = 0;
+        for (int64_t c = 0; c < d; ++c)
+          dotp += double(qz[i * d + c]) * kz[j * d + c];
+        p[j] = dotp * scale;
+        mx = std::max(mx, p[j]);
+      }
+      for (int64_t j = 0; j < end; ++j)
+        total += (p[j] = std::exp(p[j] - mx));
+      for (int64_t j = 0; j < end; ++j)
+        for (int64_t c = 0; c < d; ++c)
+          o[(z * s + i) * d + c] += p[j] / total * vz[j * d + c];
+    }
+  }
+  return o;
+}
+
 } // namespace kiln::reference

@@ -506,6 +506,17 @@ bool Generator::bindArgs(const KernelDecl &kernel, mlir::Block &entry) {
     for (auto [d, dim] : llvm::enumerate(arg.dims)) {
       if (dim.name.empty())
         continue;
+      // A param named as a size makes a fixed size (checked at launch).
+      if (auto p = paramValues.find(dim.name); p != paramValues.end()) {
+        if (p->second.isFloat || p->second.i <= 0 || p->second.i >= (int64_t(1) << 31)) {
+          error(dim.loc, "param '" + dim.name + "' used as a size must be a positive i32 (it is " +
+                             (p->second.isFloat ? std::to_string(p->second.f)
+                                                : std::to_string(p->second.i)) +
+                             ")");
+          return false;
+        }
+        continue;
+      }
       if (Binding *b = lookup(dim.name)) {
         if (b->val.type.kind == SType::Scalar && !b->val.cst && b->val.tensorName == "#dim")
           continue; // already bound by an earlier tensor
@@ -560,6 +571,11 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
     currentKernelArgsBound = true;
     if (!bindArgs(kernel, *entry))
       return false;
+    // Sizes named by params are fixed sizes for the launcher.
+    for (ArgInfo &ai : info.args)
+      for (std::string &dim : ai.dims)
+        if (auto p = paramValues.find(dim); p != paramValues.end())
+          dim = std::to_string(p->second.i);
     if (!genBlock(kernel.body))
       return false;
     builder.create<mlir::func::ReturnOp>(loc(kernel.loc));

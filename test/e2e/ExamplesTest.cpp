@@ -187,7 +187,28 @@ TEST_P(Matmul, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Sizes, Matmul,
                          ::testing::Values(Shape3{1, 1, 1}, Shape3{7, 7, 7},
                                            Shape3{1000, 7, 33}, Shape3{7, 1000, 70},
-                                           Shape3{65, 4097, 3}, Shape3{129, 97, 300}));
+                                           Shape3{65, 4097, 3}, Shape3{129, 97, 300},
+                                           Shape3{128, 64, 96}));
+
+TEST(MatmulBlocking, EveryTileShapeAgrees) {
+  // The CPU micro-kernel blocks by 8 x 32 (AVX-512) or 4 x 16 (AVX2); other tile
+  // shapes take narrower blockings or the plain loops. All must agree.
+  int64_t m = 70, n = 90, k = 50;
+  auto a = randomVector(m * k, 16), b = randomVector(k * n, 17);
+  auto want = reference::matmul(a.data(), b.data(), m, n, k, k, 1);
+  for (auto [bm, bn, bk] : {std::tuple{64, 64, 64}, {16, 48, 8}, {8, 8, 8}, {3, 5, 7}}) {
+    auto exe = compileExample("matmul.kiln", "matmul",
+                              {{"BM", std::to_string(bm)}, {"BN", std::to_string(bn)},
+                               {"BK", std::to_string(bk)}});
+    ASSERT_TRUE(exe);
+    std::vector<float> c(m * n, NAN);
+    launchOrFail(*exe, "matmul",
+                 {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {m, k})),
+                  KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {k, n})),
+                  KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))});
+    EXPECT_TRUE(allClose(c, want, 1e-4, 1e-4)) << bm << "x" << bn << "x" << bk;
+  }
+}
 
 TEST(MatmulStrided, TransposedA) {
   // a is given as the transpose view of a [k, m] buffer.
@@ -202,5 +223,106 @@ TEST(MatmulStrided, TransposedA) {
                 KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))});
   EXPECT_TRUE(allClose(c, reference::matmul(at.data(), b.data(), m, n, k, 1, m), 1e-4, 1e-4));
 }
+
+//===----------------------------------------------------------------------===//
+// matmul with a fused epilogue, batched matmul
+//===----------------------------------------------------------------------===//
+
+TEST(MatmulBiasAct, EveryActivation) {
+  int64_t m = 65, n = 33, k = 70;
+  auto a = randomVector(m * k, 18), b = randomVector(k * n, 19), bias = randomVector(n, 20);
+  for (int act : {0, 1, 2}) {
+    auto exe = compileExample("matmul.kiln", "matmul_bias_act", {{"ACT", std::to_string(act)}});
+    ASSERT_TRUE(exe);
+    std::vector<float> c(m * n, NAN);
+    launchOrFail(*exe, "matmul_bias_act",
+                 {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {m, k})),
+                  KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {k, n})),
+                  KernelArg::of(TensorRef::contiguous(bias.data(), DType::F32, {n})),
+                  KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n})),
+                  KernelArg::ofFloat(0.5f)});
+    EXPECT_TRUE(allClose(c, reference::matmulBiasAct(a.data(), b.data(), bias.data(), m, n, k,
+                                                     0.5, act),
+                         1e-4, 1e-4))
+        << "ACT=" << act;
+  }
+}
+
+TEST(Bmm, MatchesReference) {
+  auto exe = compileExample("bmm.kiln", "bmm");
+  ASSERT_TRUE(exe);
+  for (Shape3 s : {Shape3{1, 1, 1}, Shape3{33, 70, 65}, Shape3{64, 32, 96}}) {
+    int64_t batch = 3;
+    auto a = randomVector(batch * s.m * s.k, 21), b = randomVector(batch * s.k * s.n, 22);
+    std::vector<float> c(batch * s.m * s.n, NAN);
+    launchOrFail(*exe, "bmm",
+                 {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {batch, s.m, s.k})),
+                  KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {batch, s.k, s.n})),
+                  KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {batch, s.m, s.n}))});
+    EXPECT_TRUE(allClose(c, reference::bmm(a.data(), b.data(), batch, s.m, s.n, s.k), 1e-4,
+                         1e-4))
+        << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// rmsnorm
+//===----------------------------------------------------------------------===//
+
+class RmsNorm : public ::testing::TestWithParam<Shape2> {};
+
+TEST_P(RmsNorm, MatchesReference) {
+  auto [m, n] = GetParam();
+  auto exe = compileExample("rmsnorm.kiln", "rmsnorm");
+  ASSERT_TRUE(exe);
+  auto x = randomVector(m * n, 23, -2, 3), w = randomVector(n, 24);
+  std::vector<float> y(m * n, NAN);
+  float eps = 1e-6f;
+  launchOrFail(*exe, "rmsnorm",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {m, n})),
+                KernelArg::of(TensorRef::contiguous(w.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {m, n})),
+                KernelArg::ofFloat(eps)});
+  EXPECT_TRUE(allClose(y, reference::rmsnorm(x.data(), w.data(), m, n, eps), 1e-5, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, RmsNorm,
+                         ::testing::Values(Shape2{1, 1}, Shape2{7, 7}, Shape2{5, 1000},
+                                           Shape2{3, 4097}));
+
+//===----------------------------------------------------------------------===//
+// flash attention
+//===----------------------------------------------------------------------===//
+
+struct AttentionCase {
+  int64_t batch, seq, head;
+  bool causal;
+};
+
+class Attention : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(Attention, MatchesReference) {
+  auto [batch, seq, head, causal] = GetParam();
+  auto exe = compileExample("attention.kiln", "attention",
+                            {{"HEAD", std::to_string(head)}, {"CAUSAL", causal ? "1" : "0"}});
+  ASSERT_TRUE(exe);
+  int64_t n = batch * seq * head;
+  auto q = randomVector(n, 25, -2, 2), k = randomVector(n, 26, -2, 2), v = randomVector(n, 27);
+  std::vector<float> o(n, NAN);
+  float scale = 1.0f / std::sqrt(float(head));
+  auto t = [&](float *p) { return KernelArg::of(TensorRef::contiguous(p, DType::F32, {batch, seq, head})); };
+  launchOrFail(*exe, "attention",
+               {t(q.data()), t(k.data()), t(v.data()), t(o.data()), KernelArg::ofFloat(scale)});
+  EXPECT_TRUE(allClose(o, reference::attention(q.data(), k.data(), v.data(), batch, seq, head,
+                                               scale, causal),
+                       1e-4, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
+                         ::testing::Values(AttentionCase{2, 100, 64, false},
+                                           AttentionCase{2, 100, 64, true},
+                                           AttentionCase{1, 7, 128, false},
+                                           AttentionCase{3, 33, 128, true},
+                                           AttentionCase{1, 1, 64, true}));
 
 } // namespace

@@ -190,6 +190,81 @@ TEST_P(OnDevice, Matmul) {
   }
 }
 
+TEST_P(OnDevice, MatmulBiasRelu) {
+  Module m = load("matmul");
+  int64_t M = 65, N = 33, K = 70;
+  auto a = randomVector(M * K, 18), b = randomVector(K * N, 19), bias = randomVector(N, 20);
+  Buffer ba = upload(a), bb = upload(b), bbias = upload(bias),
+         bc = upload(std::vector<float>(M * N, NAN));
+  run(m, "matmul_bias_act",
+      {Arg::tensor(ba, DType::F32, {M, K}), Arg::tensor(bb, DType::F32, {K, N}),
+       Arg::tensor(bbias, DType::F32, {N}), Arg::tensor(bc, DType::F32, {M, N}), Arg::f32(0.5)});
+  EXPECT_TRUE(allClose(download(bc, M * N),
+                       reference::matmulBiasAct(a.data(), b.data(), bias.data(), M, N, K, 0.5, 1),
+                       1e-4, 1e-4));
+}
+
+TEST_P(OnDevice, BatchedMatmul) {
+  Module m = load("bmm");
+  int64_t Z = 3, M = 33, N = 70, K = 65;
+  auto a = randomVector(Z * M * K, 21), b = randomVector(Z * K * N, 22);
+  Buffer ba = upload(a), bb = upload(b), bc = upload(std::vector<float>(Z * M * N, NAN));
+  run(m, "bmm", {Arg::tensor(ba, DType::F32, {Z, M, K}), Arg::tensor(bb, DType::F32, {Z, K, N}),
+                 Arg::tensor(bc, DType::F32, {Z, M, N})});
+  EXPECT_TRUE(allClose(download(bc, Z * M * N), reference::bmm(a.data(), b.data(), Z, M, N, K),
+                       1e-4, 1e-4));
+}
+
+TEST_P(OnDevice, RmsNorm) {
+  Module m = load("rmsnorm");
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 7}, {5, 1000}, {3, 4097}}) {
+    auto x = randomVector(rows * cols, 23, -2, 3), w = randomVector(cols, 24);
+    Buffer bx = upload(x), bw = upload(w), by = upload(std::vector<float>(rows * cols, NAN));
+    run(m, "rmsnorm", {Arg::tensor(bx, DType::F32, {rows, cols}), Arg::tensor(bw, DType::F32, {cols}),
+                       Arg::tensor(by, DType::F32, {rows, cols}), Arg::f32(1e-6)});
+    EXPECT_TRUE(allClose(download(by, rows * cols),
+                         reference::rmsnorm(x.data(), w.data(), rows, cols, 1e-6), 1e-4, 1e-5))
+        << rows << "x" << cols;
+  }
+}
+
+TEST_P(OnDevice, FlashAttention) {
+  // Head dim 64 (not causal) and 128 (causal), at sequence lengths that leave
+  // ragged blocks.
+  struct Case {
+    const char *module;
+    int64_t batch, seq, head;
+    bool causal;
+  };
+  for (Case c : {Case{"attention", 2, 100, 64, false}, Case{"attention_h128_causal", 3, 33, 128, true}}) {
+    Module m = load(c.module);
+    int64_t n = c.batch * c.seq * c.head;
+    auto q = randomVector(n, 25, -2, 2), k = randomVector(n, 26, -2, 2), v = randomVector(n, 27);
+    Buffer bq = upload(q), bk = upload(k), bv = upload(v), bo = upload(std::vector<float>(n, NAN));
+    std::vector<int64_t> shape{c.batch, c.seq, c.head};
+    double scale = 1.0 / std::sqrt(double(c.head));
+    run(m, "attention", {Arg::tensor(bq, DType::F32, shape), Arg::tensor(bk, DType::F32, shape),
+                         Arg::tensor(bv, DType::F32, shape), Arg::tensor(bo, DType::F32, shape),
+                         Arg::f32(scale)});
+    EXPECT_TRUE(allClose(download(bo, n),
+                         reference::attention(q.data(), k.data(), v.data(), c.batch, c.seq,
+                                              c.head, scale, c.causal),
+                         1e-4, 1e-5))
+        << c.module;
+  }
+  // The head dim is a launcher-checked size: a tensor of another width is rejected.
+  Module m = load("attention");
+  Buffer small = upload(std::vector<float>(7 * 32));
+  std::vector<int64_t> shape{1, 7, 32};
+  Status s = device->launch(m, "attention",
+                            {Arg::tensor(small, DType::F32, shape), Arg::tensor(small, DType::F32, shape),
+                             Arg::tensor(small, DType::F32, shape), Arg::tensor(small, DType::F32, shape),
+                             Arg::f32(0.125)});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'q'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("64"), std::string::npos) << s.message();
+}
+
 TEST_P(OnDevice, LaunchRejectsBadArguments) {
   Module m = load("vector_add");
   Buffer small = upload(std::vector<float>(4));
