@@ -394,6 +394,36 @@ void lowerStore(OpBuilder &b, StoreOp op) {
   });
 }
 
+void lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
+  bool isFloat = isa<FloatType>(op.getMemory().getType().getElementType());
+  arith::AtomicRMWKind kind;
+  switch (op.getKind()) {
+  case ReduceKind::Sum: kind = isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi; break;
+  case ReduceKind::Max: kind = isFloat ? arith::AtomicRMWKind::maximumf : arith::AtomicRMWKind::maxs; break;
+  default: kind = isFloat ? arith::AtomicRMWKind::minimumf : arith::AtomicRMWKind::mins; break;
+  }
+  // Programs run in parallel on the thread pool, so the update must be atomic.
+  auto update = [&](OpBuilder &nb, Location l, Value value, ValueRange coords, Value mask) {
+    Value ok = inBounds(nb, l, coords, sizes, mask);
+    nb.create<scf::IfOp>(l, ok, [&](OpBuilder &tb, Location il) {
+      tb.create<memref::AtomicRMWOp>(il, kind, value, op.getMemory(), toIndex(tb, il, coords));
+      tb.create<scf::YieldOp>(il);
+    });
+  };
+  auto type = dyn_cast<RankedTensorType>(op.getValue().getType());
+  if (!type)
+    return update(b, loc, op.getValue(), op.getIndices(), op.getMask());
+  loopNest(b, loc, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+    SmallVector<Value> coords;
+    for (Value index : op.getIndices())
+      coords.push_back(nb.create<tensor::ExtractOp>(l, index, ivs));
+    Value mask = op.getMask() ? nb.create<tensor::ExtractOp>(l, op.getMask(), ivs) : Value();
+    update(nb, l, nb.create<tensor::ExtractOp>(l, op.getValue(), ivs), coords, mask);
+  });
+}
+
 void lowerStoreBlock(OpBuilder &b, StoreBlockOp op) {
   Location loc = op.getLoc();
   SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
@@ -453,6 +483,7 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
       else if (auto o = dyn_cast<LoadBlockOp>(op)) replacement = lowerLoadBlock(rewriter, o);
       else if (auto o = dyn_cast<StoreOp>(op)) lowerStore(rewriter, o);
       else if (auto o = dyn_cast<StoreBlockOp>(op)) lowerStoreBlock(rewriter, o);
+      else if (auto o = dyn_cast<AtomicRMWOp>(op)) lowerAtomic(rewriter, o);
       else {
         op->emitOpError("has no CPU lowering (run kiln-lower-program-ids first?)");
         return signalPassFailure();

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNVECTORIZEELEMENTWISE
@@ -23,6 +24,11 @@ static bool isVectorizable(linalg::GenericOp op, int64_t maxElements) {
     return false;
   auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
   if (!type || !type.hasStaticShape() || type.getNumElements() > maxElements)
+    return false;
+  // Bool tiles stay scalar: a vector<Nxi1> is stored bit-packed, while the
+  // tensor<Nxi1> it would land in is read back one byte per element.
+  auto isBool = [](Type t) { return getElementTypeOrSelf(t).isInteger(1); };
+  if (llvm::any_of(op->getOperandTypes(), isBool) || llvm::any_of(op->getResultTypes(), isBool))
     return false;
   for (Operation &inner : op.getRegion().front()) {
     if (inner.getNumRegions() != 0 || !isMemoryEffectFree(&inner))

@@ -9,7 +9,7 @@ config.suffixes = [".mlir", ".kiln", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs", "e2e", "unit",
                    "target-errors.test.bf16.kiln", "target-errors.test.f64.kiln",
                    "target-errors.test.push.kiln", "kiln-run-vulkan-shapes.test.kiln",
-                   "math-builtins-every-target.test.kiln"]
+                   "math-builtins-every-target.test.kiln", "atomics.test.kiln"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 

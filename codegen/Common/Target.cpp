@@ -3,6 +3,7 @@
 #include "codegen/Common/Target.h"
 
 #include "codegen/CPU/CPUPipeline.h"
+#include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/KilnGPU/IR/KilnGPUDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -187,6 +188,13 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     return nullptr;
   };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
+    // MLIR 19 lowers only integer atomics to SPIR-V.
+    if (auto atomic = mlir::dyn_cast<AtomicRMWOp>(op);
+        atomic && spirv && !atomic.getMemory().getType().getElementType().isInteger()) {
+      op->emitError("float atomics are not supported on the vulkan and metal targets; "
+                    "use an i32 or i64 tensor");
+      return mlir::WalkResult::interrupt();
+    }
     auto check = [&](mlir::Type t) {
       if (const char *why = unsupported(t)) {
         op->emitError(why);

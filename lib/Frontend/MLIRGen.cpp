@@ -218,6 +218,8 @@ private:
   // Builtin families.
   MaybeValue genLoad(const CallExpr &e);
   MaybeValue genStore(const CallExpr &e);
+  MaybeValue genAtomic(const CallExpr &e, ReduceKind kind);
+  MaybeValue genStoredValue(const CallExpr &e, const TValue &view, const char *what);
   /// The `mask=` of a load or store through `view`, converted to the view's shape;
   /// null when absent. False after reporting an error.
   bool maskArg(const CallExpr &e, const TValue &view, Value &mask);
@@ -1488,6 +1490,12 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genLoad(e);
   if (name == "store")
     return genStore(e);
+  if (name == "atomic_add")
+    return genAtomic(e, ReduceKind::Sum);
+  if (name == "atomic_max")
+    return genAtomic(e, ReduceKind::Max);
+  if (name == "atomic_min")
+    return genAtomic(e, ReduceKind::Min);
   if (name == "sum")
     return genReduce(e, ReduceKind::Sum);
   if (name == "prod")
@@ -1710,6 +1718,25 @@ bool Generator::maskArg(const CallExpr &e, const TValue &view, Value &mask) {
   return true;
 }
 
+/// The checks `store` and the atomics share: a view, then a value that fits it,
+/// converted to the tensor's element type and the view's shape.
+MaybeValue Generator::genStoredValue(const CallExpr &e, const TValue &view, const char *what) {
+  MaybeValue v = genValue(*e.args[1], what);
+  if (!v)
+    return std::nullopt;
+  DType dt = view.type.dtype;
+  const Shape &shape = view.type.shape;
+  if (v->type.dtype != dt && (!v->type.weak || (isFloat(v->type.dtype) && !isFloat(dt))))
+    return error(e.args[1]->loc, "cannot store " + v->type.str() + " into tensor '" +
+                                     view.view->tensorName + "' of " + dtypeName(dt) +
+                                     "; convert it with cast<" + dtypeName(dt) + ">(...)");
+  auto s = broadcastShapes(v->type.shape, shape);
+  if (!s || *s != shape)
+    return error(e.args[1]->loc, std::string(what) + " of shape " + shapeStr(v->type.shape) +
+                                     " does not fit the view of shape " + shapeStr(shape));
+  return convert(*v, dt, shape, e.args[1]->loc);
+}
+
 MaybeValue Generator::genStore(const CallExpr &e) {
   if (!checkArity(e, 2, 2, {"mask"}))
     return std::nullopt;
@@ -1719,28 +1746,46 @@ MaybeValue Generator::genStore(const CallExpr &e) {
   if (view->type.kind != SType::View)
     return error(e.args[0]->loc, "store needs a view such as y[i, j] or y.tile(...), got " +
                                      withArticle(view->type.str()));
-  MaybeValue v = genValue(*e.args[1], "stored value");
+  MaybeValue v = genStoredValue(e, *view, "stored value");
   if (!v)
     return std::nullopt;
-  DType dt = view->type.dtype;
-  const Shape &shape = view->type.shape;
-  if (v->type.dtype != dt && (!v->type.weak || (isFloat(v->type.dtype) && !isFloat(dt))))
-    return error(e.args[1]->loc, "cannot store " + v->type.str() + " into tensor '" +
-                                     view->view->tensorName + "' of " + dtypeName(dt) +
-                                     "; convert it with cast<" + dtypeName(dt) + ">(...)");
-  auto s = broadcastShapes(v->type.shape, shape);
-  if (!s || *s != shape)
-    return error(e.args[1]->loc, "stored value of shape " + shapeStr(v->type.shape) +
-                                     " does not fit the view of shape " + shapeStr(shape));
-  Value value = convert(*v, dt, shape, e.args[1]->loc).value;
   mlir::Location l = loc(e.loc);
   Value mask;
   if (!maskArg(e, *view, mask))
     return std::nullopt;
   if (view->view->block)
-    builder.create<StoreBlockOp>(l, view->view->memory, view->view->coords, value);
+    builder.create<StoreBlockOp>(l, view->view->memory, view->view->coords, v->value);
   else
-    builder.create<StoreOp>(l, view->view->memory, view->view->coords, value, mask);
+    builder.create<StoreOp>(l, view->view->memory, view->view->coords, v->value, mask);
+  TValue out;
+  out.type.kind = SType::Void;
+  return out;
+}
+
+MaybeValue Generator::genAtomic(const CallExpr &e, ReduceKind kind) {
+  std::string name = e.callee;
+  if (!checkArity(e, 2, 2, {"mask"}))
+    return std::nullopt;
+  MaybeValue view = genExpr(*e.args[0]);
+  if (!view)
+    return std::nullopt;
+  if (view->type.kind != SType::View || view->view->block)
+    return error(e.args[0]->loc, name + " needs a gather view such as h[bins], got " +
+                                     (view->type.kind == SType::View
+                                          ? std::string("a block view")
+                                          : withArticle(view->type.str())));
+  DType dt = view->type.dtype;
+  if (dt != DType::I32 && dt != DType::I64 && dt != DType::F32)
+    return error(e.args[0]->loc, name + " works on i32, i64 and f32 tensors; '" +
+                                     view->view->tensorName + "' holds " + dtypeName(dt));
+  MaybeValue v = genStoredValue(e, *view, "value");
+  if (!v)
+    return std::nullopt;
+  Value mask;
+  if (!maskArg(e, *view, mask))
+    return std::nullopt;
+  builder.create<AtomicRMWOp>(loc(e.loc), kind, view->view->memory, view->view->coords,
+                              v->value, mask);
   TValue out;
   out.type.kind = SType::Void;
   return out;

@@ -143,7 +143,7 @@ std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,
 bool kiln::isBuiltin(llvm::StringRef name) {
   static const llvm::StringSet<> builtins = {
       "program_id", "num_programs", "arange", "zeros", "ones", "full", "cast",
-      "load", "store", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
+      "load", "store", "atomic_add", "atomic_max", "atomic_min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
       "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid", "min", "max", "sum",
       "prod", "cumsum", "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
       "broadcast_to", "cdiv", "inf", "nan", "range"};

@@ -88,6 +88,7 @@ private:
   // MemoryToGPU.cpp
   mlir::LogicalResult emitLoad(mlir::Operation *op);
   mlir::LogicalResult emitStore(mlir::Operation *op);
+  mlir::LogicalResult emitAtomic(AtomicRMWOp op);
   /// The per-dimension coordinates of register r's element for a gather access
   /// (`indices`) or a block access (`offsets` of a `tile`-shaped block).
   std::function<llvm::SmallVector<mlir::Value>(int64_t)>

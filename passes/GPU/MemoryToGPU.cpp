@@ -295,3 +295,53 @@ LogicalResult ThreadEmitter::emitStore(Operation *op) {
   }
   return success();
 }
+
+LogicalResult ThreadEmitter::emitAtomic(AtomicRMWOp op) {
+  const TensorArg &t = tensors.find(op.getMemory())->second;
+  auto tile = dyn_cast<RankedTensorType>(op.getValue().getType());
+  int64_t n = tile ? registers(tile) : 1;
+  int64_t numElements = tile ? tile.getNumElements() : 1;
+  Value mask = op.getMask();
+  // Exactly one thread updates each element: replicated registers are skipped,
+  // and a scalar atomic is issued by thread 0 alone.
+  auto extraOk = [&](int64_t r) -> Value {
+    Value ok = tile ? registerValid(r, numElements)
+                    : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
+    if (mask)
+      ok = b.create<arith::AndIOp>(loc, ok, element(mask, r));
+    return ok;
+  };
+  SmallVector<Access> acc =
+      accesses(b, loc, t, n, coordinates(op.getIndices(), {}, tile), extraOk);
+  bool isFloat = isa<FloatType>(t.elementType);
+  for (int64_t r = 0; r < n; ++r) {
+    Value v = element(op.getValue(), r);
+    emitIfElse(
+        acc[r].ok, {},
+        [&]() -> SmallVector<Value> {
+          if (memory == MemoryModel::LLVMPointers) {
+            LLVM::AtomicBinOp bin;
+            switch (op.getKind()) {
+            case ReduceKind::Sum: bin = isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add; break;
+            case ReduceKind::Max: bin = isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max; break;
+            default: bin = isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min; break;
+            }
+            Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
+                                              ValueRange{acc[r].offset});
+            b.create<LLVM::AtomicRMWOp>(loc, bin, ptr, v, LLVM::AtomicOrdering::monotonic);
+          } else {
+            arith::AtomicRMWKind kind;
+            switch (op.getKind()) {
+            case ReduceKind::Sum: kind = isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi; break;
+            case ReduceKind::Max: kind = isFloat ? arith::AtomicRMWKind::maximumf : arith::AtomicRMWKind::maxs; break;
+            default: kind = isFloat ? arith::AtomicRMWKind::minimumf : arith::AtomicRMWKind::mins; break;
+            }
+            Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), acc[r].offset);
+            b.create<memref::AtomicRMWOp>(loc, kind, v, t.base, ValueRange{index});
+          }
+          return {};
+        },
+        nullptr);
+  }
+  return success();
+}

@@ -50,3 +50,23 @@ func.func @masked_load(%m: memref<?xf32>, %i: tensor<64xindex>, %n: index) -> te
   } -> tensor<64xf32>
   return %r : tensor<64xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// Bool tiles stay scalar: vector<Nxi1> is bit-packed in memory, tensor<Nxi1>
+// buffers hold one byte per element.
+// CHECK-LABEL: func @bool_result
+// CHECK: linalg.generic
+// CHECK-NOT: vector<64xi1>
+func.func @bool_result(%a: tensor<64xf32>, %lo: f32) -> tensor<64xi1> {
+  %e = tensor.empty() : tensor<64xi1>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<64xf32>) outs(%e : tensor<64xi1>) {
+  ^bb0(%x: f32, %o: i1):
+    %c = arith.cmpf oge, %x, %lo : f32
+    linalg.yield %c : i1
+  } -> tensor<64xi1>
+  return %r : tensor<64xi1>
+}

@@ -325,4 +325,27 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
                                            AttentionCase{3, 33, 128, true},
                                            AttentionCase{1, 1, 64, true}));
 
+//===----------------------------------------------------------------------===//
+// histogram (atomics)
+//===----------------------------------------------------------------------===//
+
+TEST(Histogram, CountsEveryValueOnce) {
+  auto exe = compileExample("histogram.kiln", "histogram", {{"BLOCK", "128"}, {"BINS", "10"}});
+  ASSERT_TRUE(exe);
+  int64_t n = 5000;
+  auto x = randomVector(n, 28, -1.2f, 1.2f);
+  x[3] = NAN;
+  x[4] = 1.0f;
+  x[5] = -1.0f;
+  std::vector<int32_t> want(10, 0), got(10, 0);
+  for (float v : x)
+    if (v >= -1.0f && v < 1.0f)
+      ++want[std::min<int32_t>(int32_t((v + 1.0f) * (10 / 2.0f)), 9)];
+  launchOrFail(*exe, "histogram",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(got.data(), DType::I32, {10})),
+                KernelArg::ofFloat(-1.0f), KernelArg::ofFloat(1.0f)});
+  EXPECT_EQ(got, want);
+}
+
 } // namespace

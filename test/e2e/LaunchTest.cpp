@@ -97,6 +97,32 @@ TEST(LaunchScalars, ScalarDTypeIsChecked) {
             "kernel 'layernorm': argument 'eps' has dtype i32 but the kernel expects f32");
 }
 
+TEST(MaskedStore, ComputedMaskIsRespected) {
+  // The mask is a bool tile computed from the data. It was once vectorized into
+  // a bit-packed vector<128xi1> and read back byte by byte, so the CPU stored
+  // the wrong lanes.
+  const char *source = R"(
+kernel clip_copy(x: tensor<f32>[N], y: tensor<f32>[N], lo: f32, hi: f32)
+    params(BLOCK: i32 = 128) grid(cdiv(N, BLOCK)) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  let v = load(x[offs]);
+  store(y[offs], v, mask = v >= lo && v < hi);
+}
+)";
+  GenOptions options;
+  auto exe = compileForCPU(source, "masked.kiln", options);
+  ASSERT_TRUE(bool(exe)) << llvm::toString(exe.takeError());
+  int64_t n = 1000;
+  auto x = randomVector(n, 29, -1, 1);
+  std::vector<float> y(n, 7.0f);
+  launchOrFail(**exe, "clip_copy",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {n})),
+                KernelArg::ofFloat(-0.5f), KernelArg::ofFloat(0.25f)});
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(y[i], x[i] >= -0.5f && x[i] < 0.25f ? x[i] : 7.0f) << "at " << i;
+}
+
 TEST(Grid, ComesFromTheKernel) {
   auto exe = compileExample("matmul.kiln", "matmul", {{"BM", "16"}, {"BN", "8"}});
   ASSERT_TRUE(exe);

@@ -265,6 +265,33 @@ TEST_P(OnDevice, FlashAttention) {
   EXPECT_NE(s.message().find("64"), std::string::npos) << s.message();
 }
 
+TEST_P(OnDevice, HistogramWithAtomics) {
+  // Many programs add into the same 256 counters; every value must be counted
+  // exactly once, so the counts equal a sequential histogram.
+  Module m = load("histogram");
+  for (int64_t n : {1, 1000, 100003}) {
+    auto x = randomVector(n, 28, -1.2f, 1.2f);
+    if (n > 10) {
+      x[3] = NAN;      // not counted
+      x[4] = 1.0f;     // hi is exclusive
+      x[5] = -1.0f;    // lo is inclusive
+    }
+    std::vector<int32_t> want(256, 0);
+    for (float v : x)
+      if (v >= -1.0f && v < 1.0f)
+        ++want[std::min<int32_t>(int32_t((v + 1.0f) * (256 / 2.0f)), 255)];
+    Buffer bx = upload(x);
+    auto counts = device->allocate(256 * sizeof(int32_t));
+    ASSERT_TRUE(counts.ok());
+    std::vector<int32_t> got(256, 0);
+    ASSERT_TRUE(device->write(*counts, got.data(), 256 * sizeof(int32_t)).ok());
+    run(m, "histogram", {Arg::tensor(bx, DType::F32, {n}), Arg::tensor(*counts, DType::I32, {256}),
+                         Arg::f32(-1.0), Arg::f32(1.0)});
+    ASSERT_TRUE(device->read(*counts, got.data(), 256 * sizeof(int32_t)).ok());
+    EXPECT_EQ(got, want) << "n = " << n;
+  }
+}
+
 TEST_P(OnDevice, LaunchRejectsBadArguments) {
   Module m = load("vector_add");
   Buffer small = upload(std::vector<float>(4));

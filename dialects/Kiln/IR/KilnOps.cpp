@@ -324,6 +324,18 @@ LogicalResult StoreOp::verify() {
                       shapeOf(value));
 }
 
+LogicalResult AtomicRMWOp::verify() {
+  Type elem = elementOf(getValue().getType());
+  if (elem != getMemory().getType().getElementType())
+    return emitOpError("value element type must match the memory");
+  if (getKind() == ReduceKind::Prod)
+    return emitOpError("kind must be sum, max or min");
+  if (!elem.isInteger(32) && !elem.isInteger(64) && !elem.isF32())
+    return emitOpError("element type must be i32, i64 or f32, got ") << elem;
+  return verifyAccess(*this, getMemory().getType(), getIndices(), getMask(),
+                      shapeOf(getValue().getType()));
+}
+
 static LogicalResult verifyBlock(Operation *op, MemRefType memory, ValueRange offsets,
                                  RankedTensorType tile) {
   if (static_cast<int64_t>(offsets.size()) != memory.getRank())

@@ -286,6 +286,31 @@ def Kiln_StoreOp : Kiln_Op<"store", [AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def Kiln_AtomicRMWOp : Kiln_Op<"atomic_rmw", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "scatter-style masked atomic read-modify-write";
+  let description = [{
+    For every in-bounds, unmasked position `p`, atomically replaces
+    `memory[indices[0][p], ...]` with `memory[...] (kind) value[p]`; positions that
+    address the same element all take effect. `kind` is `sum`, `max` or `min`
+    (float max/min propagate NaN); the element type is `i32`, `i64` or `f32`.
+    Nothing is returned.
+
+    ```mlir
+    kiln.atomic_rmw sum %hist[%bins], %ones mask %valid : tensor<256xi1>
+        : memref<?xi32, strided<[?], offset: ?>>[tensor<256xi32>], tensor<256xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_ReduceKind:$kind, Kiln_Memory:$memory,
+                   Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
+                   Kiln_TileOrScalar:$value, Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
+  let assemblyFormat = [{
+    $kind $memory `[` $indices `]` `,` $value (`mask` $mask^ `:` type($mask))? attr-dict
+    `:` type($memory) `[` type($indices) `]` `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_LoadBlockOp : Kiln_Op<"load_block", [AttrSizedOperandSegments,
     MemoryEffects<[MemRead]>]> {
   let summary = "block-style load of a rectangular tile";

@@ -230,3 +230,27 @@ func.func @scan_axis(%t: tensor<4x8xf32>) {
   %0 = kiln.scan sum %t, 2 : tensor<4x8xf32>
   return
 }
+
+// -----
+
+func.func @atomic_elem(%m: memref<?xf32, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xi32>) {
+  // expected-error @+1 {{value element type must match the memory}}
+  kiln.atomic_rmw sum %m[%i], %v : memref<?xf32, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @atomic_prod(%m: memref<?xi32, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xi32>) {
+  // expected-error @+1 {{kind must be sum, max or min}}
+  kiln.atomic_rmw prod %m[%i], %v : memref<?xi32, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @atomic_type(%m: memref<?xf16, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xf16>) {
+  // expected-error @+1 {{element type must be i32, i64 or f32, got 'f16'}}
+  kiln.atomic_rmw sum %m[%i], %v : memref<?xf16, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xf16>
+  return
+}

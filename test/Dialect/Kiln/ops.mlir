@@ -57,5 +57,9 @@ func.func @memory(%x: !mem2, %y: !mem1, %i: tensor<64xi32>, %j: tensor<64xi32>, 
   %b = kiln.load_block %x[%r, %c] other %s : f32 : !mem2 -> tensor<16x16xf32>
   // CHECK: kiln.store_block %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} : {{.*}}, tensor<16x16xf32>
   kiln.store_block %x[%r, %c], %b : !mem2, tensor<16x16xf32>
+  // CHECK: kiln.atomic_rmw sum %{{.*}}[%{{.*}}], %{{.*}} mask %{{.*}} : tensor<64xi1> : {{.*}}[tensor<64xi32>], tensor<64xf32>
+  kiln.atomic_rmw sum %y[%i], %v mask %m : tensor<64xi1> : !mem1[tensor<64xi32>], tensor<64xf32>
+  // CHECK: kiln.atomic_rmw max %{{.*}}[%{{.*}}], %{{.*}} : {{.*}}[i32], f32
+  kiln.atomic_rmw max %y[%r], %s : !mem1[i32], f32
   return
 }
