@@ -83,6 +83,32 @@ private:
 /// Where compiled kernels came from, for tests and tuning.
 struct CacheStats {
   int memoryHits = 0, diskHits = 0, compiles = 0, damagedEntries = 0;
+  /// Autotuning: runs that timed candidates, and runs answered by a stored choice.
+  int tuneRuns = 0, tuneHits = 0;
+};
+
+/// Candidate params for autotuning: one map of -D style overrides per candidate.
+using ParamSet = std::map<std::string, std::string>;
+
+struct TuneOptions {
+  int warmup = 1;  // untimed launches per candidate
+  int repeats = 5; // timed launches per candidate (the mean is kept)
+  /// Progress lines on stderr: -1 when stderr is a terminal, 0 never, 1 always.
+  int progress = -1;
+};
+
+/// One candidate's outcome in a tuning run.
+struct TuneTrial {
+  ParamSet params;
+  double milliseconds = -1; // mean time per launch; -1 when it failed
+  std::string error;        // why it failed to compile or launch
+};
+
+struct TuneResult {
+  Kernel kernel;      // compiled with `params`; carries the error when all failed
+  ParamSet params;    // the fastest candidate
+  bool fromCache = false;        // the choice was stored by an earlier run: no timing
+  std::vector<TuneTrial> trials; // every candidate, when this run timed them
 };
 
 class Session {
@@ -98,6 +124,19 @@ public:
   Kernel compile(const std::string &source, const std::string &kernel,
                  const std::map<std::string, std::string> &params = {},
                  const std::string &filename = "<source>");
+
+  /// Compiles every candidate (in parallel), times each on `args` and returns
+  /// the fastest. The choice is stored in the cache, keyed by source, kernel,
+  /// candidates, device and shape bucket (each tensor size rounded up to a power
+  /// of two), so a later run with similar shapes compiles only the winner and
+  /// times nothing. `args` are scratch: the kernel runs on them several times.
+  TuneResult autotune(const std::string &source, const std::string &kernel,
+                      const std::vector<ParamSet> &candidates,
+                      const std::vector<rt::Arg> &args, const TuneOptions &options = {},
+                      const std::string &filename = "<source>");
+  /// Every combination of per-param choices: {{"BM", {"32", "64"}}, {"BN",
+  /// {"32", "64"}}} gives four candidates.
+  static std::vector<ParamSet> combinations(const std::map<std::string, std::vector<std::string>> &choices);
 
   Tensor empty(DType dtype, std::vector<int64_t> shape);
   template <typename T> Tensor empty(std::vector<int64_t> shape) {
@@ -124,12 +163,22 @@ private:
     else static_assert(sizeof(T) == 0, "use upload(ptr, dtype, shape) for this element type");
   }
   std::string cachePath(const std::string &key) const;
+  std::string cacheKey(const std::string &source, const std::string &kernel,
+                       const ParamSet &params) const;
+  /// A cached module for `key` holding `kernel` (memory, then disk), counted in stats_.
+  bool findCached(const std::string &key, const std::string &kernel, rt::Module &out);
+  /// Loads a freshly compiled binary and stores it under `key` in memory and on disk.
+  rt::Result<rt::Module> addToCache(const std::string &key, const std::string &binary,
+                                    const std::string &metadata);
+  /// Writes `bytes` to `path` atomically (write, then rename); false on failure.
+  static bool writeAtomically(const std::string &path, const std::string &bytes);
 
   std::shared_ptr<rt::Device> device_;
   rt::Status status_;
   std::string cacheDir_;
   CacheStats stats_;
   std::map<std::string, rt::Module> memory_;
+  std::map<std::string, ParamSet> tuned_; // tuning decisions made or read by this session
 };
 
 } // namespace kiln

@@ -7,6 +7,7 @@
 #include "kiln/Version.h"
 #include "lib/Compiler/Build.h"
 #include "runtime/Bundle.h"
+#include "lib/Session/SessionImpl.h"
 
 #include "llvm/Support/Error.h"
 
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 using namespace kiln;
+using session::readFile;
 
 namespace {
 
@@ -57,7 +59,35 @@ std::string defaultCacheDir() {
   return "";
 }
 
-std::string readFile(const std::string &path) {
+} // namespace
+
+std::string session::hashKey(const std::string &material) {
+  char key[40];
+  std::snprintf(key, sizeof key, "%016llx%016llx",
+                static_cast<unsigned long long>(fnv1a(material, 1469598103934665603ull)),
+                static_cast<unsigned long long>(fnv1a(material, 0x9e3779b97f4a7c15ull)));
+  return key;
+}
+
+rt::Result<session::Binary> session::compileBinary(const std::string &source,
+                                                   const std::string &filename,
+                                                   const std::string &kernel,
+                                                   const ParamSet &params,
+                                                   const std::string &target) {
+  auto parsed = Target::parse(target);
+  if (!parsed)
+    return rt::Status::failure(llvm::toString(parsed.takeError()));
+  GenOptions options;
+  options.kernel = kernel;
+  for (auto &[name, value] : params)
+    options.defines[name] = value;
+  auto artifact = compileSource(source, filename, options, *parsed);
+  if (!artifact)
+    return rt::Status::failure(llvm::toString(artifact.takeError()));
+  return Binary{std::move(artifact->bytes), std::move(artifact->metadata)};
+}
+
+std::string session::readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return "";
@@ -65,8 +95,6 @@ std::string readFile(const std::string &path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Tensor and Kernel
@@ -123,9 +151,74 @@ std::string Session::cachePath(const std::string &key) const {
   return cacheDir_.empty() ? "" : cacheDir_ + "/" + key + ".kbin";
 }
 
+std::string Session::cacheKey(const std::string &source, const std::string &kernel,
+                              const ParamSet &params) const {
+  // Everything that changes the binary is part of the key.
+  std::string material = std::string("kiln-cache-v1\n") + KILN_VERSION_STRING + "\n" +
+                         KILN_LLVM_VERSION_STRING + "\n" + KILN_BUILD_ID + "\n" +
+                         device_->target() + "\n" + kernel + "\n";
+  for (auto &[name, value] : params)
+    material += name + "=" + value + "\n";
+  material += "O3\n" + source;
+  return session::hashKey(material);
+}
+
+bool Session::findCached(const std::string &key, const std::string &kernel, rt::Module &out) {
+  if (auto it = memory_.find(key); it != memory_.end()) {
+    ++stats_.memoryHits;
+    out = it->second;
+    return true;
+  }
+  std::string path = cachePath(key);
+  if (path.empty())
+    return false;
+  std::string bytes = readFile(path);
+  if (bytes.empty())
+    return false;
+  auto module = device_->loadBundle(bytes);
+  if (module && module->find(kernel)) {
+    ++stats_.diskHits;
+    memory_[key] = *module;
+    out = *module;
+    return true;
+  }
+  ++stats_.damagedEntries; // recompiled by the caller and overwritten
+  return false;
+}
+
+rt::Result<rt::Module> Session::addToCache(const std::string &key, const std::string &binary,
+                                           const std::string &metadata) {
+  ++stats_.compiles;
+  auto module = device_->load(binary, metadata);
+  if (!module)
+    return module.status();
+  memory_[key] = *module;
+  if (std::string path = cachePath(key); !path.empty()) {
+    rt::Bundle bundle;
+    bundle.entries.push_back({device_->target(), binary, metadata});
+    writeAtomically(path, rt::writeBundle(bundle)); // a full disk only costs the entry
+  }
+  return *module;
+}
+
+bool Session::writeAtomically(const std::string &path, const std::string &bytes) {
+  // Readers never see half a file, and concurrent writers of the same key race
+  // harmlessly (same bytes).
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
+                    std::to_string(counter.fetch_add(1));
+  std::ofstream out(tmp, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
 Kernel Session::compile(const std::string &source, const std::string &kernel,
-                        const std::map<std::string, std::string> &params,
-                        const std::string &filename) {
+                        const ParamSet &params, const std::string &filename) {
   Kernel k;
   if (!ok()) {
     k.status_ = status_;
@@ -133,77 +226,19 @@ Kernel Session::compile(const std::string &source, const std::string &kernel,
   }
   k.device_ = device_.get();
   k.name_ = kernel;
-  std::string target = device_->target();
-
-  // Everything that changes the binary is part of the key.
-  std::string material = std::string("kiln-cache-v1\n") + KILN_VERSION_STRING + "\n" +
-                         KILN_LLVM_VERSION_STRING + "\n" + KILN_BUILD_ID + "\n" + target +
-                         "\n" + kernel + "\n";
-  for (auto &[name, value] : params)
-    material += name + "=" + value + "\n";
-  material += "O3\n" + source;
-  char key[40];
-  std::snprintf(key, sizeof key, "%016llx%016llx",
-                static_cast<unsigned long long>(fnv1a(material, 1469598103934665603ull)),
-                static_cast<unsigned long long>(fnv1a(material, 0x9e3779b97f4a7c15ull)));
-
-  if (auto it = memory_.find(key); it != memory_.end()) {
-    ++stats_.memoryHits;
-    k.module_ = it->second;
+  std::string key = cacheKey(source, kernel, params);
+  if (findCached(key, kernel, k.module_))
+    return k;
+  auto built = session::compileBinary(source, filename, kernel, params, device_->target());
+  if (!built) {
+    k.status_ = built.status();
     return k;
   }
-  std::string path = cachePath(key);
-  if (!path.empty()) {
-    std::string bytes = readFile(path);
-    if (!bytes.empty()) {
-      auto module = device_->loadBundle(bytes);
-      if (module && module->find(kernel)) {
-        ++stats_.diskHits;
-        memory_[key] = *module;
-        k.module_ = *module;
-        return k;
-      }
-      ++stats_.damagedEntries; // recompiled below and overwritten
-    }
-  }
-
-  auto parsed = Target::parse(target);
-  if (!parsed) {
-    k.status_ = rt::Status::failure(llvm::toString(parsed.takeError()));
-    return k;
-  }
-  GenOptions options;
-  options.kernel = kernel;
-  for (auto &[name, value] : params)
-    options.defines[name] = value;
-  auto artifact = compileSource(source, filename, options, *parsed);
-  if (!artifact) {
-    k.status_ = rt::Status::failure(llvm::toString(artifact.takeError()));
-    return k;
-  }
-  ++stats_.compiles;
-  auto module = device_->load(artifact->bytes, artifact->metadata);
-  if (!module) {
+  auto module = addToCache(key, built->binary, built->metadata);
+  if (!module)
     k.status_ = module.status();
-    return k;
-  }
-  memory_[key] = *module;
-  k.module_ = *module;
-  if (!path.empty()) {
-    // Write then rename: readers never see half a file, and concurrent writers of
-    // the same key race harmlessly (same bytes).
-    rt::Bundle bundle;
-    bundle.entries.push_back({target, artifact->bytes, artifact->metadata});
-    std::string bytes = rt::writeBundle(bundle);
-    static std::atomic<unsigned> counter{0};
-    std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
-                      std::to_string(counter.fetch_add(1));
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0)
-      std::remove(tmp.c_str()); // a full disk only costs the cache entry
-  }
+  else
+    k.module_ = *module;
   return k;
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -279,6 +280,83 @@ TEST_F(SessionTest, VulkanNaNInfAndEmptyExtents) {
   EXPECT_EQ(empty[1], -INFINITY);
   EXPECT_EQ(empty[2], INFINITY);
   EXPECT_EQ(empty[3], 1.0f);
+}
+
+/// The matmul example, tuned over tile shapes on the CPU and on Vulkan.
+void tuneMatmul(const std::string &device, const std::string &cacheDir) {
+  std::ifstream in(std::string(KILN_EXAMPLES_DIR) + "/matmul.kiln");
+  std::stringstream source;
+  source << in.rdbuf();
+  auto candidates = Session::combinations({{"BM", {"16", "32"}}, {"BN", {"16", "32"}}});
+  ASSERT_EQ(candidates.size(), 4u);
+  // One candidate cannot compile (a tile shape that is not a positive size): it is
+  // reported and skipped, not fatal.
+  candidates.push_back({{"BM", "0"}, {"BN", "32"}});
+
+  int64_t m = 100, n = 70, k = 60;
+  auto ha = test::randomVector(m * k, 1), hb = test::randomVector(k * n, 2);
+  auto run = [&](Session &s, bool expectCached) -> ParamSet {
+    Tensor a = s.upload(ha, {m, k}), b = s.upload(hb, {k, n}), c = s.empty<float>({m, n});
+    TuneOptions options;
+    options.repeats = 2;
+    options.progress = 0;
+    TuneResult r = s.autotune(source.str(), "matmul", candidates, {a.arg(), b.arg(), c.arg()},
+                              options, "matmul.kiln");
+    EXPECT_TRUE(r.kernel.ok()) << r.kernel.status().message();
+    EXPECT_EQ(r.fromCache, expectCached);
+    if (!expectCached) {
+      EXPECT_EQ(r.trials.size(), candidates.size());
+      for (size_t i = 0; i + 1 < r.trials.size(); ++i)
+        EXPECT_GT(r.trials[i].milliseconds, 0) << r.trials[i].error;
+      EXPECT_LT(r.trials.back().milliseconds, 0);
+      EXPECT_FALSE(r.trials.back().error.empty());
+    } else {
+      EXPECT_TRUE(r.trials.empty());
+    }
+    // Whatever won computes the right product.
+    EXPECT_TRUE(r.kernel(a, b, c).ok());
+    std::vector<float> out;
+    EXPECT_TRUE(c.download(out).ok());
+    EXPECT_TRUE(test::allClose(out, reference::matmul(ha.data(), hb.data(), m, n, k, k, 1), 1e-4,
+                               1e-4));
+    return r.params;
+  };
+
+  Session first(device);
+  if (!first.ok())
+    GTEST_SKIP() << "no " << device << " device: " << first.status().message();
+  ParamSet chosen = run(first, false);
+  EXPECT_EQ(first.cacheStats().tuneRuns, 1);
+  EXPECT_EQ(first.cacheStats().compiles, 4);
+  EXPECT_NE(std::find(candidates.begin(), candidates.end(), chosen), candidates.end());
+
+  // A new session (a new process, in effect) reads the stored choice: no timing,
+  // and only the winner is loaded, from the disk cache.
+  Session second(device);
+  EXPECT_EQ(run(second, true), chosen);
+  EXPECT_EQ(second.cacheStats().tuneHits, 1);
+  EXPECT_EQ(second.cacheStats().tuneRuns, 0);
+  EXPECT_EQ(second.cacheStats().compiles, 0);
+  EXPECT_EQ(second.cacheStats().diskHits, 1);
+
+  // A damaged decision file is not trusted: the next session tunes again.
+  std::string cmd = "for f in '" + cacheDir + "'/*.tune; do printf 'BM=7\\n' > \"$f\"; done";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  Session third(device);
+  run(third, false);
+  EXPECT_EQ(third.cacheStats().tuneRuns, 1);
+  EXPECT_EQ(third.cacheStats().compiles, 0); // the candidates themselves were cached
+}
+
+TEST_F(SessionTest, AutotuneCPUStoresItsChoice) { tuneMatmul("cpu", dir); }
+TEST_F(SessionTest, AutotuneVulkanStoresItsChoice) { tuneMatmul("vulkan", dir); }
+
+TEST(Autotune, CombinationsAreTheCartesianProduct) {
+  auto c = Session::combinations({{"A", {"1", "2", "3"}}, {"B", {"x", "y"}}});
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_EQ(c.front(), (ParamSet{{"A", "1"}, {"B", "x"}}));
+  EXPECT_EQ(c.back(), (ParamSet{{"A", "3"}, {"B", "y"}}));
+  EXPECT_EQ(Session::combinations({}).size(), 1u); // the defaults alone
 }
 
 TEST_F(SessionTest, ErrorsAreValues) {

@@ -39,6 +39,10 @@ static cl::list<std::string> scalarArgs("arg", cl::desc("Scalar argument: NAME=V
                                         cl::cat(category));
 static cl::opt<std::string> deviceSpec("device", cl::desc("cuda, hip, vulkan or cpu[:index]"),
                                        cl::cat(category));
+static cl::list<std::string> tuneSpecs(
+    "tune", cl::desc("Autotune a param over values: --tune BM=32,64 (repeatable; every "
+                     "combination is timed, the choice is cached)"),
+    cl::cat(category));
 static cl::opt<bool> check("check", cl::desc("Compare with the CPU backend"), cl::cat(category));
 static cl::opt<bool> bench("bench", cl::desc("Time repeated launches"), cl::cat(category));
 static cl::opt<unsigned> iterations("iterations", cl::desc("Timed launches for --bench"),
@@ -238,6 +242,42 @@ int main(int argc, char **argv) {
     in.tensors[i].resize(n * dtypeBytes(a.dtype));
     fillRandom(in.tensors[i], a.dtype, n, gen);
     bytesMoved += static_cast<double>(in.tensors[i].size());
+  }
+
+  if (!tuneSpecs.empty()) {
+    std::map<std::string, std::vector<std::string>> choices;
+    for (llvm::StringRef spec : tuneSpecs) {
+      auto [name, values] = spec.split('=');
+      if (name.empty() || values.empty())
+        return fail("--tune expects NAME=V1,V2,..., got '" + spec + "'");
+      for (llvm::StringRef v : llvm::split(values, ','))
+        choices[name.str()].push_back(v.str());
+    }
+    std::vector<ParamSet> candidates;
+    for (ParamSet c : Session::combinations(choices)) {
+      for (auto &[name, value] : params)
+        c.emplace(name, value); // -D fixes what --tune does not vary
+      candidates.push_back(std::move(c));
+    }
+    std::vector<Tensor> scratch;
+    std::vector<rt::Arg> args;
+    for (size_t i = 0; i < info.args.size(); ++i) {
+      if (!info.args[i].isTensor) {
+        args.push_back(in.scalars[i]);
+        continue;
+      }
+      scratch.push_back(session.upload(in.tensors[i].data(), info.args[i].dtype, in.shapes[i]));
+      if (!scratch.back().ok())
+        return fail(scratch.back().status().message());
+      args.push_back(scratch.back().arg());
+    }
+    TuneOptions options;
+    options.progress = 1;
+    TuneResult tuned = session.autotune(source, kernel, candidates, args, options, inputFile);
+    if (!tuned.kernel.ok())
+      return fail(tuned.kernel.status().message());
+    k = tuned.kernel;
+    params = tuned.params;
   }
 
   std::vector<std::vector<char>> out;
