@@ -122,7 +122,10 @@ def KilnGPUAllocateSharedMemory : Pass<"kiln-gpu-allocate-shared-memory", "mlir:
   }];
   let options = [
     Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"49152",
-           "Shared memory available to one program">
+           "Shared memory available to one program">,
+    Option<"matrixUnits", "matrix-units", "std::string", /*default=*/"\"none\"",
+           "Matrix instructions dots may use: none, mma-sync (NVIDIA sm_80+) or "
+           "mfma (AMD CDNA); those dots also stage their accumulator in shared memory">
   ];
 }
 
@@ -139,13 +142,25 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
 
     `memory=llvm` passes tensors as `!llvm.ptr<1>` (NVVM, ROCDL); `memory=spirv`
     passes them as 1-D memrefs that become storage buffers.
+
+    With `matrix-units`, a dot of f16 or bf16 tiles into an f32 accumulator whose
+    shape is a multiple of the instruction's runs on the matrix units: the operands
+    go to shared memory, each warp takes instruction-sized tiles of the result
+    round-robin (mma-sync: `ldmatrix.x4` for A, `ldmatrix.x2.trans` for B,
+    `mma.sync.aligned.m16n8k16.row.col.f32`; mfma: `rocdl.mfma.f32.16x16x16`
+    fed from shared memory), and the accumulator fragments return through shared
+    memory to the result's blocked layout, where the incoming accumulator is added.
   }];
   let options = [
     Option<"memoryModel", "memory", "std::string", /*default=*/"\"llvm\"",
            "How tensors reach the kernel: llvm (global pointers) or spirv (buffers)">,
     Option<"subgroupReduce", "subgroup-reduce", "std::string", /*default=*/"\"shuffle\"",
            "shuffle: xor butterflies of gpu.shuffle; amd-swizzle: ds_swizzle within 32 "
-           "lanes (AMDGPU); native: gpu.subgroup_reduce (SPIR-V)">
+           "lanes (AMDGPU); native: gpu.subgroup_reduce (SPIR-V)">,
+    Option<"matrixUnits", "matrix-units", "std::string", /*default=*/"\"none\"",
+           "Lower eligible dots with warp-level matrix instructions: none, mma-sync "
+           "(ldmatrix + mma.sync.m16n8k16, NVIDIA sm_80+) or mfma "
+           "(v_mfma_f32_16x16x16, AMD gfx90a/gfx94x)">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",

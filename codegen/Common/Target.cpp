@@ -91,6 +91,17 @@ int64_t Target::sharedMemoryBytes() const {
   return 0;
 }
 
+std::string Target::matrixUnits() const {
+  if (kind == Kind::CUDA) {
+    unsigned sm = 0;
+    if (llvm::StringRef(chip).drop_front(3).consumeInteger(10, sm) == false && sm >= 80)
+      return "mma-sync";
+  }
+  if (kind == Kind::AMDGPU && (chip == "gfx90a" || llvm::StringRef(chip).starts_with("gfx94")))
+    return "mfma";
+  return "none";
+}
+
 std::vector<std::string> Target::emits() const {
   std::vector<std::string> common = {"ast", "kiln"};
   switch (kind) {
@@ -111,19 +122,22 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
   if (target.kind == Target::Kind::CPU)
     return cpu::pipelineString();
   bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
+  std::string units = target.matrixUnits();
   std::string passes = llvm::formatv("inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
                                      "convert-kiln-to-kiln-gpu{{num-warps=4 warp-size={0}},"
                                      "kiln-gpu-coalesce,"
-                                     "kiln-gpu-allocate-shared-memory{{max-bytes={1}}",
-                                     target.warpSize(), target.sharedMemoryBytes())
+                                     "kiln-gpu-allocate-shared-memory{{max-bytes={1} "
+                                     "matrix-units={2}}",
+                                     target.warpSize(), target.sharedMemoryBytes(), units)
                            .str();
   if (stage >= Stage::ThreadCode)
-    passes += llvm::formatv(",convert-kiln-gpu-to-gpu{{memory={0} subgroup-reduce={1}},"
-                            "canonicalize,cse",
+    passes += llvm::formatv(",convert-kiln-gpu-to-gpu{{memory={0} subgroup-reduce={1} "
+                            "matrix-units={2}},canonicalize,cse",
                             spirv ? "spirv" : "llvm",
                             spirv                                 ? "native"
                             : target.kind == Target::Kind::AMDGPU ? "amd-swizzle"
-                                                                  : "shuffle")
+                                                                  : "shuffle",
+                            units)
                   .str();
   if (stage >= Stage::Device)
     passes += "," + devicePipeline(target);
@@ -183,6 +197,9 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     mlir::Type elem = mlir::getElementTypeOrSelf(type);
     if (spirv && elem.isBF16())
       return "bf16 is not supported on the vulkan and metal targets (SPIR-V has no bfloat16)";
+    if (target.kind == Target::Kind::AMDGPU && elem.isBF16())
+      return "bf16 is not supported on the amdgpu targets yet (MLIR 19's ROCDL lowering "
+             "turns bf16 into i16 and cannot translate the result)";
     if (target.kind == Target::Kind::Metal && elem.isF64())
       return "f64 is not supported on the metal target (Metal has no double precision)";
     return nullptr;

@@ -27,6 +27,9 @@ struct Target {
   unsigned warpSize() const;
   /// Shared (workgroup) memory one program may use without opting in.
   int64_t sharedMemoryBytes() const;
+  /// The `matrix-units` option of the GPU passes: mma-sync on NVIDIA sm_80 and
+  /// newer, mfma on AMD CDNA (gfx90a, gfx94x), none elsewhere.
+  std::string matrixUnits() const;
   /// The `--emit` kinds this target produces, for help and error messages.
   std::vector<std::string> emits() const;
 };

@@ -22,11 +22,12 @@ Type kiln::gpu::sharedStorageType(Type elementType) {
   return elementType;
 }
 
-std::optional<std::pair<Type, int64_t>>
-kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout) {
+SmallVector<std::pair<Type, int64_t>, 2>
+kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUnits units) {
   auto tile = [](Value v) { return cast<RankedTensorType>(v.getType()); };
-  auto need = [](RankedTensorType t, int64_t count) {
-    return std::make_pair(sharedStorageType(t.getElementType()), count);
+  using Need = std::pair<Type, int64_t>;
+  auto need = [](RankedTensorType t, int64_t count) -> SmallVector<Need, 2> {
+    return {Need(sharedStorageType(t.getElementType()), count)};
   };
   if (isa<BroadcastOp, TransOp, ScanOp>(op))
     return need(tile(op->getOperand(0)), tile(op->getOperand(0)).getNumElements());
@@ -39,10 +40,14 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout) {
     return need(src, src.getNumElements());
   }
   if (auto dot = dyn_cast<DotOp>(op)) {
-    RankedTensorType a = tile(dot.getA()), b = tile(dot.getB());
+    RankedTensorType a = tile(dot.getA()), b = tile(dot.getB()), c = tile(dot.getResult());
+    // Matrix instructions also pass their accumulator fragments back through
+    // shared memory into the tile's blocked layout.
+    if (matrixInstruction(dot, units))
+      return {need(a, a.getNumElements() + b.getNumElements())[0], need(c, c.getNumElements())[0]};
     return need(a, a.getNumElements() + b.getNumElements());
   }
-  return std::nullopt;
+  return {};
 }
 
 namespace {
@@ -58,13 +63,18 @@ struct AllocateSharedMemory
       llvm::MapVector<Type, int64_t> elements;
       Operation *largest = nullptr;
       int64_t largestBytes = 0;
+      auto units = kiln::gpu::parseMatrixUnits(matrixUnits);
+      if (!units) {
+        func.emitError() << "unknown matrix-units '" << matrixUnits << "'";
+        return signalPassFailure();
+      }
       func.walk([&](Operation *op) {
-        auto req = kiln::gpu::sharedRequirement(op, layout);
-        if (!req)
-          return;
-        int64_t &count = elements[req->first];
-        count = std::max(count, req->second);
-        int64_t bytes = req->second * req->first.getIntOrFloatBitWidth() / 8;
+        int64_t bytes = 0;
+        for (auto [type, elementCount] : kiln::gpu::sharedRequirement(op, layout, *units)) {
+          int64_t &count = elements[type];
+          count = std::max(count, elementCount);
+          bytes += elementCount * type.getIntOrFloatBitWidth() / 8;
+        }
         if (bytes > largestBytes) {
           largestBytes = bytes;
           largest = op;

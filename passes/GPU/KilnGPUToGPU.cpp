@@ -401,7 +401,7 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
   if (auto o = dyn_cast<ScanOp>(op))
     return emitScan(o), success();
   if (auto o = dyn_cast<DotOp>(op))
-    return emitDot(o), success();
+    return matrixInstruction(o, matrixUnits) ? emitMatrixDot(o) : emitDot(o), success();
   if (isa<LoadOp, LoadBlockOp>(op))
     return emitLoad(op);
   if (isa<StoreOp, StoreBlockOp>(op))
@@ -442,6 +442,11 @@ struct ConvertKilnGPUToGPUPass
       reduce = ThreadEmitter::SubgroupReduce::Native;
     else {
       module.emitError("subgroup-reduce must be shuffle, amd-swizzle or native");
+      return signalPassFailure();
+    }
+    std::optional<MatrixUnits> units = parseMatrixUnits(matrixUnits);
+    if (!units) {
+      module.emitError("matrix-units must be none, mma-sync or mfma, not '") << matrixUnits << "'";
       return signalPassFailure();
     }
     module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
@@ -487,6 +492,10 @@ struct ConvertKilnGPUToGPUPass
           kernel.getLoc(), kernel.getName(),
           b.getFunctionType(ThreadEmitter::abiTypes(kernel.getArgumentTypes(), model, ctx), {}),
           workgroup, TypeRange{});
+      // 16-byte aligned shared buffers: ldmatrix rows and vector accesses need it.
+      for (unsigned i = 0; i < workgroup.size(); ++i)
+        func.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                         b.getI64IntegerAttr(16));
       func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
       for (StringRef name : {kThreadsAttr, kSharedBytesAttr})
@@ -494,7 +503,7 @@ struct ConvertKilnGPUToGPUPass
           func->setAttr(name, a);
 
       OpBuilder bodyBuilder(ctx);
-      ThreadEmitter emitter(bodyBuilder, layout, model, reduce);
+      ThreadEmitter emitter(bodyBuilder, layout, model, reduce, *units);
       if (failed(emitter.emitKernel(kernel, func)))
         return signalPassFailure();
       kernel.erase();

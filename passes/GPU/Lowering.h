@@ -11,6 +11,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/KilnGPU/IR/KilnGPUDialect.h"
+#include "passes/GPU/MatrixUnits.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -56,10 +57,10 @@ public:
   enum class SubgroupReduce { Shuffle, AMDSwizzle, Native };
 
   ThreadEmitter(mlir::OpBuilder &builder, BlockedEncodingAttr layout, MemoryModel memory,
-                SubgroupReduce subgroupReduce)
+                SubgroupReduce subgroupReduce, MatrixUnits matrixUnits = MatrixUnits::None)
       : b(builder), layout(layout), memory(memory),
         nativeSubgroupReduce(subgroupReduce == SubgroupReduce::Native),
-        amdSwizzle(subgroupReduce == SubgroupReduce::AMDSwizzle) {}
+        amdSwizzle(subgroupReduce == SubgroupReduce::AMDSwizzle), matrixUnits(matrixUnits) {}
 
   /// Emits the body of `kernel` into the entry block of `gpuFunc`.
   mlir::LogicalResult emitKernel(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc);
@@ -109,6 +110,8 @@ private:
   void emitReduce(ReduceOp op);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);
+  /// A dot on the target's matrix instructions (MatrixToGPU.cpp).
+  void emitMatrixDot(DotOp op);
   /// Writes `source` to shared memory and builds each register of a `result` tile
   /// from its element's index with `compute` (which reads shared memory); barriers
   /// fence both sides.
@@ -156,6 +159,7 @@ private:
   MemoryModel memory;
   bool nativeSubgroupReduce;
   bool amdSwizzle;
+  MatrixUnits matrixUnits;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::Value threadId; // i32
   mlir::IRMapping scalars;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dialects/KilnGPU/IR/KilnGPUDialect.h"
+#include "passes/GPU/MatrixUnits.h"
 
 #include "mlir/IR/Operation.h"
 
@@ -13,8 +14,9 @@ namespace kiln::gpu {
 mlir::Type sharedStorageType(mlir::Type elementType);
 
 /// The shared-memory elements (of sharedStorageType) an op needs to exchange its
-/// operands between threads, or nullopt for ops that move no data between threads.
-std::optional<std::pair<mlir::Type, int64_t>> sharedRequirement(mlir::Operation *op,
-                                                                BlockedEncodingAttr layout);
+/// operands between threads, per element type; empty for ops that move no data
+/// between threads.
+llvm::SmallVector<std::pair<mlir::Type, int64_t>, 2>
+sharedRequirement(mlir::Operation *op, BlockedEncodingAttr layout, MatrixUnits units);
 
 } // namespace kiln::gpu

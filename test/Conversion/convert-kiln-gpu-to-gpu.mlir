@@ -48,7 +48,7 @@ func.func @copy(%x: !mem, %y: !mem) attributes {kiln.kernel, kiln_gpu.threads = 
 // A whole-tile sum: per-thread partials, an xor-shuffle butterfly over the warp,
 // one partial per warp through shared memory, and a barrier-fenced final combine.
 // CHECK-LABEL: gpu.func @total
-// CHECK-SAME: workgroup(%[[SH:.*]] : memref<128xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[SH:.*]] : memref<128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32

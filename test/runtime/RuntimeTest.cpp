@@ -8,6 +8,7 @@
 
 #include "examples/reference/References.h"
 #include "kiln/Runtime.h"
+#include "lib/Support/Half.h"
 #include "runtime/Bundle.h"
 #include "test/Common/Compare.h"
 
@@ -184,6 +185,34 @@ TEST_P(OnDevice, Matmul) {
     Buffer ba = upload(a), bb = upload(b), bc = upload(std::vector<float>(s.m * s.n, NAN));
     run(m, "matmul", {Arg::tensor(ba, DType::F32, {s.m, s.k}), Arg::tensor(bb, DType::F32, {s.k, s.n}),
                       Arg::tensor(bc, DType::F32, {s.m, s.n})});
+    EXPECT_TRUE(allClose(download(bc, s.m * s.n),
+                         reference::matmul(a.data(), b.data(), s.m, s.n, s.k, s.k, 1), 1e-4, 1e-4))
+        << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+TEST_P(OnDevice, MatmulF16) {
+  // f16 inputs, f32 accumulation: on CUDA sm_80+ this is the mma.sync path, on
+  // AMD CDNA v_mfma, on Vulkan and the CPU the FMA loop and the micro-kernel.
+  Module m = load("matmul");
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape s : {Shape{64, 64, 32}, Shape{128, 192, 96}, Shape{100, 70, 50}}) {
+    auto a = randomVector(s.m * s.k, 30), b = randomVector(s.k * s.n, 31);
+    std::vector<uint16_t> ha(a.size()), hb(b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = halfBitsToFloat(ha[i] = floatToHalfBits(a[i])); // the values the kernel sees
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = halfBitsToFloat(hb[i] = floatToHalfBits(b[i]));
+    auto ba = device->allocate(ha.size() * 2), bb = device->allocate(hb.size() * 2);
+    ASSERT_TRUE(ba.ok() && bb.ok());
+    ASSERT_TRUE(device->write(*ba, ha.data(), ha.size() * 2).ok());
+    ASSERT_TRUE(device->write(*bb, hb.data(), hb.size() * 2).ok());
+    Buffer bc = upload(std::vector<float>(s.m * s.n, NAN));
+    run(m, "matmul_f16", {Arg::tensor(*ba, DType::F16, {s.m, s.k}),
+                          Arg::tensor(*bb, DType::F16, {s.k, s.n}),
+                          Arg::tensor(bc, DType::F32, {s.m, s.n})});
     EXPECT_TRUE(allClose(download(bc, s.m * s.n),
                          reference::matmul(a.data(), b.data(), s.m, s.n, s.k, s.k, 1), 1e-4, 1e-4))
         << s.m << "x" << s.n << "x" << s.k;
