@@ -19,6 +19,9 @@ struct kiln_buffer {
 struct kiln_module {
   Module module;
 };
+struct kiln_stream {
+  Stream stream;
+};
 
 static thread_local std::string lastError;
 
@@ -81,22 +84,21 @@ int kiln_module_load_bundle(kiln_device *device, const void *bundle, size_t size
 
 void kiln_module_free(kiln_module *module) { delete module; }
 
-int kiln_launch(kiln_device *device, const kiln_module *module, const char *kernel,
-                const kiln_arg *args, int num_args) {
+/// Converts a C argument list; false (with lastError set) when it is malformed.
+static bool convertArgs(const kiln_arg *args, int num_args, std::vector<Arg> &list) {
   if (num_args < 0 || (num_args > 0 && !args))
-    return report(Status::failure("bad argument list"));
-  std::vector<Arg> list;
+    return report(Status::failure("bad argument list")) == 0;
   for (int i = 0; i < num_args; ++i) {
     const kiln_arg &a = args[i];
     if (a.dtype < KILN_I1 || a.dtype > KILN_F64)
       return report(Status::failure("argument " + std::to_string(i) + " has an unknown dtype " +
-                                    std::to_string(a.dtype)));
+                                    std::to_string(a.dtype))) == 0;
     DType dt = static_cast<DType>(a.dtype);
     switch (a.kind) {
     case KILN_ARG_TENSOR: {
       if (!a.buffer || a.rank < 0 || (a.rank > 0 && !a.sizes))
         return report(Status::failure("tensor argument " + std::to_string(i) +
-                                      " needs a buffer and sizes"));
+                                      " needs a buffer and sizes")) == 0;
       std::vector<int64_t> sizes(a.sizes, a.sizes + a.rank);
       if (a.strides)
         list.push_back(Arg::strided(a.buffer->buffer, dt, sizes,
@@ -107,10 +109,47 @@ int kiln_launch(kiln_device *device, const kiln_module *module, const char *kern
     }
     case KILN_ARG_INT: list.push_back(Arg::integer(a.int_value, dt)); break;
     case KILN_ARG_FLOAT: list.push_back(Arg::floating(a.float_value, dt)); break;
-    default: return report(Status::failure("argument " + std::to_string(i) + " has an unknown kind"));
+    default:
+      return report(Status::failure("argument " + std::to_string(i) + " has an unknown kind")) == 0;
     }
   }
+  return true;
+}
+
+int kiln_launch(kiln_device *device, const kiln_module *module, const char *kernel,
+                const kiln_arg *args, int num_args) {
+  std::vector<Arg> list;
+  if (!convertArgs(args, num_args, list))
+    return -1;
   return report(device->device->launch(module->module, kernel ? kernel : "", list));
 }
 
 int kiln_synchronize(kiln_device *device) { return report(device->device->synchronize()); }
+
+int kiln_stream_create(kiln_device *device, kiln_stream **out) {
+  auto stream = device->device->createStream();
+  if (!stream)
+    return report(stream.status());
+  *out = new kiln_stream{*stream};
+  return 0;
+}
+
+void kiln_stream_destroy(kiln_stream *stream) { delete stream; }
+
+int kiln_stream_launch(kiln_stream *stream, const kiln_module *module, const char *kernel,
+                       const kiln_arg *args, int num_args) {
+  std::vector<Arg> list;
+  if (!convertArgs(args, num_args, list))
+    return -1;
+  return report(stream->stream.launch(module->module, kernel ? kernel : "", list));
+}
+
+int kiln_stream_synchronize(kiln_stream *stream) { return report(stream->stream.synchronize()); }
+
+int kiln_stream_record(kiln_stream *stream, double *milliseconds) {
+  auto event = stream->stream.record();
+  if (!event)
+    return report(event.status());
+  *milliseconds = event->milliseconds;
+  return 0;
+}

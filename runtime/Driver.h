@@ -26,6 +26,13 @@ struct LaunchArg {
   } scalar = {0};
 };
 
+/// A driver's in-order queue of work. Every launch queued on one stream starts
+/// after the launches queued before it have finished writing memory.
+class DriverStream {
+public:
+  virtual ~DriverStream() = default;
+};
+
 class Driver {
 public:
   virtual ~Driver() = default;
@@ -47,6 +54,21 @@ public:
   virtual Status synchronize() = 0;
   /// Milliseconds on the device's clock after all queued work finished.
   virtual Result<double> timestamp() = 0;
+
+  /// Streams. A driver without its own queues runs stream work synchronously on
+  /// the device's queue, which is a valid (if serial) stream.
+  virtual Result<std::shared_ptr<DriverStream>> createStream() {
+    return std::shared_ptr<DriverStream>(std::make_shared<DriverStream>());
+  }
+  /// Queues a launch; `keepAlive` holds the argument buffers until it has run.
+  virtual Status launchOn(DriverStream &stream, void *module, const KernelInfo &kernel,
+                          const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
+                          std::shared_ptr<void> keepAlive) {
+    return launch(module, kernel, grid, args);
+  }
+  virtual Status synchronize(DriverStream &stream) { return synchronize(); }
+  /// Milliseconds on the device's clock once the stream's queued work finished.
+  virtual Result<double> timestamp(DriverStream &stream) { return timestamp(); }
 };
 
 /// Backends compiled into this runtime. Each returns null (with `why` set) when the

@@ -345,6 +345,47 @@ Status Device::launch(const Module &module, const std::string &name,
 
 Status Device::synchronize() { return driver_->synchronize(); }
 
+Result<Stream> Device::createStream() {
+  auto impl = driver_->createStream();
+  if (!impl)
+    return impl.status();
+  Stream stream;
+  stream.device_ = this;
+  stream.impl_ = *impl;
+  return stream;
+}
+
+Status Stream::launch(const Module &module, const std::string &name,
+                      const std::vector<Arg> &args) {
+  if (!impl_)
+    return Status::failure("the stream is empty (not created by Device::createStream)");
+  PreparedLaunch launch;
+  if (Status s = device_->prepare(module, name, args, launch); !s)
+    return s;
+  const auto &g = launch.grid;
+  if (g[0] == 0 || g[1] == 0 || g[2] == 0)
+    return Status::success();
+  // The arguments (and so their buffers) and the module live until the launch ran.
+  auto keepAlive = std::make_shared<std::pair<std::vector<Arg>, Module>>(args, module);
+  return device_->driver_->launchOn(*impl_, module.impl_->handle.get(), *launch.kernel, g,
+                                    launch.args, keepAlive);
+}
+
+Status Stream::synchronize() {
+  if (!impl_)
+    return Status::failure("the stream is empty (not created by Device::createStream)");
+  return device_->driver_->synchronize(*impl_);
+}
+
+Result<Event> Stream::record() {
+  if (!impl_)
+    return Status::failure("the stream is empty (not created by Device::createStream)");
+  auto t = device_->driver_->timestamp(*impl_);
+  if (!t)
+    return t.status();
+  return Event{*t};
+}
+
 Result<Event> Device::record() {
   auto t = driver_->timestamp();
   if (!t)

@@ -111,6 +111,7 @@ public:
 
 private:
   friend class Device;
+  friend class Stream;
   std::shared_ptr<ModuleImpl> impl_;
 };
 
@@ -119,6 +120,32 @@ struct Event {
   double milliseconds = 0; // on the device's clock
   /// Time from `start` to this event.
   double since(const Event &start) const { return milliseconds - start.milliseconds; }
+};
+
+class DriverStream;
+class Device;
+
+/// An in-order queue of launches on one device. `launch` checks the arguments
+/// and returns once the work is queued; it may still be running. Launches on
+/// one stream run in order; different streams (and the device's own queue used
+/// by Device::launch) may overlap. Buffers passed to a queued launch are kept
+/// alive until it has run, but their contents must not be read or written by
+/// the host before `synchronize`.
+class Stream {
+public:
+  Stream() = default;
+  bool valid() const { return impl_ != nullptr; }
+  Status launch(const Module &module, const std::string &kernel, const std::vector<Arg> &args);
+  /// Waits for everything queued on this stream.
+  Status synchronize();
+  /// Waits for the queued work and records the device's time then: the time
+  /// between two records is the device time of the launches between them.
+  Result<Event> record();
+
+private:
+  friend class Device;
+  Device *device_ = nullptr;
+  std::shared_ptr<DriverStream> impl_;
 };
 
 class Device {
@@ -153,8 +180,11 @@ public:
   Status synchronize();
   /// Waits for queued work and records the time.
   Result<Event> record();
+  /// A new in-order queue on this device (see Stream).
+  Result<Stream> createStream();
 
 private:
+  friend class Stream;
   explicit Device(std::unique_ptr<Driver> driver);
   /// Checks a launch's module, kernel and arguments and evaluates its grid.
   Status prepare(const Module &module, const std::string &kernel,

@@ -18,6 +18,7 @@ extern "C" {
 typedef struct kiln_device kiln_device;
 typedef struct kiln_buffer kiln_buffer;
 typedef struct kiln_module kiln_module;
+typedef struct kiln_stream kiln_stream;
 
 /* Element types, in kiln::DType order. */
 enum {
@@ -64,6 +65,16 @@ void kiln_module_free(kiln_module *module);
 int kiln_launch(kiln_device *device, const kiln_module *module, const char *kernel,
                 const kiln_arg *args, int num_args);
 int kiln_synchronize(kiln_device *device);
+
+/* Streams: in-order queues whose launches return once queued (see kiln::rt::Stream).
+ * A stream must be destroyed before its device is closed. */
+int kiln_stream_create(kiln_device *device, kiln_stream **out);
+void kiln_stream_destroy(kiln_stream *stream);
+int kiln_stream_launch(kiln_stream *stream, const kiln_module *module, const char *kernel,
+                       const kiln_arg *args, int num_args);
+int kiln_stream_synchronize(kiln_stream *stream);
+/* Waits for the stream's work; *milliseconds is the device's clock then. */
+int kiln_stream_record(kiln_stream *stream, double *milliseconds);
 
 #ifdef __cplusplus
 }

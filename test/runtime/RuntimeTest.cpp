@@ -402,6 +402,49 @@ TEST_P(OnDevice, EventsMeasureWork) {
   EXPECT_EQ(download(bz, 1)[0], 2.0f);
 }
 
+TEST_P(OnDevice, StreamRunsLaunchesInOrder) {
+  // Twenty dependent launches z = x + z queued on a stream without waiting: each
+  // must see the previous one's result. The buffers' handles are dropped before
+  // the work ran; the stream keeps them alive.
+  Module m = load("vector_add");
+  auto stream = device->createStream();
+  ASSERT_TRUE(stream.ok()) << stream.status().message();
+  int64_t n = 100003;
+  auto x = randomVector(n, 32);
+  std::vector<float> want(n, 1.0f);
+  Buffer result;
+  auto start = stream->record();
+  ASSERT_TRUE(start.ok()) << start.status().message();
+  {
+    Buffer bx = upload(x), bz = upload(std::vector<float>(n, 1.0f));
+    result = bz;
+    for (int i = 0; i < 20; ++i) {
+      rt::Status s = stream->launch(m, "vector_add",
+                                    {Arg::tensor(bx, DType::F32, {n}), Arg::tensor(bz, DType::F32, {n}),
+                                     Arg::tensor(bz, DType::F32, {n})});
+      ASSERT_TRUE(s.ok()) << s.message();
+      for (int64_t e = 0; e < n; ++e)
+        want[e] += x[e];
+    }
+  }
+  auto end = stream->record(); // waits for the stream
+  ASSERT_TRUE(end.ok()) << end.status().message();
+  EXPECT_GE(end->since(*start), 0.0);
+  ASSERT_TRUE(stream->synchronize().ok());
+  std::vector<float> got = download(result, n);
+  for (int64_t e = 0; e < n; e += 997)
+    ASSERT_NEAR(got[e], want[e], 1e-4f * (1 + std::abs(want[e]))) << "at " << e;
+
+  // Arguments are still checked when the launch is queued.
+  Buffer small = upload(std::vector<float>(4));
+  rt::Status bad = stream->launch(m, "vector_add", {Arg::tensor(small, DType::F32, {8}),
+                                                    Arg::tensor(small, DType::F32, {8}),
+                                                    Arg::tensor(small, DType::F32, {8})});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_TRUE(stream->synchronize().ok());
+  EXPECT_FALSE(Stream().launch(m, "vector_add", {}).ok()); // an empty stream is an error
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
 

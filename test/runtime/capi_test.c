@@ -73,6 +73,26 @@ static int run(const char *spec, const char *ext) {
       printf("FAIL %s: z[%d] = %g\n", spec, i, z[i]);
       failed = 1;
     }
+  /* The same launch on a stream, queued twice in place (z = x + z), then waited for. */
+  kiln_stream *stream = NULL;
+  double t0 = 0, t1 = 0;
+  args[1].buffer = bz;
+  if (!failed && (kiln_stream_create(device, &stream) != 0 || kiln_stream_record(stream, &t0) != 0 ||
+                  kiln_stream_launch(stream, module, "vector_add", args, 3) != 0 ||
+                  kiln_stream_launch(stream, module, "vector_add", args, 3) != 0 ||
+                  kiln_stream_record(stream, &t1) != 0 || kiln_stream_synchronize(stream) != 0 ||
+                  kiln_buffer_read(device, bz, z, sizeof z) != 0)) {
+    printf("FAIL stream %s: %s\n", spec, kiln_last_error());
+    failed = 1;
+  }
+  for (int i = 0; i < N && !failed; ++i)
+    if (z[i] != 1.5f * (float)i + 2.0f * (float)i || t1 < t0) {
+      printf("FAIL stream %s: z[%d] = %g\n", spec, i, z[i]);
+      failed = 1;
+    }
+  if (stream)
+    kiln_stream_destroy(stream);
+  args[1].buffer = by;
   /* A wrong dtype is an error, with a message. */
   args[0].dtype = KILN_F16;
   if (kiln_launch(device, module, "vector_add", args, 3) == 0 ||

@@ -13,6 +13,11 @@
 #include "lib/Support/ThreadPool.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -25,6 +30,64 @@ using namespace kiln::rt;
 namespace {
 
 using PackedFn = void (*)(void **);
+
+/// A stream on the CPU: one worker thread runs the queued launches in order
+/// (each launch still spreads its programs over the thread pool).
+class CPUStream : public DriverStream {
+public:
+  CPUStream() : worker([this] { run(); }) {}
+  ~CPUStream() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    worker.join();
+  }
+  void enqueue(std::function<Status()> work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      queue.push_back(std::move(work));
+    }
+    wake.notify_all();
+  }
+  /// Waits until the queue is empty; returns (and clears) the first failure.
+  Status drain() {
+    std::unique_lock<std::mutex> lock(mutex);
+    idle.wait(lock, [&] { return queue.empty() && !busy; });
+    Status s = firstError;
+    firstError = Status::success();
+    return s;
+  }
+
+private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      wake.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty())
+        return; // stopping, nothing left
+      std::function<Status()> work = std::move(queue.front());
+      queue.pop_front();
+      busy = true;
+      lock.unlock();
+      Status s = work();
+      lock.lock();
+      busy = false;
+      if (!s && firstError.ok())
+        firstError = s;
+      if (queue.empty())
+        idle.notify_all();
+    }
+  }
+
+  std::mutex mutex;
+  std::condition_variable wake, idle;
+  std::deque<std::function<Status()>> queue;
+  bool busy = false, stopping = false;
+  Status firstError = Status::success();
+  std::thread worker; // last: starts after the members it uses exist
+};
 
 struct CPUModule {
   void *handle = nullptr;
@@ -134,6 +197,25 @@ public:
   Result<double> timestamp() override {
     auto now = std::chrono::steady_clock::now().time_since_epoch();
     return std::chrono::duration<double, std::milli>(now).count();
+  }
+
+  Result<std::shared_ptr<DriverStream>> createStream() override {
+    return std::shared_ptr<DriverStream>(std::make_shared<CPUStream>());
+  }
+  Status launchOn(DriverStream &stream, void *module, const KernelInfo &kernel,
+                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
+                  std::shared_ptr<void> keepAlive) override {
+    static_cast<CPUStream &>(stream).enqueue(
+        [this, module, &kernel, grid, args, keepAlive]() { return launch(module, kernel, grid, args); });
+    return Status::success();
+  }
+  Status synchronize(DriverStream &stream) override {
+    return static_cast<CPUStream &>(stream).drain();
+  }
+  Result<double> timestamp(DriverStream &stream) override {
+    if (Status s = synchronize(stream); !s)
+      return s;
+    return timestamp();
   }
 };
 

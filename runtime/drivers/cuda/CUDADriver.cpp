@@ -26,6 +26,8 @@ using CUdeviceptr = unsigned long long;
 using CUcontext = void *;
 using CUmodule = void *;
 using CUfunction = void *;
+using CUstream = void *;
+using CUevent = void *;
 
 /// The driver API entry points Kiln uses.
 struct CudaApi {
@@ -49,6 +51,14 @@ struct CudaApi {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, void *, void **, void **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
 
   bool load(std::string &why) {
     lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -79,6 +89,14 @@ struct CudaApi {
     sym(cuModuleGetFunction, "cuModuleGetFunction");
     sym(cuLaunchKernel, "cuLaunchKernel");
     sym(cuGetErrorString, "cuGetErrorString");
+    sym(cuStreamCreate, "cuStreamCreate");
+    sym(cuStreamDestroy, "cuStreamDestroy_v2");
+    sym(cuStreamSynchronize, "cuStreamSynchronize");
+    sym(cuEventCreate, "cuEventCreate");
+    sym(cuEventDestroy, "cuEventDestroy_v2");
+    sym(cuEventRecord, "cuEventRecord");
+    sym(cuEventSynchronize, "cuEventSynchronize");
+    sym(cuEventElapsedTime, "cuEventElapsedTime");
     if (!ok)
       why = "libcuda.so.1 lacks a driver API entry point Kiln needs (driver too old?)";
     return ok;
@@ -102,6 +120,8 @@ struct CudaModule {
 class CUDADriver : public Driver {
 public:
   ~CUDADriver() override {
+    if (origin)
+      api.cuEventDestroy(origin);
     if (context)
       api.cuDevicePrimaryCtxRelease(device);
   }
@@ -131,6 +151,11 @@ public:
       api.cuDeviceGetAttribute(&maxGrid[d], kMaxGridDimX + d, device);
     if (api.cuDevicePrimaryCtxRetain(&context, device) != 0 || api.cuCtxSetCurrent(context) != 0) {
       why = "cannot create a CUDA context";
+      return false;
+    }
+    if (api.cuEventCreate(&origin, 0) != 0 || api.cuEventRecord(origin, nullptr) != 0 ||
+        api.cuEventSynchronize(origin) != 0) {
+      why = "cannot record a CUDA event";
       return false;
     }
     return true;
@@ -194,6 +219,12 @@ public:
 
   Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
                 const std::vector<LaunchArg> &args) override {
+    return launchIn(nullptr, moduleHandle, kernel, grid, args);
+  }
+
+  /// Queues the launch on `stream` (null: the context's default stream).
+  Status launchIn(CUstream stream, void *moduleHandle, const KernelInfo &kernel,
+                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args) {
     auto *module = static_cast<CudaModule *>(moduleHandle);
     for (int d = 0; d < 3; ++d)
       if (grid[d] > maxGrid[d])
@@ -208,16 +239,66 @@ public:
                                     static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
                                     static_cast<unsigned>(grid[2]),
                                     static_cast<unsigned>(kernel.threadsPerBlock), 1, 1, 0,
-                                    nullptr, params.data(), nullptr),
+                                    stream, params.data(), nullptr),
                  "launch of '" + kernel.name + "'");
   }
 
   Status synchronize() override { return check(api.cuCtxSynchronize(), "cuCtxSynchronize"); }
-  Result<double> timestamp() override {
-    if (Status s = synchronize(); !s)
+  Result<double> timestamp() override { return eventTime(nullptr); }
+
+  /// Device time: an event recorded on `stream` once its work is done, in
+  /// milliseconds since an origin event recorded when the device was opened.
+  Result<double> eventTime(CUstream stream) {
+    CUevent event = nullptr;
+    if (Status s = check(api.cuEventCreate(&event, 0), "cuEventCreate"); !s)
       return s;
-    auto now = std::chrono::steady_clock::now().time_since_epoch();
-    return std::chrono::duration<double, std::milli>(now).count();
+    float ms = 0;
+    Status s = check(api.cuEventRecord(event, stream), "cuEventRecord");
+    if (s)
+      s = check(api.cuEventSynchronize(event), "cuEventSynchronize");
+    if (s)
+      s = check(api.cuEventElapsedTime(&ms, origin, event), "cuEventElapsedTime");
+    api.cuEventDestroy(event);
+    if (!s)
+      return s;
+    return static_cast<double>(ms);
+  }
+
+  struct CudaStream : DriverStream {
+    CudaStream(CudaApi &api, CUstream stream) : api(api), stream(stream) {}
+    ~CudaStream() override {
+      api.cuStreamSynchronize(stream);
+      api.cuStreamDestroy(stream);
+    }
+    CudaApi &api;
+    CUstream stream;
+    std::vector<std::shared_ptr<void>> keepAlive; // until the next synchronize
+  };
+
+  Result<std::shared_ptr<DriverStream>> createStream() override {
+    CUstream stream = nullptr;
+    if (Status s = check(api.cuStreamCreate(&stream, 0), "cuStreamCreate"); !s)
+      return s;
+    return std::shared_ptr<DriverStream>(std::make_shared<CudaStream>(api, stream));
+  }
+  Status launchOn(DriverStream &stream, void *module, const KernelInfo &kernel,
+                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
+                  std::shared_ptr<void> keepAlive) override {
+    auto &cs = static_cast<CudaStream &>(stream);
+    cs.keepAlive.push_back(std::move(keepAlive));
+    return launchIn(cs.stream, module, kernel, grid, args);
+  }
+  Status synchronize(DriverStream &stream) override {
+    auto &cs = static_cast<CudaStream &>(stream);
+    Status s = check(api.cuStreamSynchronize(cs.stream), "cuStreamSynchronize");
+    cs.keepAlive.clear();
+    return s;
+  }
+  Result<double> timestamp(DriverStream &stream) override {
+    auto &cs = static_cast<CudaStream &>(stream);
+    auto t = eventTime(cs.stream);
+    cs.keepAlive.clear();
+    return t;
   }
 
 private:
@@ -227,6 +308,7 @@ private:
   std::string deviceName;
   int sm = 0;
   int maxGrid[3] = {0, 0, 0};
+  CUevent origin = nullptr; // the zero of the device clock timestamp() reports
 };
 
 } // namespace

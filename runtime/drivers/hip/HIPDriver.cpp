@@ -42,6 +42,14 @@ struct HipApi {
                                     unsigned, unsigned, void *, void **, void **);
   hipError (*hipDeviceSynchronize)();
   const char *(*hipGetErrorString)(hipError);
+  hipError (*hipStreamCreate)(void **);
+  hipError (*hipStreamDestroy)(void *);
+  hipError (*hipStreamSynchronize)(void *);
+  hipError (*hipEventCreate)(void **);
+  hipError (*hipEventDestroy)(void *);
+  hipError (*hipEventRecord)(void *, void *);
+  hipError (*hipEventSynchronize)(void *);
+  hipError (*hipEventElapsedTime)(float *, void *, void *);
 
   bool load(std::string &why) {
     for (const char *name : {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"})
@@ -70,6 +78,14 @@ struct HipApi {
     sym(hipModuleLaunchKernel, "hipModuleLaunchKernel");
     sym(hipDeviceSynchronize, "hipDeviceSynchronize");
     sym(hipGetErrorString, "hipGetErrorString");
+    sym(hipStreamCreate, "hipStreamCreate");
+    sym(hipStreamDestroy, "hipStreamDestroy");
+    sym(hipStreamSynchronize, "hipStreamSynchronize");
+    sym(hipEventCreate, "hipEventCreate");
+    sym(hipEventDestroy, "hipEventDestroy");
+    sym(hipEventRecord, "hipEventRecord");
+    sym(hipEventSynchronize, "hipEventSynchronize");
+    sym(hipEventElapsedTime, "hipEventElapsedTime");
     if (!ok)
       why = "libamdhip64 lacks a HIP entry point Kiln needs";
     return ok;
@@ -199,6 +215,12 @@ public:
 
   Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
                 const std::vector<LaunchArg> &args) override {
+    return launchIn(nullptr, moduleHandle, kernel, grid, args);
+  }
+
+  /// Queues the launch on `stream` (null: the default stream).
+  Status launchIn(void *stream, void *moduleHandle, const KernelInfo &kernel,
+                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args) {
     auto *module = static_cast<HipModule *>(moduleHandle);
     for (int d = 0; d < 3; ++d)
       if (grid[d] > INT32_MAX)
@@ -212,22 +234,79 @@ public:
                                            static_cast<unsigned>(grid[1]),
                                            static_cast<unsigned>(grid[2]),
                                            static_cast<unsigned>(kernel.threadsPerBlock), 1, 1,
-                                           0, nullptr, params.data(), nullptr),
+                                           0, stream, params.data(), nullptr),
                  "launch of '" + kernel.name + "'");
   }
 
   Status synchronize() override {
     return check(api.hipDeviceSynchronize(), "hipDeviceSynchronize");
   }
-  Result<double> timestamp() override {
-    if (Status s = synchronize(); !s)
+  Result<double> timestamp() override { return eventTime(nullptr); }
+
+  /// Device time: an event recorded on `stream` once its work is done, in
+  /// milliseconds since an origin event recorded when the device was opened.
+  Result<double> eventTime(void *stream) {
+    if (!origin) {
+      if (Status s = check(api.hipEventCreate(&origin), "hipEventCreate"); !s)
+        return s;
+      if (Status s = check(api.hipEventRecord(origin, nullptr), "hipEventRecord"); !s)
+        return s;
+    }
+    void *event = nullptr;
+    if (Status s = check(api.hipEventCreate(&event), "hipEventCreate"); !s)
       return s;
-    auto now = std::chrono::steady_clock::now().time_since_epoch();
-    return std::chrono::duration<double, std::milli>(now).count();
+    float ms = 0;
+    Status s = check(api.hipEventRecord(event, stream), "hipEventRecord");
+    if (s)
+      s = check(api.hipEventSynchronize(event), "hipEventSynchronize");
+    if (s)
+      s = check(api.hipEventElapsedTime(&ms, origin, event), "hipEventElapsedTime");
+    api.hipEventDestroy(event);
+    if (!s)
+      return s;
+    return static_cast<double>(ms);
+  }
+
+  struct HipStream : DriverStream {
+    HipStream(HipApi &api, void *stream) : api(api), stream(stream) {}
+    ~HipStream() override {
+      api.hipStreamSynchronize(stream);
+      api.hipStreamDestroy(stream);
+    }
+    HipApi &api;
+    void *stream;
+    std::vector<std::shared_ptr<void>> keepAlive; // until the next synchronize
+  };
+
+  Result<std::shared_ptr<DriverStream>> createStream() override {
+    void *stream = nullptr;
+    if (Status s = check(api.hipStreamCreate(&stream), "hipStreamCreate"); !s)
+      return s;
+    return std::shared_ptr<DriverStream>(std::make_shared<HipStream>(api, stream));
+  }
+  Status launchOn(DriverStream &stream, void *module, const KernelInfo &kernel,
+                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
+                  std::shared_ptr<void> keepAlive) override {
+    auto &hs = static_cast<HipStream &>(stream);
+    hs.keepAlive.push_back(std::move(keepAlive));
+    return launchIn(hs.stream, module, kernel, grid, args);
+  }
+  Status synchronize(DriverStream &stream) override {
+    auto &hs = static_cast<HipStream &>(stream);
+    Status s = check(api.hipStreamSynchronize(hs.stream), "hipStreamSynchronize");
+    hs.keepAlive.clear();
+    return s;
+  }
+  Result<double> timestamp(DriverStream &stream) override {
+    auto &hs = static_cast<HipStream &>(stream);
+    auto t = eventTime(hs.stream);
+    hs.keepAlive.clear();
+    return t;
   }
 
 private:
   HipApi api;
+  void *origin = nullptr; // the zero of the device clock timestamp() reports
   std::string deviceName, arch;
 };
 

@@ -14,6 +14,7 @@
 #include <vulkan/vulkan.h>
 
 #include <chrono>
+#include <functional>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -313,8 +314,16 @@ public:
       vkDestroyShaderModule(device, p.shader, nullptr);
   }
 
-  Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
-                const std::vector<LaunchArg> &args) override {
+  /// A launch turned into Vulkan objects: its descriptor pool (freed once the
+  /// work ran) and the commands that bind and dispatch it.
+  struct Dispatch {
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    std::function<void(VkCommandBuffer)> record;
+  };
+
+  Status makeDispatch(void *moduleHandle, const KernelInfo &kernel,
+                      const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
+                      Dispatch &out) {
     auto *module = static_cast<VkModule *>(moduleHandle);
     Pipeline &p = module->pipelines.at(kernel.name);
     for (int d = 0; d < 3; ++d)
@@ -406,7 +415,15 @@ public:
     }
     vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
-    VkResult r = submitAndWait([&](VkCommandBuffer cmd) {
+    out.pool = pool;
+    out.record = [this, &p, set, words, grid](VkCommandBuffer cmd) {
+      // Earlier work on the queue (any submission) finishes its writes first.
+      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                           nullptr);
       vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
       vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
                               nullptr);
@@ -415,13 +432,102 @@ public:
                            words.data());
       vkCmdDispatch(cmd, static_cast<uint32_t>(grid[0]), static_cast<uint32_t>(grid[1]),
                     static_cast<uint32_t>(grid[2]));
-    });
-    vkDestroyDescriptorPool(device, pool, nullptr);
+    };
+    return Status::success();
+  }
+
+  static Status launchResult(const KernelInfo &kernel, VkResult r) {
     if (r == VK_ERROR_DEVICE_LOST)
       return Status::failure("kernel '" + kernel.name + "' faulted: the Vulkan device was lost");
     if (r != VK_SUCCESS)
       return Status::failure(vkError("vkQueueSubmit", r));
     return Status::success();
+  }
+
+  Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
+                const std::vector<LaunchArg> &args) override {
+    Dispatch d;
+    if (Status s = makeDispatch(moduleHandle, kernel, grid, args, d); !s)
+      return s;
+    VkResult r = submitAndWait(d.record);
+    vkDestroyDescriptorPool(device, d.pool, nullptr);
+    return launchResult(kernel, r);
+  }
+
+  /// A stream: submissions that nobody waits for until synchronize.
+  struct VkStream : DriverStream {
+    struct Work {
+      VkFence fence;
+      VkCommandBuffer cmd;
+      VkDescriptorPool pool;
+      const KernelInfo *kernel;
+      std::shared_ptr<void> keepAlive;
+    };
+    explicit VkStream(VulkanDriver &driver) : driver(driver) {}
+    ~VkStream() override { (void)driver.synchronize(*this); }
+    VulkanDriver &driver;
+    std::vector<Work> inFlight;
+  };
+
+  Result<std::shared_ptr<DriverStream>> createStream() override {
+    return std::shared_ptr<DriverStream>(std::make_shared<VkStream>(*this));
+  }
+
+  Status launchOn(DriverStream &stream, void *moduleHandle, const KernelInfo &kernel,
+                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
+                  std::shared_ptr<void> keepAlive) override {
+    Dispatch d;
+    if (Status s = makeDispatch(moduleHandle, kernel, grid, args, d); !s)
+      return s;
+    VkCommandBufferAllocateInfo cbai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cbai.commandPool = commandPool;
+    cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cbai.commandBufferCount = 1;
+    VkCommandBuffer cmd;
+    if (VkResult r = vkAllocateCommandBuffers(device, &cbai, &cmd); r != VK_SUCCESS) {
+      vkDestroyDescriptorPool(device, d.pool, nullptr);
+      return Status::failure(vkError("vkAllocateCommandBuffers", r));
+    }
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vkBeginCommandBuffer(cmd, &begin);
+    d.record(cmd);
+    vkEndCommandBuffer(cmd);
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    vkCreateFence(device, &fci, nullptr, &fence);
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &cmd;
+    VkResult r = vkQueueSubmit(queue, 1, &submit, fence);
+    auto &work = static_cast<VkStream &>(stream).inFlight;
+    work.push_back({fence, cmd, d.pool, &kernel, std::move(keepAlive)});
+    if (r != VK_SUCCESS) {
+      (void)synchronize(stream);
+      return launchResult(kernel, r);
+    }
+    return Status::success();
+  }
+
+  Status synchronize(DriverStream &stream) override {
+    Status first = Status::success();
+    auto &work = static_cast<VkStream &>(stream).inFlight;
+    for (VkStream::Work &w : work) {
+      VkResult r = vkWaitForFences(device, 1, &w.fence, VK_TRUE, UINT64_MAX);
+      if (first.ok())
+        first = launchResult(*w.kernel, r);
+      vkDestroyFence(device, w.fence, nullptr);
+      vkFreeCommandBuffers(device, commandPool, 1, &w.cmd);
+      vkDestroyDescriptorPool(device, w.pool, nullptr);
+    }
+    work.clear();
+    return first;
+  }
+
+  Result<double> timestamp(DriverStream &stream) override {
+    if (Status s = synchronize(stream); !s)
+      return s;
+    return timestamp();
   }
 
   /// Records one command buffer with `record`, submits it and waits for it.
