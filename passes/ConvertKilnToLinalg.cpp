@@ -275,31 +275,6 @@ Value lowerDot(OpBuilder &b, DotOp op) {
       .getResult(0);
 }
 
-Value lowerLoad(OpBuilder &b, LoadOp op) {
-  Location loc = op.getLoc();
-  SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
-  Value memory = op.getMemory();
-  auto type = dyn_cast<RankedTensorType>(op.getType());
-  if (!type)
-    return guardedLoad(b, loc, memory, op.getIndices(), sizes, op.getMask(), op.getOther());
-
-  SmallVector<Value> inputs(op.getIndices());
-  unsigned numIndices = inputs.size();
-  bool hasMask = static_cast<bool>(op.getMask());
-  bool hasOther = static_cast<bool>(op.getOther());
-  if (hasMask)
-    inputs.push_back(op.getMask());
-  if (hasOther)
-    inputs.push_back(op.getOther());
-  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(type.getRank()));
-  return generic(b, loc, type, inputs, maps, [&](OpBuilder &nb, Location l, ValueRange args) {
-    ValueRange coords = args.take_front(numIndices);
-    Value mask = hasMask ? args[numIndices] : Value();
-    Value other = hasOther ? args[numIndices + hasMask] : Value();
-    nb.create<linalg::YieldOp>(l, guardedLoad(nb, l, memory, coords, sizes, mask, other));
-  });
-}
-
 /// A block access [offsets, offsets + shape) that lies wholly inside `memory`
 /// whose rows are contiguous needs no per-element guard; such blocks take a
 /// fast path (plain loads and stores on a unit-stride view, which LLVM
@@ -336,6 +311,103 @@ DenseBlock denseBlock(OpBuilder &b, Location loc, Value memory, ValueRange offse
       type.getMemorySpace());
   block.contiguous = b.create<memref::CastOp>(loc, unitType, memory);
   return block;
+}
+
+/// A gather access `x[s0, ..., s_{r-2}, s + arange(a, a + B)]` of a 1-D tile:
+/// splatted scalars in every dimension but the last, which runs over B
+/// consecutive elements. It reads or writes one contiguous row segment, so it
+/// can take the dense fast path. Recognized on the kiln ops, before they are
+/// lowered.
+struct RowSegment {
+  SmallVector<Value> offsets; // i32, per memory dimension
+  SmallVector<int64_t> extents;
+};
+
+std::optional<RowSegment> rowSegment(OpBuilder &b, Location loc, ValueRange indices,
+                                     Type tileType) {
+  auto tile = dyn_cast<RankedTensorType>(tileType);
+  if (!tile || tile.getRank() != 1 || indices.empty())
+    return std::nullopt;
+  int64_t length = tile.getDimSize(0);
+  RowSegment seg;
+  for (auto [d, index] : llvm::enumerate(indices)) {
+    bool last = d + 1 == indices.size();
+    Operation *def = index.getDefiningOp();
+    if (!last) {
+      auto splat = dyn_cast_or_null<SplatOp>(def);
+      if (!splat)
+        return std::nullopt;
+      seg.offsets.push_back(splat.getValue());
+      seg.extents.push_back(1);
+      continue;
+    }
+    // The last index: arange(a, a + B), optionally plus a splatted scalar.
+    Value base;
+    ArangeOp arange = dyn_cast_or_null<ArangeOp>(def);
+    if (auto add = dyn_cast_or_null<arith::AddIOp>(def)) {
+      for (auto [x, y] : {std::pair{add.getLhs(), add.getRhs()}, {add.getRhs(), add.getLhs()}}) {
+        auto splat = x.getDefiningOp<SplatOp>();
+        auto range = y.getDefiningOp<ArangeOp>();
+        if (splat && range) {
+          base = splat.getValue();
+          arange = range;
+        }
+      }
+    }
+    if (!arange || arange.getEnd() - arange.getStart() != length)
+      return std::nullopt;
+    Value start = constI32(b, loc, arange.getStart());
+    seg.offsets.push_back(base ? b.create<arith::AddIOp>(loc, base, start).getResult() : start);
+    seg.extents.push_back(length);
+  }
+  return seg;
+}
+
+Value lowerLoad(OpBuilder &b, LoadOp op, const std::optional<RowSegment> &segment) {
+  Location loc = op.getLoc();
+  SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
+  Value memory = op.getMemory();
+  auto type = dyn_cast<RankedTensorType>(op.getType());
+  if (!type)
+    return guardedLoad(b, loc, memory, op.getIndices(), sizes, op.getMask(), op.getOther());
+
+  SmallVector<Value> inputs(op.getIndices());
+  unsigned numIndices = inputs.size();
+  bool hasMask = static_cast<bool>(op.getMask());
+  bool hasOther = static_cast<bool>(op.getOther());
+  if (hasMask)
+    inputs.push_back(op.getMask());
+  if (hasOther)
+    inputs.push_back(op.getOther());
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(type.getRank()));
+  auto guarded = [&](OpBuilder &gb, Location gl, Value init) {
+    return generic(gb, gl, type, inputs, maps, [&](OpBuilder &nb, Location l, ValueRange args) {
+      ValueRange coords = args.take_front(numIndices);
+      Value mask = hasMask ? args[numIndices] : Value();
+      Value other = hasOther ? args[numIndices + hasMask] : Value();
+      nb.create<linalg::YieldOp>(l, guardedLoad(nb, l, memory, coords, sizes, mask, other));
+    }, init);
+  };
+  if (!segment || hasMask)
+    return guarded(b, loc, Value());
+  // A row segment inside the tensor reads without guards (see denseBlock).
+  DenseBlock dense = denseBlock(b, loc, memory, segment->offsets, segment->extents, sizes);
+  Value init = emptyLike(b, loc, type);
+  auto ifOp = b.create<scf::IfOp>(
+      loc, dense.condition,
+      [&](OpBuilder &tb, Location l) {
+        Value v = generic(tb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
+          SmallVector<Value> coords(dense.offsets);
+          coords.back() = nb.create<arith::AddIOp>(il, coords.back(),
+                                                   nb.create<linalg::IndexOp>(il, 0));
+          nb.create<linalg::YieldOp>(il,
+                                     nb.create<memref::LoadOp>(il, dense.contiguous, coords)
+                                         .getResult());
+        }, init);
+        tb.create<scf::YieldOp>(l, v);
+      },
+      [&](OpBuilder &eb, Location l) { eb.create<scf::YieldOp>(l, guarded(eb, l, init)); });
+  return ifOp.getResult(0);
 }
 
 Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
@@ -377,21 +449,41 @@ Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
   return ifOp.getResult(0);
 }
 
-void lowerStore(OpBuilder &b, StoreOp op) {
+void lowerStore(OpBuilder &b, StoreOp op, const std::optional<RowSegment> &segment) {
   Location loc = op.getLoc();
   SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
   auto type = dyn_cast<RankedTensorType>(op.getValue().getType());
   if (!type)
     return guardedStore(b, loc, op.getValue(), op.getMemory(), op.getIndices(), sizes,
                         op.getMask());
-  loopNest(b, loc, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
-    SmallVector<Value> coords;
-    for (Value index : op.getIndices())
-      coords.push_back(nb.create<tensor::ExtractOp>(l, index, ivs));
-    Value mask = op.getMask() ? nb.create<tensor::ExtractOp>(l, op.getMask(), ivs) : Value();
-    Value value = nb.create<tensor::ExtractOp>(l, op.getValue(), ivs);
-    guardedStore(nb, l, value, op.getMemory(), coords, sizes, mask);
-  });
+  auto guarded = [&](OpBuilder &gb, Location gl) {
+    loopNest(gb, gl, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+      SmallVector<Value> coords;
+      for (Value index : op.getIndices())
+        coords.push_back(nb.create<tensor::ExtractOp>(l, index, ivs));
+      Value mask = op.getMask() ? nb.create<tensor::ExtractOp>(l, op.getMask(), ivs) : Value();
+      Value value = nb.create<tensor::ExtractOp>(l, op.getValue(), ivs);
+      guardedStore(nb, l, value, op.getMemory(), coords, sizes, mask);
+    });
+  };
+  if (!segment || op.getMask())
+    return guarded(b, loc);
+  DenseBlock dense = denseBlock(b, loc, op.getMemory(), segment->offsets, segment->extents, sizes);
+  b.create<scf::IfOp>(
+      loc, dense.condition,
+      [&](OpBuilder &tb, Location l) {
+        loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
+          SmallVector<Value> coords(dense.offsets);
+          coords.back() = nb.create<arith::AddIOp>(il, coords.back(), ivs[0]);
+          Value value = nb.create<tensor::ExtractOp>(il, op.getValue(), ivs);
+          nb.create<memref::StoreOp>(il, value, dense.contiguous, coords);
+        });
+        tb.create<scf::YieldOp>(l);
+      },
+      [&](OpBuilder &eb, Location l) {
+        guarded(eb, l);
+        eb.create<scf::YieldOp>(l);
+      });
 }
 
 void lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
@@ -463,6 +555,25 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
         worklist.push_back(op);
     });
     IRRewriter rewriter(&getContext());
+    // Row segments are recognized on the kiln ops that compute the indices,
+    // before those are lowered.
+    llvm::DenseMap<Operation *, RowSegment> segments;
+    for (Operation *op : worklist) {
+      rewriter.setInsertionPoint(op);
+      std::optional<RowSegment> seg;
+      if (auto load = dyn_cast<LoadOp>(op))
+        seg = rowSegment(rewriter, op->getLoc(), load.getIndices(), load.getType());
+      else if (auto store = dyn_cast<StoreOp>(op))
+        seg = rowSegment(rewriter, op->getLoc(), store.getIndices(), store.getValue().getType());
+      if (seg)
+        segments[op] = std::move(*seg);
+    }
+    auto segmentOf = [&](Operation *op) -> std::optional<RowSegment> {
+      auto it = segments.find(op);
+      if (it == segments.end())
+        return std::nullopt;
+      return it->second;
+    };
     for (Operation *op : worklist) {
       rewriter.setInsertionPoint(op);
       Value replacement;
@@ -479,9 +590,9 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
       else if (auto o = dyn_cast<ReduceOp>(op)) replacement = lowerReduce(rewriter, o);
       else if (auto o = dyn_cast<ScanOp>(op)) replacement = lowerScan(rewriter, o);
       else if (auto o = dyn_cast<DotOp>(op)) replacement = lowerDot(rewriter, o);
-      else if (auto o = dyn_cast<LoadOp>(op)) replacement = lowerLoad(rewriter, o);
+      else if (auto o = dyn_cast<LoadOp>(op)) replacement = lowerLoad(rewriter, o, segmentOf(op));
       else if (auto o = dyn_cast<LoadBlockOp>(op)) replacement = lowerLoadBlock(rewriter, o);
-      else if (auto o = dyn_cast<StoreOp>(op)) lowerStore(rewriter, o);
+      else if (auto o = dyn_cast<StoreOp>(op)) lowerStore(rewriter, o, segmentOf(op));
       else if (auto o = dyn_cast<StoreBlockOp>(op)) lowerStoreBlock(rewriter, o);
       else if (auto o = dyn_cast<AtomicRMWOp>(op)) lowerAtomic(rewriter, o);
       else {

@@ -54,6 +54,34 @@ def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::F
   let dependentDialects = ["mlir::vector::VectorDialect"];
 }
 
+def KilnReuseInputBuffers : Pass<"kiln-reuse-input-buffers", "mlir::func::FuncOp"> {
+  let summary = "Let elementwise linalg.generic ops write over a dead input";
+  let description = [{
+    A parallel `linalg.generic` whose init is a `tensor.empty` that its body does
+    not read, and one of whose inputs has the result's type, an identity indexing
+    map and no other use, takes that input as its init. One-shot bufferization
+    then writes the result in place: a loop-carried `acc += x` tile updates one
+    buffer instead of allocating a new one every iteration.
+  }];
+}
+
+def KilnPromoteTilesToStack : Pass<"kiln-promote-tiles-to-stack", "mlir::func::FuncOp"> {
+  let summary = "Put a CPU kernel's function-level tile buffers on the stack";
+  let description = [{
+    Runs after bufferization and loop hoisting, before deallocation. Every
+    `memref.alloc` with a static shape and identity layout that sits directly in
+    the function body (never in a loop) becomes a `memref.alloca`, while the
+    function's promoted bytes stay within `max-bytes`; the rest stay on the heap.
+    On the CPU a kernel function runs once per program, so this removes a
+    malloc/free pair per tile per program.
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"262144",
+           "Stack bytes one kernel call may use for tiles">
+  ];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def KilnCPUMatmulMicroKernel : Pass<"kiln-cpu-matmul-microkernel", "mlir::func::FuncOp"> {
   let summary = "Register-blocked micro-kernel for linalg.matmul on tile buffers";
   let description = [{

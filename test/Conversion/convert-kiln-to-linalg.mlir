@@ -184,3 +184,52 @@ func.func @scan(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = kiln.scan sum %t, 1 : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+!mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// x[row, off + arange(0, 64)] reads one contiguous row segment: inside the tensor
+// (with unit inner stride) it loads without guards; otherwise per element.
+// CHECK-LABEL: func @row_segment
+// CHECK-SAME: (%[[M:.*]]: memref<{{.*}}>, %[[ROW:.*]]: i32, %[[OFF:.*]]: i32)
+// CHECK: %[[START:.*]] = arith.addi %[[OFF]], %c0_i32
+// CHECK: %[[DENSE:.*]] = memref.cast %[[M]] {{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: scf.if
+// CHECK: linalg.generic
+// CHECK-NOT: scf.if
+// CHECK: memref.load %[[DENSE]]
+// CHECK: } else {
+// CHECK: scf.if
+// CHECK: memref.load %[[M]]
+// A store to the same kind of segment: unguarded stores on the fast path.
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK-NOT: scf.if
+// CHECK: memref.store %{{.*}}, %{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: } else {
+func.func @row_segment(%m: !mem, %row: i32, %off: i32) {
+  %r = kiln.splat %row : tensor<64xi32>
+  %o = kiln.splat %off : tensor<64xi32>
+  %a = kiln.arange 0, 64 : tensor<64xi32>
+  %c = arith.addi %o, %a : tensor<64xi32>
+  %v = kiln.load %m[%r, %c] : !mem[tensor<64xi32>, tensor<64xi32>] -> tensor<64xf32>
+  kiln.store %m[%r, %c], %v : !mem[tensor<64xi32>, tensor<64xi32>], tensor<64xf32>
+  return
+}
+
+// -----
+
+!mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// A column (the arange in a leading dimension) or a masked access keeps the
+// guarded path only.
+// CHECK-LABEL: func @not_a_segment
+// CHECK-NOT: memref.cast
+func.func @not_a_segment(%m: !mem, %col: i32, %mask: tensor<64xi1>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %c = kiln.splat %col : tensor<64xi32>
+  %a = kiln.arange 0, 64 : tensor<64xi32>
+  %v = kiln.load %m[%a, %c] : !mem[tensor<64xi32>, tensor<64xi32>] -> tensor<64xf32>
+  %w = kiln.load %m[%c, %a] mask %mask : tensor<64xi1> : !mem[tensor<64xi32>, tensor<64xi32>] -> tensor<64xf32>
+  return %v, %w : tensor<64xf32>, tensor<64xf32>
+}

@@ -1,0 +1,223 @@
+//===- kiln-gpu-bench.cpp - Kiln's kernels on a GPU, runtime only ---------===//
+//
+// Links kiln-rt only, so it runs on a GPU machine without LLVM: the kernels were
+// compiled by kilnc on the build machine (scripts/gpu-bench.sh). Times each
+// library kernel with the device's events (median of repeats) and prints one
+// JSON object per line; bench/peers/gpu_peers.py measures torch and Triton on
+// the same shapes and bench/gpu_report.py turns both into ratios.
+//
+//   kiln-gpu-bench KERNELS_DIR [--device cuda] [--small]
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Runtime.h"
+#include "lib/Support/Half.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+namespace {
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Bench {
+  std::shared_ptr<Device> device;
+  std::string dir, ext;
+  int repeats = 20;
+  bool failed = false;
+
+  Result<Module> load(const std::string &name) {
+    std::string base = dir + "/" + name + "." + ext;
+    std::string binary = readFile(base);
+    if (binary.empty())
+      return Status::failure("missing " + base);
+    return device->load(binary, readFile(base + ".json"));
+  }
+
+  Result<Buffer> random(size_t count, DType dtype, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<char> bytes(count * dtypeBytes(dtype));
+    for (size_t i = 0; i < count; ++i) {
+      float v = dist(gen);
+      if (dtype == DType::F16) {
+        uint16_t h = floatToHalfBits(v);
+        std::memcpy(&bytes[i * 2], &h, 2);
+      } else if (dtype == DType::BF16) {
+        uint16_t h = floatToBF16Bits(v);
+        std::memcpy(&bytes[i * 2], &h, 2);
+      } else {
+        std::memcpy(&bytes[i * 4], &v, 4);
+      }
+    }
+    auto b = device->allocate(bytes.size());
+    if (!b)
+      return b.status();
+    if (Status s = device->write(*b, bytes.data(), bytes.size()); !s)
+      return s;
+    return *b;
+  }
+
+  /// Median milliseconds of `launch` over `repeats`, after two warm-up calls.
+  Result<double> time(const std::function<Status()> &launch) {
+    for (int w = 0; w < 2; ++w)
+      if (Status s = launch(); !s)
+        return s;
+    std::vector<double> ms;
+    for (int r = 0; r < repeats; ++r) {
+      auto a = device->record();
+      if (Status s = launch(); !s)
+        return s;
+      auto b = device->record();
+      if (!a || !b)
+        return Status::failure("device events failed");
+      ms.push_back(b->since(*a));
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  }
+
+  void report(const std::string &op, const std::string &shape, Result<double> ms, double flops,
+              double bytes) {
+    if (!ms) {
+      failed = true;
+      std::printf("{\"op\": \"%s\", \"shape\": \"%s\", \"error\": \"%s\"}\n", op.c_str(),
+                  shape.c_str(), ms.status().message().c_str());
+      return;
+    }
+    std::printf("{\"op\": \"%s\", \"shape\": \"%s\", \"ms\": %.6f, \"tflops\": %.4f, "
+                "\"gbs\": %.2f}\n",
+                op.c_str(), shape.c_str(), *ms, flops / *ms / 1e9, bytes / *ms / 1e6);
+    std::fflush(stdout);
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: kiln-gpu-bench KERNELS_DIR [--device D] [--small]\n");
+    return 2;
+  }
+  Bench bench;
+  bench.dir = argv[1];
+  std::string spec = "cuda";
+  bool small = false;
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--device") && i + 1 < argc)
+      spec = argv[++i];
+    else if (!std::strcmp(argv[i], "--small"))
+      small = true;
+  }
+  auto device = Device::open(spec);
+  if (!device) {
+    std::fprintf(stderr, "kiln-gpu-bench: no %s device: %s\n", spec.c_str(),
+                 device.status().message().c_str());
+    return 0; // nothing to measure here: not an error
+  }
+  bench.device = *device;
+  bench.ext = spec.rfind("vulkan", 0) == 0 ? "vulkan.spv" : spec.rfind("cpu", 0) == 0 ? "cpu.so"
+                                                                                     : "cuda.ptx";
+  if (small)
+    bench.repeats = 3;
+  std::fprintf(stderr, "kiln-gpu-bench on %s\n", bench.device->name().c_str());
+
+  auto fail = [](const Status &s) {
+    std::fprintf(stderr, "kiln-gpu-bench: %s\n", s.message().c_str());
+    return 1;
+  };
+
+  // GEMM: f16 and bf16 inputs, f32 accumulation and output (the tensor-core form).
+  int64_t n = small ? 256 : 8192;
+  for (auto [name, dtype] : {std::pair{"matmul", DType::F16}, std::pair{"matmul_bf16", DType::BF16}}) {
+    if (dtype == DType::BF16 && bench.ext != "cuda.ptx")
+      continue; // bf16 needs the CUDA build of the kernel
+    auto m = bench.load(name);
+    if (!m)
+      return fail(m.status());
+    auto a = bench.random(n * n, dtype, 1), b = bench.random(n * n, dtype, 2);
+    auto c = bench.device->allocate(n * n * 4);
+    if (!a || !b || !c)
+      return fail(Status::failure("out of device memory for the GEMM"));
+    std::vector<Arg> args{Arg::tensor(*a, dtype, {n, n}), Arg::tensor(*b, dtype, {n, n}),
+                          Arg::tensor(*c, DType::F32, {n, n})};
+    bench.report(std::string("gemm-") + dtypeName(dtype), std::to_string(n) + "^3",
+                 bench.time([&] { return bench.device->launch(*m, "matmul_f16", args); }),
+                 2.0 * n * n * n, 0);
+  }
+
+  // Softmax, layernorm and rmsnorm over rows: bandwidth-bound.
+  int64_t rows = small ? 64 : 16384, cols = small ? 1024 : 4096;
+  {
+    auto x = bench.random(rows * cols, DType::F32, 3), w = bench.random(cols, DType::F32, 4),
+         bb = bench.random(cols, DType::F32, 5);
+    auto y = bench.device->allocate(rows * cols * 4);
+    if (!x || !w || !bb || !y)
+      return fail(Status::failure("out of device memory for the row kernels"));
+    std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+    double bytes = 2.0 * rows * cols * 4;
+    auto softmax = bench.load("softmax_4096");
+    if (!softmax)
+      return fail(softmax.status());
+    std::vector<Arg> sargs{Arg::tensor(*x, DType::F32, {rows, cols}),
+                           Arg::tensor(*y, DType::F32, {rows, cols})};
+    bench.report("softmax", shape,
+                 bench.time([&] { return bench.device->launch(*softmax, "softmax", sargs); }), 0,
+                 bytes);
+    auto layernorm = bench.load("layernorm");
+    if (!layernorm)
+      return fail(layernorm.status());
+    std::vector<Arg> largs{Arg::tensor(*x, DType::F32, {rows, cols}),
+                           Arg::tensor(*w, DType::F32, {cols}), Arg::tensor(*bb, DType::F32, {cols}),
+                           Arg::tensor(*y, DType::F32, {rows, cols}), Arg::f32(1e-5)};
+    bench.report("layernorm", shape,
+                 bench.time([&] { return bench.device->launch(*layernorm, "layernorm", largs); }),
+                 0, bytes);
+    auto rmsnorm = bench.load("rmsnorm");
+    if (!rmsnorm)
+      return fail(rmsnorm.status());
+    std::vector<Arg> rargs{Arg::tensor(*x, DType::F32, {rows, cols}),
+                           Arg::tensor(*w, DType::F32, {cols}),
+                           Arg::tensor(*y, DType::F32, {rows, cols}), Arg::f32(1e-6)};
+    bench.report("rmsnorm", shape,
+                 bench.time([&] { return bench.device->launch(*rmsnorm, "rmsnorm", rargs); }), 0,
+                 bytes);
+  }
+
+  // Flash attention forward, f32, head dim 64, causal and not.
+  int64_t z = small ? 2 : 32, s = small ? 128 : 4096, d = 64;
+  for (auto [name, causal] : {std::pair{"attention", false}, std::pair{"attention_causal", true}}) {
+    auto m = bench.load(name);
+    if (!m)
+      return fail(m.status());
+    auto q = bench.random(z * s * d, DType::F32, 6), k = bench.random(z * s * d, DType::F32, 7),
+         v = bench.random(z * s * d, DType::F32, 8);
+    auto o = bench.device->allocate(z * s * d * 4);
+    if (!q || !k || !v || !o)
+      return fail(Status::failure("out of device memory for attention"));
+    std::vector<int64_t> shape{z, s, d};
+    std::vector<Arg> args{Arg::tensor(*q, DType::F32, shape), Arg::tensor(*k, DType::F32, shape),
+                          Arg::tensor(*v, DType::F32, shape), Arg::tensor(*o, DType::F32, shape),
+                          Arg::f32(0.125)};
+    double flops = 4.0 * z * s * s * d * (causal ? 0.5 : 1.0);
+    bench.report(name, std::to_string(z) + "x" + std::to_string(s) + "x64",
+                 bench.time([&] { return bench.device->launch(*m, "attention", args); }), flops,
+                 0);
+  }
+  return bench.failed ? 1 : 0;
+}
