@@ -193,10 +193,10 @@ INSTANTIATE_TEST_SUITE_P(Sizes, Matmul,
 TEST(MatmulBlocking, EveryTileShapeAgrees) {
   // The CPU micro-kernel blocks by 8 x 32 (AVX-512) or 4 x 16 (AVX2); other tile
   // shapes take narrower blockings or the plain loops. All must agree.
-  int64_t m = 70, n = 90, k = 50;
+  int64_t m = 300, n = 290, k = 100; // whole 128-blocks and ragged edges
   auto a = randomVector(m * k, 16), b = randomVector(k * n, 17);
   auto want = reference::matmul(a.data(), b.data(), m, n, k, k, 1);
-  for (auto [bm, bn, bk] : {std::tuple{64, 64, 64}, {16, 48, 8}, {8, 8, 8}, {3, 5, 7}}) {
+  for (auto [bm, bn, bk] : {std::tuple{64, 64, 64}, {128, 128, 32}, {16, 48, 8}, {8, 8, 8}, {3, 5, 7}}) {
     auto exe = compileExample("matmul.kiln", "matmul",
                               {{"BM", std::to_string(bm)}, {"BN", std::to_string(bn)},
                                {"BK", std::to_string(bk)}});
