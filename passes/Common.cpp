@@ -43,3 +43,11 @@ Value kiln::combineReduction(OpBuilder &b, Location loc, ReduceKind kind, Value 
   return {};
 }
 
+
+arith::AtomicRMWKind kiln::atomicKind(ReduceKind kind, bool isFloat) {
+  switch (kind) {
+  case ReduceKind::Max: return isFloat ? arith::AtomicRMWKind::maximumf : arith::AtomicRMWKind::maxs;
+  case ReduceKind::Min: return isFloat ? arith::AtomicRMWKind::minimumf : arith::AtomicRMWKind::mins;
+  default: return isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi;
+  }
+}

@@ -3,6 +3,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 
 namespace kiln {
@@ -13,5 +14,9 @@ mlir::TypedAttr reductionIdentity(mlir::OpBuilder &b, ReduceKind kind, mlir::Typ
 /// `a (kind) b` on scalars or vectors; float max/min propagate NaN.
 mlir::Value combineReduction(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind,
                              mlir::Value a, mlir::Value acc);
+
+/// The memref.atomic_rmw kind of a kiln atomic: sum, max or min, on floats
+/// (addf, maximumf, minimumf) or signed integers (addi, maxs, mins).
+mlir::arith::AtomicRMWKind atomicKind(ReduceKind kind, bool isFloat);
 
 } // namespace kiln

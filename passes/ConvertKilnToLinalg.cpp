@@ -489,13 +489,8 @@ void lowerStore(OpBuilder &b, StoreOp op, const std::optional<RowSegment> &segme
 void lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
   Location loc = op.getLoc();
   SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
-  bool isFloat = isa<FloatType>(op.getMemory().getType().getElementType());
-  arith::AtomicRMWKind kind;
-  switch (op.getKind()) {
-  case ReduceKind::Sum: kind = isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi; break;
-  case ReduceKind::Max: kind = isFloat ? arith::AtomicRMWKind::maximumf : arith::AtomicRMWKind::maxs; break;
-  default: kind = isFloat ? arith::AtomicRMWKind::minimumf : arith::AtomicRMWKind::mins; break;
-  }
+  arith::AtomicRMWKind kind =
+      atomicKind(op.getKind(), isa<FloatType>(op.getMemory().getType().getElementType()));
   // Programs run in parallel on the thread pool, so the update must be atomic.
   auto update = [&](OpBuilder &nb, Location l, Value value, ValueRange coords, Value mask) {
     Value ok = inBounds(nb, l, coords, sizes, mask);

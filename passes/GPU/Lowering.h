@@ -90,6 +90,10 @@ private:
   mlir::LogicalResult emitLoad(mlir::Operation *op);
   mlir::LogicalResult emitStore(mlir::Operation *op);
   mlir::LogicalResult emitAtomic(AtomicRMWOp op);
+  /// Whether this thread writes register `reg` of a stored `tile` (null for a
+  /// scalar): each element is written by exactly one thread, and only where
+  /// `mask` (optional) holds.
+  mlir::Value writerOk(mlir::RankedTensorType tile, mlir::Value mask, int64_t reg);
   /// The per-dimension coordinates of register r's element for a gather access
   /// (`indices`) or a block access (`offsets` of a `tile`-shaped block).
   std::function<llvm::SmallVector<mlir::Value>(int64_t)>

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Common.h"
 #include "passes/GPU/Lowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -233,6 +234,15 @@ LogicalResult ThreadEmitter::emitLoad(Operation *op) {
   return success();
 }
 
+Value ThreadEmitter::writerOk(RankedTensorType tile, Value mask, int64_t reg) {
+  // Replicated registers are skipped; a scalar is written by thread 0 alone.
+  Value ok = tile ? registerValid(reg, tile.getNumElements())
+                  : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
+  if (mask)
+    ok = b.create<arith::AndIOp>(loc, ok, element(mask, reg));
+  return ok;
+}
+
 LogicalResult ThreadEmitter::emitStore(Operation *op) {
   Value memoryArg = op->getOperand(0);
   const TensorArg &t = tensors.find(memoryArg)->second;
@@ -248,16 +258,9 @@ LogicalResult ThreadEmitter::emitStore(Operation *op) {
   } else {
     coords = coordinates({}, cast<StoreBlockOp>(op).getOffsets(), tile);
   }
-  int64_t numElements = tile ? tile.getNumElements() : 1;
-  auto extraOk = [&](int64_t r) -> Value {
-    // A scalar is stored once per program, by thread 0.
-    Value ok = tile ? registerValid(r, numElements)
-                    : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
-    if (mask)
-      ok = b.create<arith::AndIOp>(loc, ok, element(mask, r));
-    return ok;
-  };
-  SmallVector<Access> acc = accesses(b, loc, t, n, coords, extraOk);
+  SmallVector<Access> acc = accesses(b, loc, t, n, coords, [&](int64_t r) {
+    return writerOk(tile, mask, r);
+  });
   auto guardedStore = [&](int64_t r) {
     Value v = element(value, r);
     emitIfElse(
@@ -300,19 +303,9 @@ LogicalResult ThreadEmitter::emitAtomic(AtomicRMWOp op) {
   const TensorArg &t = tensors.find(op.getMemory())->second;
   auto tile = dyn_cast<RankedTensorType>(op.getValue().getType());
   int64_t n = tile ? registers(tile) : 1;
-  int64_t numElements = tile ? tile.getNumElements() : 1;
-  Value mask = op.getMask();
-  // Exactly one thread updates each element: replicated registers are skipped,
-  // and a scalar atomic is issued by thread 0 alone.
-  auto extraOk = [&](int64_t r) -> Value {
-    Value ok = tile ? registerValid(r, numElements)
-                    : b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
-    if (mask)
-      ok = b.create<arith::AndIOp>(loc, ok, element(mask, r));
-    return ok;
-  };
-  SmallVector<Access> acc =
-      accesses(b, loc, t, n, coordinates(op.getIndices(), {}, tile), extraOk);
+  // Exactly one thread updates each element, as for stores.
+  SmallVector<Access> acc = accesses(b, loc, t, n, coordinates(op.getIndices(), {}, tile),
+                                     [&](int64_t r) { return writerOk(tile, op.getMask(), r); });
   bool isFloat = isa<FloatType>(t.elementType);
   for (int64_t r = 0; r < n; ++r) {
     Value v = element(op.getValue(), r);
@@ -330,12 +323,7 @@ LogicalResult ThreadEmitter::emitAtomic(AtomicRMWOp op) {
                                               ValueRange{acc[r].offset});
             b.create<LLVM::AtomicRMWOp>(loc, bin, ptr, v, LLVM::AtomicOrdering::monotonic);
           } else {
-            arith::AtomicRMWKind kind;
-            switch (op.getKind()) {
-            case ReduceKind::Sum: kind = isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi; break;
-            case ReduceKind::Max: kind = isFloat ? arith::AtomicRMWKind::maximumf : arith::AtomicRMWKind::maxs; break;
-            default: kind = isFloat ? arith::AtomicRMWKind::minimumf : arith::AtomicRMWKind::mins; break;
-            }
+            arith::AtomicRMWKind kind = atomicKind(op.getKind(), isFloat);
             Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), acc[r].offset);
             b.create<memref::AtomicRMWOp>(loc, kind, v, t.base, ValueRange{index});
           }
