@@ -135,9 +135,8 @@ void cpuBenchmarks(const std::string &examples, double bandwidth) {
     Tensor ta = s.upload(a, {n, n}), tb = s.upload(b, {n, n}), tc = s.empty<float>({n, n});
     TuneOptions options;
     options.progress = 0;
-    auto candidates = Session::combinations(
-        {{"BM", {"32", "64", "128"}}, {"BN", {"32", "64", "128"}}, {"BK", {"32", "64"}}});
-    TuneResult tuned = s.autotune(slurp(examples + "/matmul.kiln"), "matmul", candidates,
+    // The candidates are the ones matmul.kiln declares with `tune [...]`.
+    TuneResult tuned = s.autotune(slurp(examples + "/matmul.kiln"), "matmul",
                                   {ta.arg(), tb.arg(), tc.arg()}, options, "matmul.kiln");
     if (tuned.kernel.ok()) {
       std::string chosen;

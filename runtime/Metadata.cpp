@@ -1,6 +1,8 @@
 //===- Metadata.cpp - kernel metadata and grid rules in kiln-rt -----------===//
 
 #include "runtime/Metadata.h"
+
+#include <algorithm>
 #include "runtime/Json.h"
 
 #include <cctype>
@@ -58,7 +60,19 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
     }
     if (const JsonValue *params = k.get("params"))
       for (auto &[pname, value] : params->object)
-        info.params.push_back({pname, DType::I32, value.number});
+        info.params.push_back({pname, DType::I32, value.number, {}});
+    if (const JsonValue *tune = k.get("tune"))
+      for (auto &[pname, values] : tune->object) {
+        auto param = std::find_if(info.params.begin(), info.params.end(),
+                                  [&](const ParamValue &p) { return p.name == pname; });
+        if (param == info.params.end() || values.kind != JsonValue::Array)
+          return bad("tune entries must be lists for declared params");
+        for (const JsonValue &v : values.array) {
+          if (v.kind != JsonValue::String)
+            return bad("tune values must be strings");
+          param->tune.push_back(v.string);
+        }
+      }
     // Numbers from a file are checked before they become integers.
     auto count = [](const JsonValue *v, double limit, int64_t &out) {
       if (!v || v->kind != JsonValue::Number || !(v->number >= 0 && v->number <= limit) ||

@@ -261,9 +261,12 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
                                         {"dtype", dtypeName(a.dtype)},
                                         {"dims", std::move(dims)}});
     }
-    llvm::json::Object params;
-    for (const ParamValue &p : k.params)
+    llvm::json::Object params, tune;
+    for (const ParamValue &p : k.params) {
       params[p.name] = p.value;
+      if (!p.tune.empty())
+        tune[p.name] = llvm::json::Array(p.tune);
+    }
     llvm::json::Array grid;
     for (const std::string &g : k.grid)
       grid.push_back(g);
@@ -271,6 +274,7 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
         {"name", k.name},
         {"args", std::move(args)},
         {"params", std::move(params)},
+        {"tune", std::move(tune)},
         {"grid", std::move(grid)},
         {"threads_per_block", llvm::json::Array{k.threadsPerBlock, 1, 1}},
         {"shared_memory_bytes", k.sharedMemoryBytes},

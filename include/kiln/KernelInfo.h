@@ -24,6 +24,8 @@ struct ParamValue {
   std::string name;
   DType dtype = DType::I32;
   double value = 0;
+  /// Values the kernel declares for autotuning (`tune [...]`), as -D spells them.
+  std::vector<std::string> tune;
 };
 
 struct KernelInfo {

@@ -134,6 +134,11 @@ public:
                       const std::vector<ParamSet> &candidates,
                       const std::vector<rt::Arg> &args, const TuneOptions &options = {},
                       const std::string &filename = "<source>");
+  /// The same, over every combination of the values the kernel declares with
+  /// `tune [...]` in its params (an error when it declares none).
+  TuneResult autotune(const std::string &source, const std::string &kernel,
+                      const std::vector<rt::Arg> &args, const TuneOptions &options = {},
+                      const std::string &filename = "<source>");
   /// Every combination of per-param choices: {{"BM", {"32", "64"}}, {"BN",
   /// {"32", "64"}}} gives four candidates.
   static std::vector<ParamSet> combinations(const std::map<std::string, std::vector<std::string>> &choices);

@@ -188,6 +188,9 @@ struct ParamDecl {
   llvm::SMLoc loc;
   DType dtype;
   ExprPtr defaultValue; // may be null: then -D must give it
+  /// `tune [v1, v2, ...]`: the values an autotuner tries, as -D would spell them.
+  std::vector<std::string> tuneValues;
+  llvm::SMLoc tuneLoc;
 };
 
 struct KernelDecl {

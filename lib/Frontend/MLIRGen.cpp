@@ -415,6 +415,27 @@ mlir::OwningOpRef<mlir::ModuleOp> Generator::run(const GenOptions &options,
   return owned;
 }
 
+/// Parses a param value as -D spells it; returns why it is not a `dtype`, or "".
+static std::string parseParamText(llvm::StringRef text, DType dtype, Const &out) {
+  if (dtype == DType::I1 && (text == "true" || text == "false")) {
+    out = Const::ofInt(text == "true");
+    return "";
+  }
+  if (isFloat(dtype)) {
+    double d;
+    if (text.getAsDouble(d))
+      return "not a number";
+    out = Const::ofFloat(d);
+    return "";
+  }
+  long long i;
+  if (text.getAsInteger(10, i) || (dtype == DType::I32 && (i < INT32_MIN || i > INT32_MAX)) ||
+      (dtype == DType::I1 && i != 0 && i != 1))
+    return std::string("not a valid ") + dtypeName(dtype);
+  out = Const::ofInt(i);
+  return "";
+}
+
 bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
                            KernelInfo &info) {
   for (const ParamDecl &param : kernel.params) {
@@ -432,29 +453,20 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
                            llvm::Twine(dtypeName(param.dtype)));
       return false;
     }
+    for (const std::string &text : param.tuneValues) {
+      Const ignored;
+      if (std::string why = parseParamText(text, param.dtype, ignored); !why.empty()) {
+        error(param.tuneLoc, "tune value " + text + " of param '" + param.name + "': " + why);
+        return false;
+      }
+    }
     Const value;
     auto define = options.defines.find(param.name);
     if (define != options.defines.end()) {
       llvm::StringRef text = define->second;
-      if (param.dtype == DType::I1 && (text == "true" || text == "false")) {
-        value = Const::ofInt(text == "true");
-      } else if (isFloat(param.dtype)) {
-        double d;
-        if (text.getAsDouble(d)) {
-          error(param.loc, "-D " + param.name + "=" + text + ": not a number");
-          return false;
-        }
-        value = Const::ofFloat(d);
-      } else {
-        long long i;
-        if (text.getAsInteger(10, i) ||
-            (param.dtype == DType::I32 && (i < INT32_MIN || i > INT32_MAX)) ||
-            (param.dtype == DType::I1 && i != 0 && i != 1)) {
-          error(param.loc, "-D " + param.name + "=" + text + ": not a valid " +
-                               dtypeName(param.dtype));
-          return false;
-        }
-        value = Const::ofInt(i);
+      if (std::string why = parseParamText(text, param.dtype, value); !why.empty()) {
+        error(param.loc, "-D " + param.name + "=" + text + ": " + why);
+        return false;
       }
     } else if (param.defaultValue) {
       MaybeValue v = genExpr(*param.defaultValue);
@@ -479,7 +491,7 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
     }
     value = convertConst(value, param.dtype);
     paramValues[param.name] = value;
-    info.params.push_back({param.name, param.dtype, value.asDouble()});
+    info.params.push_back({param.name, param.dtype, value.asDouble(), param.tuneValues});
     declare(param.loc, param.name, constant(value, param.dtype, /*weak=*/true,
                                             loc(param.loc)),
             false);

@@ -237,6 +237,26 @@ std::unique_ptr<KernelDecl> Parser::parseKernel() {
           if (!param.defaultValue)
             return nullptr;
         }
+        if (is(Tok::Ident) && tok.text == "tune") {
+          param.tuneLoc = tok.loc();
+          advance();
+          if (!expect(Tok::LBracket, "after 'tune'"))
+            return nullptr;
+          do {
+            std::string text;
+            if (consumeIf(Tok::Minus))
+              text = "-";
+            if (!is(Tok::Int) && !is(Tok::Float) && !is(Tok::KwTrue) && !is(Tok::KwFalse)) {
+              errorHere("expected a number, true or false in the tune list");
+              return nullptr;
+            }
+            text += tok.text.str();
+            param.tuneValues.push_back(std::move(text));
+            advance();
+          } while (consumeIf(Tok::Comma));
+          if (!expect(Tok::RBracket, "after the tune values"))
+            return nullptr;
+        }
         kernel->params.push_back(std::move(param));
       } while (consumeIf(Tok::Comma));
     }

@@ -226,3 +226,27 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
                  describe(result.params).c_str(), result.trials[best].milliseconds);
   return result;
 }
+
+TuneResult Session::autotune(const std::string &source, const std::string &kernel,
+                             const std::vector<rt::Arg> &args, const TuneOptions &options,
+                             const std::string &filename) {
+  // The declared choices are in the metadata of the default build.
+  Kernel defaults = compile(source, kernel, {}, filename);
+  if (!defaults.ok()) {
+    TuneResult result;
+    result.kernel = defaults;
+    return result;
+  }
+  std::map<std::string, std::vector<std::string>> choices;
+  for (const ParamValue &p : defaults.info()->params)
+    if (!p.tune.empty())
+      choices[p.name] = p.tune;
+  if (choices.empty()) {
+    TuneResult result;
+    result.kernel.status_ = rt::Status::failure(
+        "kernel '" + kernel + "' declares no tune values (write `BM: i32 = 64 tune [32, 64]` "
+        "in its params, or pass candidates)");
+    return result;
+  }
+  return autotune(source, kernel, combinations(choices), args, options, filename);
+}

@@ -351,6 +351,29 @@ void tuneMatmul(const std::string &device, const std::string &cacheDir) {
 TEST_F(SessionTest, AutotuneCPUStoresItsChoice) { tuneMatmul("cpu", dir); }
 TEST_F(SessionTest, AutotuneVulkanStoresItsChoice) { tuneMatmul("vulkan", dir); }
 
+TEST_F(SessionTest, AutotuneOverDeclaredValues) {
+  // matmul.kiln declares BM, BN in {32, 64, 128} and BK in {32, 64}: 18 candidates.
+  std::ifstream in(std::string(KILN_EXAMPLES_DIR) + "/matmul.kiln");
+  std::stringstream source;
+  source << in.rdbuf();
+  int64_t m = 64, n = 64, k = 64;
+  Session s("cpu");
+  ASSERT_TRUE(s.ok());
+  Tensor a = s.upload(test::randomVector(m * k, 1), {m, k}),
+         b = s.upload(test::randomVector(k * n, 2), {k, n}), c = s.empty<float>({m, n});
+  TuneOptions options;
+  options.repeats = 1;
+  options.progress = 0;
+  TuneResult r = s.autotune(source.str(), "matmul", {a.arg(), b.arg(), c.arg()}, options);
+  ASSERT_TRUE(r.kernel.ok()) << r.kernel.status().message();
+  EXPECT_EQ(r.trials.size(), 18u);
+  EXPECT_EQ(r.params.size(), 3u);
+  // A kernel that declares nothing is told so.
+  TuneResult none = s.autotune(kSoftmax, "softmax", {}, options);
+  EXPECT_FALSE(none.kernel.ok());
+  EXPECT_NE(none.kernel.status().message().find("declares no tune values"), std::string::npos);
+}
+
 TEST(Autotune, CombinationsAreTheCartesianProduct) {
   auto c = Session::combinations({{"A", {"1", "2", "3"}}, {"B", {"x", "y"}}});
   ASSERT_EQ(c.size(), 6u);

@@ -43,6 +43,9 @@ static cl::list<std::string> tuneSpecs(
     "tune", cl::desc("Autotune a param over values: --tune BM=32,64 (repeatable; every "
                      "combination is timed, the choice is cached)"),
     cl::cat(category));
+static cl::opt<bool> autotuneDeclared(
+    "autotune", cl::desc("Autotune over the values the kernel declares with `tune [...]`"),
+    cl::cat(category));
 static cl::opt<bool> check("check", cl::desc("Compare with the CPU backend"), cl::cat(category));
 static cl::opt<bool> bench("bench", cl::desc("Time repeated launches"), cl::cat(category));
 static cl::opt<unsigned> iterations("iterations", cl::desc("Timed launches for --bench"),
@@ -244,6 +247,19 @@ int main(int argc, char **argv) {
     bytesMoved += static_cast<double>(in.tensors[i].size());
   }
 
+  if (!tuneSpecs.empty() && autotuneDeclared)
+    return fail("give either --tune NAME=... or --autotune, not both");
+  if (autotuneDeclared) {
+    for (const ParamValue &p : info.params)
+      if (!p.tune.empty() && !params.count(p.name)) {
+        std::string values;
+        for (const std::string &v : p.tune)
+          values += (values.empty() ? "" : ",") + v;
+        tuneSpecs.push_back(p.name + "=" + values);
+      }
+    if (tuneSpecs.empty())
+      return fail("kernel '" + kernel + "' declares no tune values (or -D fixes them all)");
+  }
   if (!tuneSpecs.empty()) {
     std::map<std::string, std::vector<std::string>> choices;
     for (llvm::StringRef spec : tuneSpecs) {
