@@ -67,6 +67,17 @@ protected:
     EXPECT_TRUE(device->write(*b, v.data(), v.size() * sizeof(float)).ok());
     return *b;
   }
+  /// Rounds `v` to f16 in place (so references see what the kernel sees) and
+  /// uploads the f16 bits.
+  Buffer uploadHalf(std::vector<float> &v) {
+    std::vector<uint16_t> bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = halfBitsToFloat(bits[i] = floatToHalfBits(v[i]));
+    auto b = device->allocate(bits.size() * 2);
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    EXPECT_TRUE(device->write(*b, bits.data(), bits.size() * 2).ok());
+    return *b;
+  }
   std::vector<float> download(const Buffer &b, size_t n) {
     std::vector<float> v(n);
     Status s = device->read(b, v.data(), n * sizeof(float));
@@ -200,18 +211,9 @@ TEST_P(OnDevice, MatmulF16) {
   };
   for (Shape s : {Shape{64, 64, 32}, Shape{128, 192, 96}, Shape{100, 70, 50}}) {
     auto a = randomVector(s.m * s.k, 30), b = randomVector(s.k * s.n, 31);
-    std::vector<uint16_t> ha(a.size()), hb(b.size());
-    for (size_t i = 0; i < a.size(); ++i)
-      a[i] = halfBitsToFloat(ha[i] = floatToHalfBits(a[i])); // the values the kernel sees
-    for (size_t i = 0; i < b.size(); ++i)
-      b[i] = halfBitsToFloat(hb[i] = floatToHalfBits(b[i]));
-    auto ba = device->allocate(ha.size() * 2), bb = device->allocate(hb.size() * 2);
-    ASSERT_TRUE(ba.ok() && bb.ok());
-    ASSERT_TRUE(device->write(*ba, ha.data(), ha.size() * 2).ok());
-    ASSERT_TRUE(device->write(*bb, hb.data(), hb.size() * 2).ok());
-    Buffer bc = upload(std::vector<float>(s.m * s.n, NAN));
-    run(m, "matmul_f16", {Arg::tensor(*ba, DType::F16, {s.m, s.k}),
-                          Arg::tensor(*bb, DType::F16, {s.k, s.n}),
+    Buffer ba = uploadHalf(a), bb = uploadHalf(b), bc = upload(std::vector<float>(s.m * s.n, NAN));
+    run(m, "matmul_f16", {Arg::tensor(ba, DType::F16, {s.m, s.k}),
+                          Arg::tensor(bb, DType::F16, {s.k, s.n}),
                           Arg::tensor(bc, DType::F32, {s.m, s.n})});
     EXPECT_TRUE(allClose(download(bc, s.m * s.n),
                          reference::matmul(a.data(), b.data(), s.m, s.n, s.k, s.k, 1), 1e-4, 1e-4))
