@@ -313,6 +313,72 @@ DenseBlock denseBlock(OpBuilder &b, Location loc, Value memory, ValueRange offse
   return block;
 }
 
+/// The memory coordinates of tile element `ivs` (index values) in a dense
+/// block: the tile's dimensions run along the memory's innermost ones.
+SmallVector<Value> denseCoords(OpBuilder &b, Location loc, const DenseBlock &dense,
+                               ValueRange ivs) {
+  SmallVector<Value> coords(dense.offsets);
+  size_t first = coords.size() - ivs.size();
+  for (auto [d, iv] : llvm::enumerate(ivs))
+    coords[first + d] = b.create<arith::AddIOp>(loc, coords[first + d], iv);
+  return coords;
+}
+
+/// A tile of `type` read from `dense` without guards when its condition holds,
+/// else by `guarded`; both fill one destination, so the tile stays one buffer.
+Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTensorType type,
+                  function_ref<Value(OpBuilder &, Location, Value init)> guarded) {
+  Value init = emptyLike(b, loc, type);
+  auto ifOp = b.create<scf::IfOp>(
+      loc, dense.condition,
+      [&](OpBuilder &tb, Location l) {
+        Value v = generic(tb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
+          SmallVector<Value> ivs;
+          for (int64_t d = 0; d < type.getRank(); ++d)
+            ivs.push_back(nb.create<linalg::IndexOp>(il, d));
+          Value x = nb.create<memref::LoadOp>(il, dense.contiguous, denseCoords(nb, il, dense, ivs));
+          nb.create<linalg::YieldOp>(il, x);
+        }, init);
+        tb.create<scf::YieldOp>(l, v);
+      },
+      [&](OpBuilder &eb, Location l) { eb.create<scf::YieldOp>(l, guarded(eb, l, init)); });
+  return ifOp.getResult(0);
+}
+
+/// `value` written to `dense` without guards when its condition holds, else by
+/// `guarded`.
+void storeDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, Value value,
+                  function_ref<void(OpBuilder &, Location)> guarded) {
+  auto type = cast<RankedTensorType>(value.getType());
+  b.create<scf::IfOp>(
+      loc, dense.condition,
+      [&](OpBuilder &tb, Location l) {
+        loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
+          Value x = nb.create<tensor::ExtractOp>(il, value, ivs);
+          nb.create<memref::StoreOp>(il, x, dense.contiguous, denseCoords(nb, il, dense, ivs));
+        });
+        tb.create<scf::YieldOp>(l);
+      },
+      [&](OpBuilder &eb, Location l) {
+        guarded(eb, l);
+        eb.create<scf::YieldOp>(l);
+      });
+}
+
+/// Calls `fn` for every lane of a scatter-style access (store or atomic) with
+/// the lane's value, coordinates and mask (null without one).
+void forEachLane(OpBuilder &b, Location loc, RankedTensorType type, ValueRange indices,
+                 Value mask, Value value,
+                 function_ref<void(OpBuilder &, Location, Value, ValueRange, Value)> fn) {
+  loopNest(b, loc, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+    SmallVector<Value> coords;
+    for (Value index : indices)
+      coords.push_back(nb.create<tensor::ExtractOp>(l, index, ivs));
+    Value m = mask ? nb.create<tensor::ExtractOp>(l, mask, ivs) : Value();
+    fn(nb, l, nb.create<tensor::ExtractOp>(l, value, ivs), coords, m);
+  });
+}
+
 /// A gather access `x[s0, ..., s_{r-2}, s + arange(a, a + B)]` of a 1-D tile:
 /// splatted scalars in every dimension but the last, which runs over B
 /// consecutive elements. It reads or writes one contiguous row segment, so it
@@ -392,22 +458,7 @@ Value lowerLoad(OpBuilder &b, LoadOp op, const std::optional<RowSegment> &segmen
     return guarded(b, loc, Value());
   // A row segment inside the tensor reads without guards (see denseBlock).
   DenseBlock dense = denseBlock(b, loc, memory, segment->offsets, segment->extents, sizes);
-  Value init = emptyLike(b, loc, type);
-  auto ifOp = b.create<scf::IfOp>(
-      loc, dense.condition,
-      [&](OpBuilder &tb, Location l) {
-        Value v = generic(tb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
-          SmallVector<Value> coords(dense.offsets);
-          coords.back() = nb.create<arith::AddIOp>(il, coords.back(),
-                                                   nb.create<linalg::IndexOp>(il, 0));
-          nb.create<linalg::YieldOp>(il,
-                                     nb.create<memref::LoadOp>(il, dense.contiguous, coords)
-                                         .getResult());
-        }, init);
-        tb.create<scf::YieldOp>(l, v);
-      },
-      [&](OpBuilder &eb, Location l) { eb.create<scf::YieldOp>(l, guarded(eb, l, init)); });
-  return ifOp.getResult(0);
+  return loadDenseOr(b, loc, dense, type, guarded);
 }
 
 Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
@@ -417,36 +468,17 @@ Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
   SmallVector<Value> offsets(op.getOffsets());
   RankedTensorType type = op.getType();
   DenseBlock dense = denseBlock(b, loc, memory, offsets, type.getShape(), sizes);
-  // Both branches fill one destination, so the tile stays a single plain buffer.
-  Value init = emptyLike(b, loc, type);
-  auto ifOp = b.create<scf::IfOp>(
-      loc, dense.condition,
-      [&](OpBuilder &tb, Location l) {
-        Value v = generic(tb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
-          SmallVector<Value> coords;
-          for (auto [d, off] : llvm::enumerate(dense.offsets))
-            coords.push_back(
-                nb.create<arith::AddIOp>(il, off, nb.create<linalg::IndexOp>(il, d)));
-          nb.create<linalg::YieldOp>(il,
-                                     nb.create<memref::LoadOp>(il, dense.contiguous, coords)
-                                         .getResult());
-        }, init);
-        tb.create<scf::YieldOp>(l, v);
-      },
-      [&](OpBuilder &eb, Location l) {
-        Value v = generic(eb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
-          SmallVector<Value> coords;
-          for (auto [d, off] : llvm::enumerate(offsets)) {
-            Value i = nb.create<linalg::IndexOp>(il, d);
-            Value i32 = nb.create<arith::IndexCastOp>(il, nb.getI32Type(), i);
-            coords.push_back(nb.create<arith::AddIOp>(il, off, i32));
-          }
-          nb.create<linalg::YieldOp>(il,
-                                     guardedLoad(nb, il, memory, coords, sizes, Value(), other));
-        }, init);
-        eb.create<scf::YieldOp>(l, v);
-      });
-  return ifOp.getResult(0);
+  return loadDenseOr(b, loc, dense, type, [&](OpBuilder &eb, Location l, Value init) {
+    return generic(eb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
+      SmallVector<Value> coords;
+      for (auto [d, off] : llvm::enumerate(offsets)) {
+        Value i = nb.create<linalg::IndexOp>(il, d);
+        Value i32 = nb.create<arith::IndexCastOp>(il, nb.getI32Type(), i);
+        coords.push_back(nb.create<arith::AddIOp>(il, off, i32));
+      }
+      nb.create<linalg::YieldOp>(il, guardedLoad(nb, il, memory, coords, sizes, Value(), other));
+    }, init);
+  });
 }
 
 void lowerStore(OpBuilder &b, StoreOp op, const std::optional<RowSegment> &segment) {
@@ -457,33 +489,15 @@ void lowerStore(OpBuilder &b, StoreOp op, const std::optional<RowSegment> &segme
     return guardedStore(b, loc, op.getValue(), op.getMemory(), op.getIndices(), sizes,
                         op.getMask());
   auto guarded = [&](OpBuilder &gb, Location gl) {
-    loopNest(gb, gl, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
-      SmallVector<Value> coords;
-      for (Value index : op.getIndices())
-        coords.push_back(nb.create<tensor::ExtractOp>(l, index, ivs));
-      Value mask = op.getMask() ? nb.create<tensor::ExtractOp>(l, op.getMask(), ivs) : Value();
-      Value value = nb.create<tensor::ExtractOp>(l, op.getValue(), ivs);
-      guardedStore(nb, l, value, op.getMemory(), coords, sizes, mask);
-    });
+    forEachLane(gb, gl, type, op.getIndices(), op.getMask(), op.getValue(),
+                [&](OpBuilder &nb, Location l, Value value, ValueRange coords, Value mask) {
+                  guardedStore(nb, l, value, op.getMemory(), coords, sizes, mask);
+                });
   };
   if (!segment || op.getMask())
     return guarded(b, loc);
   DenseBlock dense = denseBlock(b, loc, op.getMemory(), segment->offsets, segment->extents, sizes);
-  b.create<scf::IfOp>(
-      loc, dense.condition,
-      [&](OpBuilder &tb, Location l) {
-        loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
-          SmallVector<Value> coords(dense.offsets);
-          coords.back() = nb.create<arith::AddIOp>(il, coords.back(), ivs[0]);
-          Value value = nb.create<tensor::ExtractOp>(il, op.getValue(), ivs);
-          nb.create<memref::StoreOp>(il, value, dense.contiguous, coords);
-        });
-        tb.create<scf::YieldOp>(l);
-      },
-      [&](OpBuilder &eb, Location l) {
-        guarded(eb, l);
-        eb.create<scf::YieldOp>(l);
-      });
+  storeDenseOr(b, loc, dense, op.getValue(), guarded);
 }
 
 void lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
@@ -502,13 +516,7 @@ void lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
   auto type = dyn_cast<RankedTensorType>(op.getValue().getType());
   if (!type)
     return update(b, loc, op.getValue(), op.getIndices(), op.getMask());
-  loopNest(b, loc, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
-    SmallVector<Value> coords;
-    for (Value index : op.getIndices())
-      coords.push_back(nb.create<tensor::ExtractOp>(l, index, ivs));
-    Value mask = op.getMask() ? nb.create<tensor::ExtractOp>(l, op.getMask(), ivs) : Value();
-    update(nb, l, nb.create<tensor::ExtractOp>(l, op.getValue(), ivs), coords, mask);
-  });
+  forEachLane(b, loc, type, op.getIndices(), op.getMask(), op.getValue(), update);
 }
 
 void lowerStoreBlock(OpBuilder &b, StoreBlockOp op) {
@@ -516,30 +524,17 @@ void lowerStoreBlock(OpBuilder &b, StoreBlockOp op) {
   SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
   auto type = op.getValue().getType();
   DenseBlock dense = denseBlock(b, loc, op.getMemory(), op.getOffsets(), type.getShape(), sizes);
-  b.create<scf::IfOp>(
-      loc, dense.condition,
-      [&](OpBuilder &tb, Location l) {
-        loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
-          SmallVector<Value> coords;
-          for (auto [off, iv] : llvm::zip(dense.offsets, ivs))
-            coords.push_back(nb.create<arith::AddIOp>(il, off, iv));
-          Value value = nb.create<tensor::ExtractOp>(il, op.getValue(), ivs);
-          nb.create<memref::StoreOp>(il, value, dense.contiguous, coords);
-        });
-        tb.create<scf::YieldOp>(l);
-      },
-      [&](OpBuilder &eb, Location l) {
-        loopNest(eb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
-          SmallVector<Value> coords;
-          for (auto [off, iv] : llvm::zip(op.getOffsets(), ivs)) {
-            Value i32 = nb.create<arith::IndexCastOp>(il, nb.getI32Type(), iv);
-            coords.push_back(nb.create<arith::AddIOp>(il, off, i32));
-          }
-          Value value = nb.create<tensor::ExtractOp>(il, op.getValue(), ivs);
-          guardedStore(nb, il, value, op.getMemory(), coords, sizes, Value());
-        });
-        eb.create<scf::YieldOp>(l);
-      });
+  storeDenseOr(b, loc, dense, op.getValue(), [&](OpBuilder &eb, Location l) {
+    loopNest(eb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
+      SmallVector<Value> coords;
+      for (auto [off, iv] : llvm::zip(op.getOffsets(), ivs)) {
+        Value i32 = nb.create<arith::IndexCastOp>(il, nb.getI32Type(), iv);
+        coords.push_back(nb.create<arith::AddIOp>(il, off, i32));
+      }
+      Value value = nb.create<tensor::ExtractOp>(il, op.getValue(), ivs);
+      guardedStore(nb, il, value, op.getMemory(), coords, sizes, Value());
+    });
+  });
 }
 
 struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLinalg> {

@@ -113,11 +113,9 @@ struct HostArgs {
   std::vector<rt::Arg> scalars; // isTensor = false entries; tensor slots unused
 };
 
-/// Uploads, launches and downloads; returns the tensors after the launch.
-static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, const HostArgs &in,
-                        std::vector<std::vector<char>> &out, double *msPerLaunch) {
-  std::vector<Tensor> tensors;
-  std::vector<rt::Arg> args;
+/// Uploads the tensors of `in` to `s`'s device; `args` gets every argument in order.
+static rt::Status upload(Session &s, const KernelInfo &info, const HostArgs &in,
+                         std::vector<Tensor> &tensors, std::vector<rt::Arg> &args) {
   for (size_t i = 0; i < info.args.size(); ++i) {
     if (!info.args[i].isTensor) {
       args.push_back(in.scalars[i]);
@@ -129,6 +127,16 @@ static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, con
     args.push_back(t.arg());
     tensors.push_back(t);
   }
+  return rt::Status::success();
+}
+
+/// Uploads, launches and downloads; returns the tensors after the launch.
+static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, const HostArgs &in,
+                        std::vector<std::vector<char>> &out, double *msPerLaunch) {
+  std::vector<Tensor> tensors;
+  std::vector<rt::Arg> args;
+  if (rt::Status st = upload(s, info, in, tensors, args); !st)
+    return st;
   if (rt::Status st = k.launch(args); !st)
     return st;
   if (msPerLaunch) {
@@ -277,16 +285,8 @@ int main(int argc, char **argv) {
     }
     std::vector<Tensor> scratch;
     std::vector<rt::Arg> args;
-    for (size_t i = 0; i < info.args.size(); ++i) {
-      if (!info.args[i].isTensor) {
-        args.push_back(in.scalars[i]);
-        continue;
-      }
-      scratch.push_back(session.upload(in.tensors[i].data(), info.args[i].dtype, in.shapes[i]));
-      if (!scratch.back().ok())
-        return fail(scratch.back().status().message());
-      args.push_back(scratch.back().arg());
-    }
+    if (rt::Status st = upload(session, info, in, scratch, args); !st)
+      return fail(st.message());
     TuneOptions options;
     options.progress = 1;
     TuneResult tuned = session.autotune(source, kernel, candidates, args, options, inputFile);
