@@ -152,8 +152,9 @@ def KilnGPUAllocateSharedMemory : Pass<"kiln-gpu-allocate-shared-memory", "mlir:
     Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"49152",
            "Shared memory available to one program">,
     Option<"matrixUnits", "matrix-units", "std::string", /*default=*/"\"none\"",
-           "Matrix instructions dots may use: none, mma-sync (NVIDIA sm_80+) or "
-           "mfma (AMD CDNA); those dots also stage their accumulator in shared memory">
+           "Matrix instructions dots may use: none, mma-sync (NVIDIA sm_80+), wgmma "
+           "(NVIDIA sm_90a), mfma (AMD CDNA) or wmma (AMD RDNA3); those dots also "
+           "stage their accumulator in shared memory">
   ];
 }
 
@@ -175,9 +176,13 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     shape is a multiple of the instruction's runs on the matrix units: the operands
     go to shared memory, each warp takes instruction-sized tiles of the result
     round-robin (mma-sync: `ldmatrix.x4` for A, `ldmatrix.x2.trans` for B,
-    `mma.sync.aligned.m16n8k16.row.col.f32`; mfma: `rocdl.mfma.f32.16x16x16`
-    fed from shared memory), and the accumulator fragments return through shared
-    memory to the result's blocked layout, where the incoming accumulator is added.
+    `mma.sync.aligned.m16n8k16.row.col.f32`; wgmma: each warpgroup of four
+    warps issues `wgmma.mma_async.m64nNk16` with shared-memory descriptors over
+    no-swizzle core-matrix layouts, falling back to mma-sync when the tile is not
+    a multiple of 64 rows; mfma and wmma: `rocdl.mfma.f32.16x16x16` /
+    `rocdl.wmma.f32.16x16x16` fed from shared memory), and the accumulator
+    fragments return through shared memory to the result's blocked layout, where
+    the incoming accumulator is added.
   }];
   let options = [
     Option<"memoryModel", "memory", "std::string", /*default=*/"\"llvm\"",
@@ -187,8 +192,10 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
            "lanes (AMDGPU); native: gpu.subgroup_reduce (SPIR-V)">,
     Option<"matrixUnits", "matrix-units", "std::string", /*default=*/"\"none\"",
            "Lower eligible dots with warp-level matrix instructions: none, mma-sync "
-           "(ldmatrix + mma.sync.m16n8k16, NVIDIA sm_80+) or mfma "
-           "(v_mfma_f32_16x16x16, AMD gfx90a/gfx94x)">
+           "(ldmatrix + mma.sync.m16n8k16, NVIDIA sm_80+), wgmma "
+           "(wgmma.mma_async.m64nNk16, NVIDIA sm_90a), mfma "
+           "(v_mfma_f32_16x16x16, AMD gfx90a/gfx94x) or wmma "
+           "(v_wmma_f32_16x16x16_f16, AMD gfx11)">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",

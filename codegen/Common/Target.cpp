@@ -91,14 +91,28 @@ int64_t Target::sharedMemoryBytes() const {
   return 0;
 }
 
+unsigned Target::smVersion() const {
+  unsigned sm = 0;
+  if (kind != Kind::CUDA || llvm::StringRef(chip).drop_front(3).getAsInteger(10, sm))
+    return 0;
+  return sm;
+}
+
+std::string Target::ptxChip() const {
+  // wgmma and the other sm_90 warpgroup instructions exist only in the
+  // architecture-specific sm_90a; its code runs on every sm_90 device.
+  return smVersion() == 90 ? "sm_90a" : chip;
+}
+
 std::string Target::matrixUnits() const {
-  if (kind == Kind::CUDA) {
-    unsigned sm = 0;
-    if (llvm::StringRef(chip).drop_front(3).consumeInteger(10, sm) == false && sm >= 80)
-      return "mma-sync";
-  }
+  if (smVersion() == 90)
+    return "wgmma";
+  if (smVersion() >= 80)
+    return "mma-sync";
   if (kind == Kind::AMDGPU && (chip == "gfx90a" || llvm::StringRef(chip).starts_with("gfx94")))
     return "mfma";
+  if (kind == Kind::AMDGPU && llvm::StringRef(chip).starts_with("gfx11"))
+    return "wmma";
   return "none";
 }
 
@@ -150,7 +164,7 @@ std::string kiln::devicePipeline(const Target &target) {
     return llvm::formatv("nvvm-attach-target{{chip={0} O=3},"
                          "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-math-to-llvm),"
                          "reconcile-unrealized-casts",
-                         target.chip)
+                         target.ptxChip())
         .str();
   case Target::Kind::AMDGPU:
     return llvm::formatv("rocdl-attach-target{{chip={0} O=3},"

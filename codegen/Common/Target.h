@@ -27,9 +27,15 @@ struct Target {
   unsigned warpSize() const;
   /// Shared (workgroup) memory one program may use without opting in.
   int64_t sharedMemoryBytes() const;
-  /// The `matrix-units` option of the GPU passes: mma-sync on NVIDIA sm_80 and
-  /// newer, mfma on AMD CDNA (gfx90a, gfx94x), none elsewhere.
+  /// The `matrix-units` option of the GPU passes: wgmma on NVIDIA sm_90,
+  /// mma-sync on the other sm_80 and newer, mfma on AMD CDNA (gfx90a, gfx94x),
+  /// wmma on RDNA3 (gfx11), none elsewhere.
   std::string matrixUnits() const;
+  /// The CUDA compute capability as a number (90 for sm_90), 0 for other kinds.
+  unsigned smVersion() const;
+  /// The architecture PTX is generated for: sm_90a for sm_90 (wgmma needs the
+  /// architecture-specific target), else the chip.
+  std::string ptxChip() const;
   /// The `--emit` kinds this target produces, for help and error messages.
   std::vector<std::string> emits() const;
 };

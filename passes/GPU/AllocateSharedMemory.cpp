@@ -43,7 +43,7 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
     RankedTensorType a = tile(dot.getA()), b = tile(dot.getB()), c = tile(dot.getResult());
     // Matrix instructions also pass their accumulator fragments back through
     // shared memory into the tile's blocked layout.
-    if (matrixInstruction(dot, units))
+    if (matrixInstruction(dot, units, layout.getNumWarps()))
       return {need(a, a.getNumElements() + b.getNumElements())[0], need(c, c.getNumElements())[0]};
     return need(a, a.getNumElements() + b.getNumElements());
   }

@@ -29,12 +29,13 @@ Value ThreadEmitter::sharedBuffer(Type elementType) {
 void ThreadEmitter::barrier() { b.create<mlir::gpu::BarrierOp>(loc); }
 
 void ThreadEmitter::writeShared(const Registers &regs, int64_t numElements, Type type,
-                                int64_t base) {
+                                int64_t base, function_ref<Value(Value)> place) {
   Value buffer = sharedBuffer(type);
   for (auto [r, v] : llvm::enumerate(regs)) {
     Value value = type.isInteger(1) ? b.create<arith::ExtUIOp>(loc, b.getI32Type(), v) : v;
-    Value index = b.create<arith::IndexCastOp>(
-        loc, b.getIndexType(), b.create<arith::AddIOp>(loc, elementIndex(r), i32(base)));
+    Value at = place ? place(elementIndex(r)) : elementIndex(r);
+    Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(),
+                                               b.create<arith::AddIOp>(loc, at, i32(base)));
     Value valid = registerValid(r, numElements);
     emitIfElse(
         valid, {},

@@ -401,7 +401,7 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
   if (auto o = dyn_cast<ScanOp>(op))
     return emitScan(o), success();
   if (auto o = dyn_cast<DotOp>(op))
-    return matrixInstruction(o, matrixUnits) ? emitMatrixDot(o) : emitDot(o), success();
+    return matrixInstruction(o, matrixUnits, layout.getNumWarps()) ? emitMatrixDot(o) : emitDot(o), success();
   if (isa<LoadOp, LoadBlockOp>(op))
     return emitLoad(op);
   if (isa<StoreOp, StoreBlockOp>(op))

@@ -123,9 +123,11 @@ private:
                      llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> compute);
   mlir::Value reduceWholeTile(const Registers &regs, int64_t numElements, ReduceKind kind,
                               mlir::Type type);
-  /// Writes a tile's valid registers to shared memory at `base` + element index.
+  /// Writes a tile's valid registers to shared memory at `base` + element index,
+  /// or at `base` + place(element index) when `place` is given.
   void writeShared(const Registers &regs, int64_t numElements, mlir::Type type,
-                   int64_t base = 0);
+                   int64_t base = 0,
+                   llvm::function_ref<mlir::Value(mlir::Value)> place = nullptr);
   mlir::Value readShared(mlir::Value index, mlir::Type type);
   mlir::Value sharedBuffer(mlir::Type elementType);
   void barrier();

@@ -37,21 +37,24 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::gpu;
 
 std::optional<MatrixUnits> kiln::gpu::parseMatrixUnits(llvm::StringRef name) {
-  if (name == "none")
-    return MatrixUnits::None;
-  if (name == "mma-sync")
-    return MatrixUnits::MmaSync;
-  if (name == "mfma")
-    return MatrixUnits::Mfma;
-  return std::nullopt;
+  return llvm::StringSwitch<std::optional<MatrixUnits>>(name)
+      .Case("none", MatrixUnits::None)
+      .Case("mma-sync", MatrixUnits::MmaSync)
+      .Case("wgmma", MatrixUnits::Wgmma)
+      .Case("mfma", MatrixUnits::Mfma)
+      .Case("wmma", MatrixUnits::Wmma)
+      .Default(std::nullopt);
 }
 
-std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits units) {
+std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits units,
+                                                        int64_t numWarps) {
   if (units == MatrixUnits::None)
     return std::nullopt;
   auto a = op.getA().getType(), b = op.getB().getType(), c = op.getType();
@@ -60,165 +63,284 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
     return std::nullopt;
   // bf16 on AMD stays on the FMA loop: the ROCDL lowering turns bf16 into i16
   // and leaves casts that LLVM translation rejects (MLIR 19).
-  if (units == MatrixUnits::Mfma && in.isBF16())
+  if ((units == MatrixUnits::Mfma || units == MatrixUnits::Wmma) && in.isBF16())
     return std::nullopt;
-  MatrixShape shape = units == MatrixUnits::MmaSync ? MatrixShape{16, 8, 16}
-                                                    : MatrixShape{16, 16, 16};
   int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = b.getDimSize(1);
-  if (m % shape.m != 0 || n % shape.n != 0 || k % shape.k != 0)
-    return std::nullopt;
-  return shape;
+  auto fits = [&](MatrixShape s) -> std::optional<MatrixShape> {
+    if (m % s.m != 0 || n % s.n != 0 || k % s.k != 0)
+      return std::nullopt;
+    return s;
+  };
+  switch (units) {
+  case MatrixUnits::Wgmma:
+    // One warpgroup (four warps) computes 64 rows; the widest N up to 128 keeps
+    // the accumulator at 64 registers a thread.
+    if (numWarps % 4 == 0)
+      for (int64_t width : {128, 64, 32, 16, 8})
+        if (auto s = fits({MatrixUnits::Wgmma, 64, width, 16}))
+          return s;
+    return fits({MatrixUnits::MmaSync, 16, 8, 16});
+  case MatrixUnits::MmaSync: return fits({MatrixUnits::MmaSync, 16, 8, 16});
+  case MatrixUnits::Mfma: return fits({MatrixUnits::Mfma, 16, 16, 16});
+  case MatrixUnits::Wmma: return fits({MatrixUnits::Wmma, 16, 16, 16});
+  case MatrixUnits::None: break;
+  }
+  return std::nullopt;
 }
 
 namespace {
 
-/// Emits one warp's matrix-instruction tiles; `emitTile` builds the K loop of one.
+/// Builds one dot's matrix-instruction code. Each `*Tile` method emits the K loop
+/// of one instruction tile at (row0, col0) of the result and hands every
+/// accumulator element to `store(value, row, col)`.
 struct MatrixDot {
   OpBuilder &b;
   Location loc;
   int64_t m, n, k;
   Type in; // f16 or bf16
+  MatrixShape shape;
+  Value operands; // shared memory: A at 0, B at m * k, laid out per instruction
+  using Store = function_ref<void(Value value, Value row, Value col)>;
 
   Value i32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
   Value add(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
   Value mul(Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y); }
   Value div(Value x, int64_t y) { return b.create<arith::DivUIOp>(loc, x, i32(y)); }
   Value rem(Value x, int64_t y) { return b.create<arith::RemUIOp>(loc, x, i32(y)); }
+  Value index(Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); }
+  Value toI32(Value v) { return b.create<arith::IndexCastOp>(loc, b.getI32Type(), v); }
 
-  /// The 32-bit shared-memory address of element `index` of `buffer` (for PTX).
-  Value sharedAddress(Value buffer, Value index) {
-    Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
-    Value base32 = b.create<arith::IndexCastOp>(loc, b.getI32Type(), base);
-    int64_t bytes = in.getIntOrFloatBitWidth() / 8;
-    return add(base32, mul(index, i32(bytes)));
+  /// `for (step = 0; step < k / shape.k; ++step) acc = body(step * shape.k, acc)`.
+  scf::ForOp kLoop(ValueRange init, function_ref<SmallVector<Value>(Value k0, ValueRange)> body) {
+    Value zero = index(i32(0)), one = index(i32(1));
+    return b.create<scf::ForOp>(
+        loc, zero, index(i32(k / shape.k)), one, init,
+        [&](OpBuilder &, Location, Value step, ValueRange acc) {
+          b.create<scf::YieldOp>(loc, body(mul(toI32(step), i32(shape.k)), acc));
+        });
   }
 
-  /// Inline PTX with `results` 32-bit outputs of `kind` ('r' or 'f').
+  /// The 32-bit shared-memory address of element `index` of `operands` (for PTX).
+  Value sharedAddress(Value index) {
+    Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, operands);
+    int64_t bytes = in.getIntOrFloatBitWidth() / 8;
+    return add(toI32(base), mul(index, i32(bytes)));
+  }
+
+  /// Inline PTX with `results` outputs of `type` (none when `results` is 0).
   SmallVector<Value> ptx(StringRef text, StringRef constraints, unsigned results, Type type,
                          ValueRange operands) {
-    auto structType =
-        LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(results, type));
+    Type resultType;
+    if (results == 1)
+      resultType = type;
+    else if (results > 1)
+      resultType =
+          LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(results, type));
     auto asmOp = b.create<LLVM::InlineAsmOp>(
-        loc, structType, operands, text, constraints, /*has_side_effects=*/true,
-        /*is_align_stack=*/false,
+        loc, resultType ? TypeRange{resultType} : TypeRange{}, operands, text, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
         LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
         /*operand_attrs=*/ArrayAttr());
     SmallVector<Value> out;
-    for (unsigned i = 0; i < results; ++i)
+    if (results == 1)
+      out.push_back(asmOp.getResult(0));
+    for (unsigned i = 0; results > 1 && i < results; ++i)
       out.push_back(b.create<LLVM::ExtractValueOp>(loc, asmOp.getResult(0), i));
     return out;
   }
+
+  Value coreMatrixOffset(Value row, Value col, int64_t rows);
+  void mmaSyncTile(Value lane, Value row0, Value col0, Store store);
+  void wgmmaTile(Value lane, Value warpInGroup, Value row0, Value col0, Store store);
+  void amdTile(Value lane, Value row0, Value col0, Store store);
 };
 
 } // namespace
 
-void ThreadEmitter::emitMatrixDot(DotOp op) {
-  auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getType();
-  MatrixShape shape = *matrixInstruction(op, matrixUnits);
-  MatrixDot md{b, loc, at.getDimSize(0), bt.getDimSize(1), at.getDimSize(1),
-               at.getElementType()};
+// mma.sync.m16n8k16 fed by ldmatrix from row-major A and B.
+void MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Store store) {
   Type f32 = b.getF32Type();
-  writeShared(regs(op.getA()), md.m * md.k, md.in, 0);
-  writeShared(regs(op.getB()), md.k * md.n, md.in, md.m * md.k);
-  barrier();
+  const char *kind = in.isF16() ? "f16" : "bf16";
+  std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." + kind +
+                    ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  // Lane addresses for ldmatrix: A row lane % 16 at column 8 * (lane / 16);
+  // B rows 0..15 (lanes 16..31 repeat lanes 0..15; .x2 ignores them).
+  Value lane16 = rem(lane, 16), half = mul(div(lane, 16), i32(8));
+  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0));
+  auto loop = kLoop({zero, zero, zero, zero}, [&](Value k0, ValueRange acc) {
+    Value aIndex = add(mul(add(row0, lane16), i32(k)), add(k0, half));
+    SmallVector<Value> args =
+        ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];", "=r,=r,=r,=r,r",
+            4, b.getI32Type(), {sharedAddress(aIndex)});
+    Value bIndex = add(i32(m * k), add(mul(add(k0, lane16), i32(n)), col0));
+    args.append(ptx("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {$0,$1}, [$2];",
+                    "=r,=r,r", 2, b.getI32Type(), {sharedAddress(bIndex)}));
+    args.append(acc.begin(), acc.end());
+    return ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
+  });
+  Value g = div(lane, 4), t2 = mul(rem(lane, 4), i32(2));
+  for (int i = 0; i < 4; ++i)
+    store(loop.getResult(i), add(add(row0, g), i32(i >= 2 ? 8 : 0)),
+          add(add(col0, t2), i32(i % 2)));
+}
 
-  Value operands = sharedBuffer(md.in), results = sharedBuffer(f32);
-  int64_t warp = layout.getWarpSize();
-  Value warpId = md.div(threadId, warp), lane = md.rem(threadId, warp);
-  int64_t tilesN = md.n / shape.n, numTiles = (md.m / shape.m) * tilesN;
-  auto index = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
-  auto storeResult = [&](Value value, Value row, Value col) {
-    Value at = md.add(md.mul(row, md.i32(md.n)), col);
-    b.create<memref::StoreOp>(loc, value, results, ValueRange{index(at)});
+/// Where element (row, col) of an operand with `rows` rows goes for wgmma, with
+/// `col` along K (A is M x K; B is stored transposed, N x K): 8 x 8 core matrices
+/// of 128 contiguous bytes, adjacent along M (or N), `rows` * 8 elements apart
+/// along K: the no-swizzle K-major layout.
+Value MatrixDot::coreMatrixOffset(Value row, Value col, int64_t rows) {
+  return add(add(mul(div(col, 8), i32(rows * 8)), mul(div(row, 8), i32(64))),
+             add(mul(rem(row, 8), i32(8)), rem(col, 8)));
+}
+
+// wgmma.mma_async.m64nNk16 with both operands read through shared-memory
+// descriptors (PTX ISA, "Matrix Descriptor Format"): start address, leading
+// byte offset (between core matrices along K) and stride byte offset (between
+// core matrices along M or N), each in 16-byte units, no swizzle. The
+// accumulator fragment of warp w of the warpgroup is the m16n8 fragment of
+// mma.sync repeated along N: registers 4j..4j+3 hold rows 16w + g (+8), columns
+// 8j + 2t (+1).
+void MatrixDot::wgmmaTile(Value lane, Value warpInGroup, Value row0, Value col0, Store store) {
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  const int64_t regs = shape.n / 2;
+  const char *kind = in.isF16() ? "f16" : "bf16";
+  auto descriptor = [&](Value element, int64_t rows) {
+    int64_t bytes = in.getIntOrFloatBitWidth() / 8;
+    uint64_t leading = uint64_t(rows * 8 * bytes) >> 4, stride = uint64_t(64 * bytes) >> 4;
+    Value address = b.create<arith::ShRUIOp>(loc, sharedAddress(element), i32(4));
+    address = b.create<arith::AndIOp>(loc, address, i32(0x3FFF));
+    Value fields = b.create<arith::ConstantIntOp>(loc, int64_t(leading << 16 | stride << 32), 64);
+    return b.create<arith::OrIOp>(loc, b.create<arith::ExtUIOp>(loc, i64, address), fields);
   };
 
-  // for (tile = warpId; tile < tiles; tile += numWarps)
-  auto tileLoop = b.create<scf::ForOp>(loc, index(warpId), index(md.i32(numTiles)),
-                                       index(md.i32(layout.getNumWarps())));
+  // The fence orders the accumulator registers' last writes (the zeros, or the
+  // previous step) before the asynchronous read; it sits in the same asm
+  // statement so that no register move can fall between the two.
+  std::string text = "{\n.reg .pred p;\nwgmma.fence.sync.aligned;\nsetp.ne.b32 p, $" + std::to_string(2 * regs + 2) +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(shape.n) +
+                     "k16.f32." + kind + "." + kind + " {";
+  std::string constraints, tied;
+  for (int64_t r = 0; r < regs; ++r) {
+    text += (r ? ",$" : "$") + std::to_string(r);
+    constraints += "=f,";
+    tied += std::to_string(r) + ",";
+  }
+  text += "}, $" + std::to_string(2 * regs) + ", $" + std::to_string(2 * regs + 1) +
+          ", p, 1, 1, 0, 0;\n}";
+  std::string mmaConstraints = constraints + tied + "l,l,r";
+  // wait_group names the accumulators so that nothing reads them before the
+  // asynchronous products land.
+  std::string waitConstraints = constraints + tied;
+  waitConstraints.pop_back();
+
+  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0));
+  auto loop = kLoop(SmallVector<Value>(regs, zero), [&](Value k0, ValueRange acc) {
+    Value kGroup = div(k0, 8);
+    Value aStart = add(mul(kGroup, i32(m * 8)), mul(div(row0, 8), i32(64)));
+    Value bStart = add(i32(m * k), add(mul(kGroup, i32(n * 8)), mul(div(col0, 8), i32(64))));
+    SmallVector<Value> args(acc);
+    args.append({descriptor(aStart, m), descriptor(bStart, n), i32(1)});
+    return ptx(text, mmaConstraints, regs, f32, args);
+  });
+  ptx("wgmma.commit_group.sync.aligned;", "", 0, f32, {});
+  SmallVector<Value> acc = ptx("wgmma.wait_group.sync.aligned 0;", waitConstraints, regs, f32,
+                               loop.getResults());
+  Value g = div(lane, 4), t2 = mul(rem(lane, 4), i32(2));
+  Value warpRow = add(row0, add(mul(warpInGroup, i32(16)), g));
+  for (int64_t r = 0; r < regs; ++r)
+    store(acc[r], add(warpRow, i32(r % 4 >= 2 ? 8 : 0)),
+          add(add(col0, t2), i32(8 * (r / 4) + r % 2)));
+}
+
+// AMD: every lane reads its A and B elements straight from row-major shared
+// memory.
+//   mfma (64 lanes), element i < 4 of lane l: A[l % 16][4 (l / 16) + i],
+//     B[4 (l / 16) + i][l % 16], C[4 (l / 16) + i][l % 16];
+//   wmma (gfx11, 32 lanes, both halves hold the operands), element i < 16:
+//     A[l % 16][i], B[i][l % 16]; C element i < 8: C[2 i + l / 16][l % 16].
+void MatrixDot::amdTile(Value lane, Value row0, Value col0, Store store) {
+  bool wmma = shape.units == MatrixUnits::Wmma;
+  int64_t perLane = wmma ? 16 : 4, results = wmma ? 8 : 4;
+  auto vecIn = VectorType::get({perLane}, in);
+  auto vecAcc = VectorType::get({results}, b.getF32Type());
+  Value accInit = b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(vecAcc, 0.0f));
+  Value lane16 = rem(lane, 16), quad = mul(div(lane, 16), i32(4));
+  auto loop = kLoop({accInit}, [&](Value k0, ValueRange acc) -> SmallVector<Value> {
+    Value av = b.create<LLVM::UndefOp>(loc, vecIn), bv = b.create<LLVM::UndefOp>(loc, vecIn);
+    for (int64_t i = 0; i < perLane; ++i) {
+      Value kk = add(k0, wmma ? i32(i) : add(quad, i32(i)));
+      Value aAt = add(mul(add(row0, lane16), i32(k)), kk);
+      Value bAt = add(i32(m * k), add(mul(kk, i32(n)), add(col0, lane16)));
+      Value pos = i32(i);
+      av = b.create<LLVM::InsertElementOp>(
+          loc, av, b.create<memref::LoadOp>(loc, operands, ValueRange{index(aAt)}), pos);
+      bv = b.create<LLVM::InsertElementOp>(
+          loc, bv, b.create<memref::LoadOp>(loc, operands, ValueRange{index(bAt)}), pos);
+    }
+    if (wmma)
+      return {b.create<ROCDL::wmma_f32_16x16x16_f16>(loc, vecAcc, ValueRange{av, bv, acc[0]})
+                  .getResult()};
+    Value zero = i32(0);
+    return {b.create<ROCDL::mfma_f32_16x16x16f16>(loc, vecAcc,
+                                                  ValueRange{av, bv, acc[0], zero, zero, zero})
+                .getResult()};
+  });
+  for (int64_t i = 0; i < results; ++i) {
+    Value v = b.create<LLVM::ExtractElementOp>(loc, loop.getResult(0), i32(i));
+    Value row = wmma ? add(i32(2 * i), div(lane, 16)) : add(quad, i32(i));
+    store(v, add(row0, row), add(col0, lane16));
+  }
+}
+
+void ThreadEmitter::emitMatrixDot(DotOp op) {
+  auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getType();
+  MatrixShape shape = *matrixInstruction(op, matrixUnits, layout.getNumWarps());
+  Type in = at.getElementType(), f32 = b.getF32Type();
+  MatrixDot md{b, loc, at.getDimSize(0), bt.getDimSize(1), at.getDimSize(1), in, shape,
+               sharedBuffer(in)};
+  bool wgmma = shape.units == MatrixUnits::Wgmma;
+  if (wgmma) {
+    // Core-matrix layouts, B transposed; then make the generic-proxy writes
+    // visible to wgmma's asynchronous proxy.
+    int64_t m = md.m, n = md.n, k = md.k;
+    writeShared(regs(op.getA()), m * k, in, 0, [&](Value e) {
+      return md.coreMatrixOffset(md.div(e, k), md.rem(e, k), m);
+    });
+    writeShared(regs(op.getB()), k * n, in, m * k, [&](Value e) {
+      return md.coreMatrixOffset(md.rem(e, n), md.div(e, n), n);
+    });
+    md.ptx("fence.proxy.async.shared::cta;", "", 0, f32, {});
+  } else {
+    writeShared(regs(op.getA()), md.m * md.k, in, 0);
+    writeShared(regs(op.getB()), md.k * md.n, in, md.m * md.k);
+  }
+  barrier();
+
+  Value results = sharedBuffer(f32);
+  int64_t warp = layout.getWarpSize();
+  Value warpId = md.div(threadId, warp), lane = md.rem(threadId, warp);
+  // Instruction tiles go round-robin to the warps (to the warpgroups for wgmma).
+  int64_t group = wgmma ? 4 : 1;
+  Value worker = md.div(warpId, group);
+  int64_t tilesN = md.n / shape.n, numTiles = (md.m / shape.m) * tilesN;
+  auto store = [&](Value value, Value row, Value col) {
+    Value at = md.add(md.mul(row, md.i32(md.n)), col);
+    b.create<memref::StoreOp>(loc, value, results, ValueRange{md.index(at)});
+  };
+  auto tileLoop = b.create<scf::ForOp>(loc, md.index(worker), md.index(md.i32(numTiles)),
+                                       md.index(md.i32(layout.getNumWarps() / group)));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(tileLoop.getBody());
-    Value tile = b.create<arith::IndexCastOp>(loc, b.getI32Type(), tileLoop.getInductionVar());
+    Value tile = md.toI32(tileLoop.getInductionVar());
     Value row0 = md.mul(md.div(tile, tilesN), md.i32(shape.m));
     Value col0 = md.mul(md.rem(tile, tilesN), md.i32(shape.n));
-    Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0));
-    Value zeroIdx = index(md.i32(0)), one = index(md.i32(1));
-
-    if (matrixUnits == MatrixUnits::MmaSync) {
-      const char *kind = md.in.isF16() ? "f16" : "bf16";
-      std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." +
-                        kind + ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
-      // Lane addresses for ldmatrix: A row lane % 16 at column 8 * (lane / 16);
-      // B rows 0..15 (lanes 16..31 repeat lanes 0..15; .x2 ignores them).
-      Value lane16 = md.rem(lane, 16), half = md.mul(md.div(lane, 16), md.i32(8));
-      auto kLoop = b.create<scf::ForOp>(
-          loc, zeroIdx, index(md.i32(md.k / shape.k)), one, ValueRange{zero, zero, zero, zero},
-          [&](OpBuilder &, Location, Value kIdx, ValueRange acc) {
-            Value k0 = md.mul(b.create<arith::IndexCastOp>(loc, b.getI32Type(), kIdx),
-                              md.i32(shape.k));
-            Value aIndex = md.add(md.mul(md.add(row0, lane16), md.i32(md.k)), md.add(k0, half));
-            SmallVector<Value> a = md.ptx(
-                "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];", "=r,=r,=r,=r,r",
-                4, b.getI32Type(), {md.sharedAddress(operands, aIndex)});
-            Value bIndex = md.add(md.i32(md.m * md.k),
-                                  md.add(md.mul(md.add(k0, lane16), md.i32(md.n)), col0));
-            SmallVector<Value> bf = md.ptx(
-                "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {$0,$1}, [$2];", "=r,=r,r", 2,
-                b.getI32Type(), {md.sharedAddress(operands, bIndex)});
-            SmallVector<Value> args(a);
-            args.append(bf);
-            args.append(acc.begin(), acc.end());
-            SmallVector<Value> c =
-                md.ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
-            b.create<scf::YieldOp>(loc, c);
-          });
-      Value g = md.div(lane, 4), t2 = md.mul(md.rem(lane, 4), md.i32(2));
-      for (int i = 0; i < 4; ++i) {
-        Value row = md.add(md.add(row0, g), md.i32(i >= 2 ? 8 : 0));
-        Value col = md.add(md.add(col0, t2), md.i32(i % 2));
-        storeResult(kLoop.getResult(i), row, col);
-      }
-    } else {
-      // MFMA: every lane reads its four A and four B elements straight from
-      // shared memory.
-      auto vecIn = VectorType::get({4}, md.in.isBF16() ? Type(b.getI16Type()) : md.in);
-      auto vecAcc = VectorType::get({4}, f32);
-      Value accInit = b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(vecAcc, 0.0f));
-      Value lane16 = md.rem(lane, 16), quad = md.mul(md.div(lane, 16), md.i32(4));
-      auto kLoop = b.create<scf::ForOp>(
-          loc, zeroIdx, index(md.i32(md.k / shape.k)), one, ValueRange{accInit},
-          [&](OpBuilder &, Location, Value kIdx, ValueRange acc) {
-            Value k0 = md.mul(b.create<arith::IndexCastOp>(loc, b.getI32Type(), kIdx),
-                              md.i32(shape.k));
-            Value av = b.create<LLVM::UndefOp>(loc, vecIn), bv = b.create<LLVM::UndefOp>(loc, vecIn);
-            for (int i = 0; i < 4; ++i) {
-              Value kk = md.add(k0, md.add(quad, md.i32(i)));
-              Value aAt = md.add(md.mul(md.add(row0, lane16), md.i32(md.k)), kk);
-              Value bAt = md.add(md.i32(md.m * md.k),
-                                 md.add(md.mul(kk, md.i32(md.n)), md.add(col0, lane16)));
-              Value x = b.create<memref::LoadOp>(loc, operands, ValueRange{index(aAt)});
-              Value y = b.create<memref::LoadOp>(loc, operands, ValueRange{index(bAt)});
-              if (md.in.isBF16()) {
-                x = b.create<arith::BitcastOp>(loc, b.getI16Type(), x);
-                y = b.create<arith::BitcastOp>(loc, b.getI16Type(), y);
-              }
-              Value pos = b.create<arith::ConstantIntOp>(loc, i, 32);
-              av = b.create<LLVM::InsertElementOp>(loc, av, x, pos);
-              bv = b.create<LLVM::InsertElementOp>(loc, bv, y, pos);
-            }
-            Value zero32 = md.i32(0);
-            SmallVector<Value> args{av, bv, acc[0], zero32, zero32, zero32};
-            Value c = md.in.isF16()
-                          ? b.create<ROCDL::mfma_f32_16x16x16f16>(loc, vecAcc, args).getResult()
-                          : b.create<ROCDL::mfma_f32_16x16x16bf16_1k>(loc, vecAcc, args)
-                                .getResult();
-            b.create<scf::YieldOp>(loc, c);
-          });
-      for (int i = 0; i < 4; ++i) {
-        Value v = b.create<LLVM::ExtractElementOp>(loc, kLoop.getResult(0),
-                                                     b.create<arith::ConstantIntOp>(loc, i, 32));
-        storeResult(v, md.add(row0, md.add(quad, md.i32(i))), md.add(col0, lane16));
-      }
+    switch (shape.units) {
+    case MatrixUnits::MmaSync: md.mmaSyncTile(lane, row0, col0, store); break;
+    case MatrixUnits::Wgmma: md.wgmmaTile(lane, md.rem(warpId, 4), row0, col0, store); break;
+    case MatrixUnits::Mfma:
+    case MatrixUnits::Wmma: md.amdTile(lane, row0, col0, store); break;
+    case MatrixUnits::None: llvm_unreachable("FMA dots do not come here");
     }
   }
   barrier();
@@ -229,7 +351,7 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
   for (int64_t r = 0, count = registers(ct); r < count; ++r) {
     Value valid = registerValid(r, ct.getNumElements());
     Value e = b.create<arith::SelectOp>(loc, valid, elementIndex(r), md.i32(0));
-    Value product = b.create<memref::LoadOp>(loc, results, ValueRange{index(e)});
+    Value product = b.create<memref::LoadOp>(loc, results, ValueRange{md.index(e)});
     out.push_back(b.create<arith::AddFOp>(loc, product, acc[r]));
   }
   barrier();

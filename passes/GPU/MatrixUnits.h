@@ -19,18 +19,24 @@ namespace kiln::gpu {
 enum class MatrixUnits {
   None,    // no matrix instructions: FMA loops
   MmaSync, // NVIDIA sm_80+: ldmatrix + mma.sync.m16n8k16 (f16/bf16 in, f32 out)
+  Wgmma,   // NVIDIA sm_90a: wgmma.mma_async.m64nNk16 from shared-memory descriptors
+           // (f16/bf16 in, f32 out), falling back to MmaSync for other shapes
   Mfma,    // AMD CDNA (gfx90a, gfx94x): v_mfma_f32_16x16x16f16 (f16 in, f32 out)
+  Wmma,    // AMD RDNA3 (gfx11): v_wmma_f32_16x16x16_f16, 32-lane waves (f16 in, f32 out)
 };
 
-/// Parses the `matrix-units` pass option: none, mma-sync or mfma.
+/// Parses the `matrix-units` pass option: none, mma-sync, wgmma, mfma or wmma.
 std::optional<MatrixUnits> parseMatrixUnits(llvm::StringRef name);
 
-/// One warp-level instruction's tile: C[m x n] += A[m x k] * B[k x n].
+/// The instruction a dot is lowered with: its unit and its tile,
+/// C[m x n] += A[m x k] * B[k x n] (for Wgmma, one warpgroup's tile).
 struct MatrixShape {
+  MatrixUnits units;
   int64_t m, n, k;
 };
 
-/// The instruction shape `op` is lowered with, or nullopt for the FMA loop.
-std::optional<MatrixShape> matrixInstruction(DotOp op, MatrixUnits units);
+/// The instruction `op` is lowered with when the kernel runs `numWarps` warps
+/// and may use `units`, or nullopt for the FMA loop.
+std::optional<MatrixShape> matrixInstruction(DotOp op, MatrixUnits units, int64_t numWarps);
 
 } // namespace kiln::gpu
