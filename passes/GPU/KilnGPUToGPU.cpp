@@ -402,6 +402,9 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
     return emitScan(o), success();
   if (auto o = dyn_cast<DotOp>(op))
     return matrixInstruction(o, matrixUnits, layout.getNumWarps()) ? emitMatrixDot(o) : emitDot(o), success();
+  if (auto block = dyn_cast<LoadBlockOp>(op))
+    if (auto use = asyncOperand(block))
+      return emitAsyncCopy(block, use->first, use->second), success();
   if (isa<LoadOp, LoadBlockOp>(op))
     return emitLoad(op);
   if (isa<StoreOp, StoreBlockOp>(op))

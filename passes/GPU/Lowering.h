@@ -20,6 +20,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <functional>
 
@@ -50,6 +51,12 @@ inline constexpr int64_t kMaxPushConstantWords = 32;
 
 /// A tile as one thread sees it: the registers it holds, one scalar each.
 using Registers = llvm::SmallVector<mlir::Value>;
+
+/// Inline PTX returning `results` values of `type` (none when 0).
+llvm::SmallVector<mlir::Value> inlinePTX(mlir::OpBuilder &b, mlir::Location loc,
+                                         llvm::StringRef text, llvm::StringRef constraints,
+                                         unsigned results, mlir::Type type,
+                                         mlir::ValueRange operands);
 
 class ThreadEmitter {
 public:
@@ -108,6 +115,12 @@ private:
   void storeRun(const TensorArg &t, mlir::Value offset, mlir::ValueRange values);
   mlir::Value isAlignedRun(const TensorArg &t, mlir::Value offset, unsigned vec);
 
+  /// Copies a block load that only feeds a tensor-core dot straight into that
+  /// dot's shared-memory operand with cp.async (one 4- to 16-byte chunk per
+  /// run of registers), when
+  /// `asyncOperand` allows it; the dot then reads it in place.
+  void emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand);
+
   // ExchangeToGPU.cpp
   void emitBroadcast(BroadcastOp op);
   void emitTrans(TransOp op);
@@ -116,6 +129,14 @@ private:
   void emitDot(DotOp op);
   /// A dot on the target's matrix instructions (MatrixToGPU.cpp).
   void emitMatrixDot(DotOp op);
+  /// The dot (and its operand number) that `load` may be copied into
+  /// asynchronously: its only use, in the same block, on mma-sync or wgmma
+  /// (operand A only: wgmma stores B transposed), with no shared-memory exchange
+  /// in between, and rows made of whole runs.
+  std::optional<std::pair<DotOp, unsigned>> asyncOperand(LoadBlockOp load);
+  /// The shared-memory element index of element `e` (row-major in the operand
+  /// tile) of operand `operand` (0: A, 1: B) of a matrix dot.
+  mlir::Value matrixOperandIndex(DotOp dot, unsigned operand, mlir::Value e);
   /// Writes `source` to shared memory and builds each register of a `result` tile
   /// from its element's index with `compute` (which reads shared memory); barriers
   /// fence both sides.
@@ -173,6 +194,8 @@ private:
   llvm::DenseMap<mlir::Value, TensorArg> tensors;
   llvm::DenseMap<mlir::Type, mlir::Value> shared;
   llvm::DenseMap<int64_t, mlir::Value> elementIndexCache;
+  /// Dot operands already copied into shared memory by emitAsyncCopy.
+  llvm::DenseSet<mlir::Value> copiedToShared;
 };
 
 } // namespace kiln::gpu

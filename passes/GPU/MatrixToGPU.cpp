@@ -30,6 +30,7 @@
 
 #include "passes/GPU/Lowering.h"
 #include "passes/GPU/MatrixUnits.h"
+#include "passes/GPU/SharedMemory.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -88,6 +89,28 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
   return std::nullopt;
 }
 
+SmallVector<Value> kiln::gpu::inlinePTX(OpBuilder &b, Location loc, StringRef text,
+                                        StringRef constraints, unsigned results, Type type,
+                                        ValueRange operands) {
+  Type resultType;
+  if (results == 1)
+    resultType = type;
+  else if (results > 1)
+    resultType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(results, type));
+  auto asmOp = b.create<LLVM::InlineAsmOp>(
+      loc, resultType ? TypeRange{resultType} : TypeRange{}, operands, text, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> out;
+  if (results == 1)
+    out.push_back(asmOp.getResult(0));
+  for (unsigned i = 0; results > 1 && i < results; ++i)
+    out.push_back(b.create<LLVM::ExtractValueOp>(loc, asmOp.getResult(0), i));
+  return out;
+}
+
 namespace {
 
 /// Builds one dot's matrix-instruction code. Each `*Tile` method emits the K loop
@@ -127,26 +150,9 @@ struct MatrixDot {
     return add(toI32(base), mul(index, i32(bytes)));
   }
 
-  /// Inline PTX with `results` outputs of `type` (none when `results` is 0).
   SmallVector<Value> ptx(StringRef text, StringRef constraints, unsigned results, Type type,
                          ValueRange operands) {
-    Type resultType;
-    if (results == 1)
-      resultType = type;
-    else if (results > 1)
-      resultType =
-          LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(results, type));
-    auto asmOp = b.create<LLVM::InlineAsmOp>(
-        loc, resultType ? TypeRange{resultType} : TypeRange{}, operands, text, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
-    SmallVector<Value> out;
-    if (results == 1)
-      out.push_back(asmOp.getResult(0));
-    for (unsigned i = 0; results > 1 && i < results; ++i)
-      out.push_back(b.create<LLVM::ExtractValueOp>(loc, asmOp.getResult(0), i));
-    return out;
+    return inlinePTX(b, loc, text, constraints, results, type, operands);
   }
 
   Value coreMatrixOffset(Value row, Value col, int64_t rows);
@@ -292,6 +298,46 @@ void MatrixDot::amdTile(Value lane, Value row0, Value col0, Store store) {
   }
 }
 
+Value ThreadEmitter::matrixOperandIndex(DotOp dot, unsigned operand, Value e) {
+  auto at = dot.getA().getType(), bt = dot.getB().getType();
+  MatrixShape shape = *matrixInstruction(dot, matrixUnits, layout.getNumWarps());
+  MatrixDot md{b, loc, at.getDimSize(0), bt.getDimSize(1), at.getDimSize(1),
+               at.getElementType(), shape, Value()};
+  int64_t m = md.m, n = md.n, k = md.k;
+  if (shape.units != MatrixUnits::Wgmma)
+    return operand == 0 ? e : md.add(e, md.i32(m * k)); // row-major A, then B
+  // Core-matrix layouts, B transposed.
+  if (operand == 0)
+    return md.coreMatrixOffset(md.div(e, k), md.rem(e, k), m);
+  return md.add(md.i32(m * k), md.coreMatrixOffset(md.rem(e, n), md.div(e, n), n));
+}
+
+std::optional<std::pair<DotOp, unsigned>> ThreadEmitter::asyncOperand(LoadBlockOp load) {
+  if (memory != MemoryModel::LLVMPointers || load.getOther() || !load->hasOneUse() ||
+      (matrixUnits != MatrixUnits::MmaSync && matrixUnits != MatrixUnits::Wgmma))
+    return std::nullopt;
+  OpOperand &use = *load->use_begin();
+  auto dot = dyn_cast<DotOp>(use.getOwner());
+  unsigned operand = use.getOperandNumber();
+  if (!dot || operand > 1 || dot->getBlock() != load->getBlock())
+    return std::nullopt;
+  auto shape = matrixInstruction(dot, matrixUnits, layout.getNumWarps());
+  if (!shape || (shape->units == MatrixUnits::Wgmma && operand == 1))
+    return std::nullopt;
+  // Each thread's run of `vec` registers is one 4-, 8- or 16-byte chunk of a
+  // tile row.
+  auto tile = load.getType();
+  int64_t vec = layout.getVec(), bytes = tile.getElementType().getIntOrFloatBitWidth() / 8;
+  if (!llvm::is_contained({4, 8, 16}, vec * bytes) || tile.getDimSize(1) % vec != 0 ||
+      !canAccessRuns(tensors.find(load.getMemory())->second, registers(tile)))
+    return std::nullopt;
+  // Nothing in between may use shared memory: the copy lands while it runs.
+  for (Operation *op = load->getNextNode(); op != dot.getOperation(); op = op->getNextNode())
+    if (op->getNumRegions() != 0 || !sharedRequirement(op, layout, matrixUnits).empty())
+      return std::nullopt;
+  return std::make_pair(dot, operand);
+}
+
 void ThreadEmitter::emitMatrixDot(DotOp op) {
   auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getType();
   MatrixShape shape = *matrixInstruction(op, matrixUnits, layout.getNumWarps());
@@ -299,21 +345,18 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
   MatrixDot md{b, loc, at.getDimSize(0), bt.getDimSize(1), at.getDimSize(1), in, shape,
                sharedBuffer(in)};
   bool wgmma = shape.units == MatrixUnits::Wgmma;
-  if (wgmma) {
-    // Core-matrix layouts, B transposed; then make the generic-proxy writes
-    // visible to wgmma's asynchronous proxy.
-    int64_t m = md.m, n = md.n, k = md.k;
-    writeShared(regs(op.getA()), m * k, in, 0, [&](Value e) {
-      return md.coreMatrixOffset(md.div(e, k), md.rem(e, k), m);
-    });
-    writeShared(regs(op.getB()), k * n, in, m * k, [&](Value e) {
-      return md.coreMatrixOffset(md.rem(e, n), md.div(e, n), n);
-    });
+  bool copiedA = copiedToShared.contains(op.getA()), copiedB = copiedToShared.contains(op.getB());
+  if (!copiedA)
+    writeShared(regs(op.getA()), md.m * md.k, in, 0,
+                [&](Value e) { return matrixOperandIndex(op, 0, e); });
+  if (!copiedB)
+    writeShared(regs(op.getB()), md.k * md.n, in, 0,
+                [&](Value e) { return matrixOperandIndex(op, 1, e); });
+  if (copiedA || copiedB)
+    md.ptx("cp.async.wait_all;", "", 0, f32, {});
+  // wgmma reads shared memory through the async proxy: make the writes visible.
+  if (wgmma)
     md.ptx("fence.proxy.async.shared::cta;", "", 0, f32, {});
-  } else {
-    writeShared(regs(op.getA()), md.m * md.k, in, 0);
-    writeShared(regs(op.getB()), md.k * md.n, in, md.m * md.k);
-  }
   barrier();
 
   Value results = sharedBuffer(f32);

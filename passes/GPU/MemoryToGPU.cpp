@@ -234,6 +234,67 @@ LogicalResult ThreadEmitter::emitLoad(Operation *op) {
   return success();
 }
 
+void ThreadEmitter::emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand) {
+  const TensorArg &t = tensors.find(op.getMemory())->second;
+  RankedTensorType tile = op.getType();
+  int64_t n = registers(tile), numElements = tile.getNumElements();
+  unsigned vec = layout.getVec(), bytes = storageBytes(t);
+  SmallVector<Access> acc =
+      accesses(b, loc, t, n, coordinates({}, op.getOffsets(), tile),
+               [&](int64_t r) { return registerValid(r, numElements); });
+  Value buffer = sharedBuffer(t.elementType);
+  Value bufferAddress = b.create<arith::IndexCastOp>(
+      loc, b.getI32Type(), b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer));
+  for (int64_t r0 = 0; r0 < n; r0 += vec) {
+    ArrayRef<Access> run(acc.begin() + r0, vec);
+    Value fast = b.create<arith::AndIOp>(loc, runIsContiguous(b, loc, run),
+                                         isAlignedRun(t, run[0].offset, vec));
+    // Where the run's elements go in the dot's operand buffer.
+    SmallVector<Value> at;
+    for (unsigned k = 0; k < vec; ++k)
+      at.push_back(matrixOperandIndex(dot, operand, elementIndex(r0 + k)));
+    emitIfElse(
+        fast, {},
+        [&]() -> SmallVector<Value> {
+          Value dst = b.create<arith::AddIOp>(loc, bufferAddress,
+                                              b.create<arith::MulIOp>(loc, at[0], i32(bytes)));
+          Value src = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
+                                            ValueRange{run[0].offset});
+          // 16-byte copies may bypass L1 (.cg); smaller ones must go through it.
+          std::string copy = vec * bytes == 16 ? "cp.async.cg.shared.global [$0], [$1], 16;"
+                                               : "cp.async.ca.shared.global [$0], [$1], " +
+                                                     std::to_string(vec * bytes) + ";";
+          inlinePTX(b, loc, copy, "r,l", 0, Type(), {dst, src});
+          return {};
+        },
+        [&]() -> SmallVector<Value> {
+          // A ragged, strided or unaligned chunk: element by element, zero outside.
+          for (unsigned k = 0; k < vec; ++k) {
+            const Access &a = run[k];
+            Value value = emitIfElse(
+                              a.ok, TypeRange{t.elementType},
+                              [&]() -> SmallVector<Value> { return {loadElement(t, a.offset)}; },
+                              [&]() -> SmallVector<Value> {
+                                return {b.create<arith::ConstantOp>(
+                                    loc, b.getZeroAttr(t.elementType))};
+                              })
+                              .getResult(0);
+            emitIfElse(
+                registerValid(r0 + k, numElements), {},
+                [&]() -> SmallVector<Value> {
+                  Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), at[k]);
+                  b.create<memref::StoreOp>(loc, value, buffer, index);
+                  return {};
+                },
+                nullptr);
+          }
+          return {};
+        });
+  }
+  inlinePTX(b, loc, "cp.async.commit_group;", "", 0, Type(), {});
+  copiedToShared.insert(op.getResult());
+}
+
 Value ThreadEmitter::writerOk(RankedTensorType tile, Value mask, int64_t reg) {
   // Replicated registers are skipped; a scalar is written by thread 0 alone.
   Value ok = tile ? registerValid(reg, tile.getNumElements())
