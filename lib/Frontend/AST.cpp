@@ -169,6 +169,10 @@ struct Dumper {
         os << ", ";
         expr(*f.step);
       }
+      if (f.stages) {
+        os << ", stages=";
+        expr(*f.stages);
+      }
       os << ")\n";
       block(f.body);
       return;

@@ -145,6 +145,7 @@ struct ForStmt : Stmt {
   std::string var;
   llvm::SMLoc varLoc;
   ExprPtr start, end, step; // step may be null (1)
+  ExprPtr stages;           // `stages=` of range(...): software pipelining depth, or null
   Block body;
 };
 

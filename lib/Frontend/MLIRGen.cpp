@@ -815,12 +815,25 @@ bool Generator::genFor(const ForStmt &stmt) {
                  "loop step must be positive, got " + llvm::Twine(step->cst->i)),
            false;
 
+  std::optional<int64_t> stages = 1;
+  if (stmt.stages) {
+    stages = constInt(*stmt.stages, "the number of stages");
+    if (!stages)
+      return false;
+    if (*stages < 1 || *stages > 8)
+      return error(stmt.stages->loc,
+                   "stages must be between 1 and 8, got " + llvm::Twine(*stages)),
+             false;
+  }
+
   auto carry = carried({&stmt.body});
   llvm::SmallVector<Value> inits;
   for (auto &[name, b] : carry)
     inits.push_back(b->val.value);
   mlir::Location l = loc(stmt.loc);
   auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value, inits);
+  if (*stages > 1)
+    forOp->setAttr(kStagesAttr, builder.getI32IntegerAttr(*stages));
   mlir::OpBuilder::InsertionGuard guard(builder);
   // The body's yield is created below (ForOp adds an empty one without iter args).
   if (!forOp.getBody()->empty() && forOp.getBody()->back().hasTrait<mlir::OpTrait::IsTerminator>())

@@ -425,11 +425,21 @@ StmtPtr Parser::parseFor() {
   }
   SMLoc rangeLoc = tok.loc();
   advance();
-  if (!expect(Tok::LParen, "after 'range'"))
+  CallExpr range(rangeLoc, "range");
+  if (!is(Tok::LParen)) {
+    errorHere("expected '(' after 'range'");
     return nullptr;
-  std::vector<ExprPtr> bounds;
-  if (!parseExprList(Tok::RParen, bounds, "in range(...)"))
+  }
+  if (!parseCallArgs(range))
     return nullptr;
+  for (KeywordArg &kw : range.kwargs) {
+    if (kw.name != "stages") {
+      error(kw.loc, "unknown keyword argument '" + kw.name + "' of range (it takes stages=)");
+      return nullptr;
+    }
+    stmt->stages = std::move(kw.value);
+  }
+  std::vector<ExprPtr> bounds = std::move(range.args);
   if (bounds.empty() || bounds.size() > 3) {
     error(rangeLoc, "range takes 1 to 3 arguments (end | start, end | start, end, step)");
     return nullptr;

@@ -6,6 +6,8 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
 #include "llvm/ADT/MapVector.h"
 
 namespace kiln {
@@ -42,9 +44,17 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType a = tile(dot.getA()), b = tile(dot.getB()), c = tile(dot.getResult());
     // Matrix instructions also pass their accumulator fragments back through
-    // shared memory into the tile's blocked layout.
-    if (matrixInstruction(dot, units, layout.getNumWarps()))
-      return {need(a, a.getNumElements() + b.getNumElements())[0], need(c, c.getNumElements())[0]};
+    // shared memory into the tile's blocked layout. In a loop pipelined
+    // `stages` deep (NVIDIA, PipelineToGPU.cpp) each stage has its operands.
+    if (auto shape = matrixInstruction(dot, units, layout.getNumWarps())) {
+      int64_t stages = 1;
+      auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+      if (loop && (shape->units == MatrixUnits::MmaSync || shape->units == MatrixUnits::Wgmma))
+        if (auto attr = loop->getAttrOfType<IntegerAttr>(kStagesAttr))
+          stages = std::max<int64_t>(1, attr.getInt());
+      return {need(a, stages * (a.getNumElements() + b.getNumElements()))[0],
+              need(c, c.getNumElements())[0]};
+    }
     return need(a, a.getNumElements() + b.getNumElements());
   }
   return {};

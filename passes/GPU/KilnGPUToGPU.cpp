@@ -289,21 +289,43 @@ void ThreadEmitter::unflatten(ValueRange originals, ValueRange flat) {
 }
 
 LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
+  Value lower = scalar(op.getLowerBound()), upper = scalar(op.getUpperBound()),
+        step = scalar(op.getStep());
+  auto add = [&](Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y).getResult(); };
+  auto mul = [&](Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y).getResult(); };
+  std::optional<Pipeline> pipeline = planPipeline(op);
+  if (pipeline) // prologue: stages 0 .. S-2 take iterations 0 .. S-2
+    for (int64_t s = 0; s + 1 < pipeline->stages; ++s)
+      if (failed(issueStage(*pipeline, op, add(lower, mul(step, i32(s))), upper, i32(s))))
+        return failure();
+
   SmallVector<Value> inits = flatten(op.getInitArgs());
   // Device loops count in index: SPIR-V's loop lowering expects it.
   auto toIndex = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
-  auto loop = b.create<scf::ForOp>(loc, toIndex(scalar(op.getLowerBound())),
-                                   toIndex(scalar(op.getUpperBound())),
-                                   toIndex(scalar(op.getStep())), inits);
+  auto loop = b.create<scf::ForOp>(loc, toIndex(lower), toIndex(upper), toIndex(step), inits);
   Block *body = loop.getBody();
   if (!body->empty())
     body->back().erase(); // the implicit yield of a loop without iter_args
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(body);
-    scalars.map(op.getInductionVar(),
-                b.create<arith::IndexCastOp>(loc, op.getInductionVar().getType(),
-                                             loop.getInductionVar()));
+    Value iv = b.create<arith::IndexCastOp>(loc, op.getInductionVar().getType(),
+                                            loop.getInductionVar());
+    if (pipeline) {
+      // Iteration i fetches iteration i + S - 1 into stage (i + S - 1) % S (the
+      // stage iteration i - 1 multiplied from), then multiplies stage i % S.
+      int64_t s = pipeline->stages;
+      Value i = b.create<arith::DivUIOp>(loc, b.create<arith::SubIOp>(loc, iv, lower), step);
+      Value ahead = add(i, i32(s - 1));
+      if (failed(issueStage(*pipeline, op, add(iv, mul(step, i32(s - 1))), upper,
+                            b.create<arith::RemUIOp>(loc, ahead, i32(s)))))
+        return failure();
+      Value current = b.create<arith::RemUIOp>(loc, i, i32(s));
+      stagedDots[pipeline->dot] = {mul(current, i32(stageElements(pipeline->dot))), s - 1};
+      for (auto &prefetch : pipeline->prefetches)
+        prefetched.insert(prefetch.load);
+    }
+    scalars.map(op.getInductionVar(), iv);
     unflatten(op.getRegionIterArgs(), loop.getRegionIterArgs());
     if (failed(emitBlock(*op.getBody())))
       return failure();
@@ -311,6 +333,8 @@ LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
     b.create<scf::YieldOp>(loc, flatten(yield.getOperands()));
   }
   unflatten(op.getResults(), loop.getResults());
+  if (pipeline) // the groups past the end were empty; drain anyway
+    inlinePTX(b, loc, "cp.async.wait_all;", "", 0, Type(), {});
   return success();
 }
 
@@ -402,6 +426,8 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
     return emitScan(o), success();
   if (auto o = dyn_cast<DotOp>(op))
     return matrixInstruction(o, matrixUnits, layout.getNumWarps()) ? emitMatrixDot(o) : emitDot(o), success();
+  if (prefetched.contains(op))
+    return copiedToShared.insert(op->getResult(0)), success();
   if (auto block = dyn_cast<LoadBlockOp>(op))
     if (auto use = asyncOperand(block))
       return emitAsyncCopy(block, use->first, use->second), success();

@@ -81,6 +81,28 @@ private:
   mlir::LogicalResult emitBlock(mlir::Block &block);
   mlir::LogicalResult emitOp(mlir::Operation *op);
   mlir::LogicalResult emitFor(mlir::scf::ForOp op);
+
+  /// A loop with `kiln.stages` = S whose tile loads feed one tensor-core dot:
+  /// those loads (and the scalar ops their offsets need) run S - 1 iterations
+  /// ahead with cp.async into S operand buffers (PipelineToGPU.cpp); nullopt
+  /// when the loop does not qualify.
+  struct Pipeline {
+    int64_t stages;
+    DotOp dot;
+    struct Prefetch {
+      LoadBlockOp load;
+      unsigned operand;
+      llvm::SmallVector<mlir::Operation *> slice; // offset computations, in order
+    };
+    llvm::SmallVector<Prefetch> prefetches;
+  };
+  std::optional<Pipeline> planPipeline(mlir::scf::ForOp op);
+  /// Issues (and commits) the copies of iteration `iv` into stage `stage`, or an
+  /// empty group when `iv` is past the loop's end `upper`.
+  mlir::LogicalResult issueStage(const Pipeline &p, mlir::scf::ForOp op, mlir::Value iv,
+                                 mlir::Value upper, mlir::Value stage);
+  /// Elements one stage of `dot`'s operands takes in shared memory.
+  static int64_t stageElements(DotOp dot);
   mlir::LogicalResult emitIf(mlir::scf::IfOp op);
   llvm::SmallVector<mlir::Value> flatten(mlir::ValueRange values);
   void unflatten(mlir::ValueRange originals, mlir::ValueRange flat);
@@ -119,7 +141,11 @@ private:
   /// dot's shared-memory operand with cp.async (one 4- to 16-byte chunk per
   /// run of registers), when
   /// `asyncOperand` allows it; the dot then reads it in place.
-  void emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand);
+  /// `stageBase` (i32 elements, null for 0) selects a pipeline stage's operand
+  /// buffer; `commit` closes the copy group (a pipelined loop commits one group
+  /// per iteration instead).
+  void emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand,
+                     mlir::Value stageBase = nullptr, bool commit = true);
 
   // ExchangeToGPU.cpp
   void emitBroadcast(BroadcastOp op);
@@ -136,7 +162,8 @@ private:
   std::optional<std::pair<DotOp, unsigned>> asyncOperand(LoadBlockOp load);
   /// The shared-memory element index of element `e` (row-major in the operand
   /// tile) of operand `operand` (0: A, 1: B) of a matrix dot.
-  mlir::Value matrixOperandIndex(DotOp dot, unsigned operand, mlir::Value e);
+  mlir::Value matrixOperandIndex(DotOp dot, unsigned operand, mlir::Value e,
+                                 mlir::Value stageBase = nullptr);
   /// Writes `source` to shared memory and builds each register of a `result` tile
   /// from its element's index with `compute` (which reads shared memory); barriers
   /// fence both sides.
@@ -196,6 +223,15 @@ private:
   llvm::DenseMap<int64_t, mlir::Value> elementIndexCache;
   /// Dot operands already copied into shared memory by emitAsyncCopy.
   llvm::DenseSet<mlir::Value> copiedToShared;
+  /// Loads a pipelined loop issued ahead; the loop body skips them.
+  llvm::DenseSet<mlir::Operation *> prefetched;
+  /// Dots of pipelined loops: the current stage's operand base (i32 elements)
+  /// and how many copy groups may stay in flight when the dot starts.
+  struct StagedDot {
+    mlir::Value stageBase;
+    int64_t inFlight;
+  };
+  llvm::DenseMap<mlir::Operation *, StagedDot> stagedDots;
 };
 
 } // namespace kiln::gpu

@@ -122,7 +122,8 @@ struct MatrixDot {
   int64_t m, n, k;
   Type in; // f16 or bf16
   MatrixShape shape;
-  Value operands; // shared memory: A at 0, B at m * k, laid out per instruction
+  Value operands;  // shared memory: A at stage, B at stage + m * k, laid out per instruction
+  Value stageBase; // i32 element offset of the pipeline stage (null: 0)
   using Store = function_ref<void(Value value, Value row, Value col)>;
 
   Value i32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
@@ -143,8 +144,11 @@ struct MatrixDot {
         });
   }
 
-  /// The 32-bit shared-memory address of element `index` of `operands` (for PTX).
+  /// The 32-bit shared-memory address of operand element `index` of the
+  /// current stage (for PTX).
   Value sharedAddress(Value index) {
+    if (stageBase)
+      index = add(stageBase, index);
     Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, operands);
     int64_t bytes = in.getIntOrFloatBitWidth() / 8;
     return add(toI32(base), mul(index, i32(bytes)));
@@ -277,6 +281,10 @@ void MatrixDot::amdTile(Value lane, Value row0, Value col0, Store store) {
       Value kk = add(k0, wmma ? i32(i) : add(quad, i32(i)));
       Value aAt = add(mul(add(row0, lane16), i32(k)), kk);
       Value bAt = add(i32(m * k), add(mul(kk, i32(n)), add(col0, lane16)));
+      if (stageBase) {
+        aAt = add(stageBase, aAt);
+        bAt = add(stageBase, bAt);
+      }
       Value pos = i32(i);
       av = b.create<LLVM::InsertElementOp>(
           loc, av, b.create<memref::LoadOp>(loc, operands, ValueRange{index(aAt)}), pos);
@@ -298,18 +306,24 @@ void MatrixDot::amdTile(Value lane, Value row0, Value col0, Store store) {
   }
 }
 
-Value ThreadEmitter::matrixOperandIndex(DotOp dot, unsigned operand, Value e) {
+Value ThreadEmitter::matrixOperandIndex(DotOp dot, unsigned operand, Value e, Value stageBase) {
   auto at = dot.getA().getType(), bt = dot.getB().getType();
   MatrixShape shape = *matrixInstruction(dot, matrixUnits, layout.getNumWarps());
   MatrixDot md{b, loc, at.getDimSize(0), bt.getDimSize(1), at.getDimSize(1),
-               at.getElementType(), shape, Value()};
+               at.getElementType(), shape, Value(), Value()};
   int64_t m = md.m, n = md.n, k = md.k;
-  if (shape.units != MatrixUnits::Wgmma)
-    return operand == 0 ? e : md.add(e, md.i32(m * k)); // row-major A, then B
-  // Core-matrix layouts, B transposed.
-  if (operand == 0)
-    return md.coreMatrixOffset(md.div(e, k), md.rem(e, k), m);
-  return md.add(md.i32(m * k), md.coreMatrixOffset(md.rem(e, n), md.div(e, n), n));
+  Value index;
+  if (shape.units != MatrixUnits::Wgmma) // row-major A, then B
+    index = operand == 0 ? e : md.add(e, md.i32(m * k));
+  else if (operand == 0) // core-matrix layouts, B transposed
+    index = md.coreMatrixOffset(md.div(e, k), md.rem(e, k), m);
+  else
+    index = md.add(md.i32(m * k), md.coreMatrixOffset(md.rem(e, n), md.div(e, n), n));
+  return stageBase ? md.add(stageBase, index) : index;
+}
+
+int64_t ThreadEmitter::stageElements(DotOp dot) {
+  return dot.getA().getType().getNumElements() + dot.getB().getType().getNumElements();
 }
 
 std::optional<std::pair<DotOp, unsigned>> ThreadEmitter::asyncOperand(LoadBlockOp load) {
@@ -342,17 +356,23 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
   auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getType();
   MatrixShape shape = *matrixInstruction(op, matrixUnits, layout.getNumWarps());
   Type in = at.getElementType(), f32 = b.getF32Type();
+  auto staged = stagedDots.find(op);
+  Value stageBase = staged != stagedDots.end() ? staged->second.stageBase : Value();
   MatrixDot md{b, loc, at.getDimSize(0), bt.getDimSize(1), at.getDimSize(1), in, shape,
-               sharedBuffer(in)};
+               sharedBuffer(in), stageBase};
   bool wgmma = shape.units == MatrixUnits::Wgmma;
   bool copiedA = copiedToShared.contains(op.getA()), copiedB = copiedToShared.contains(op.getB());
   if (!copiedA)
     writeShared(regs(op.getA()), md.m * md.k, in, 0,
-                [&](Value e) { return matrixOperandIndex(op, 0, e); });
+                [&](Value e) { return matrixOperandIndex(op, 0, e, stageBase); });
   if (!copiedB)
     writeShared(regs(op.getB()), md.k * md.n, in, 0,
-                [&](Value e) { return matrixOperandIndex(op, 1, e); });
-  if (copiedA || copiedB)
+                [&](Value e) { return matrixOperandIndex(op, 1, e, stageBase); });
+  // This dot's copies are done once at most `inFlight` later groups are pending.
+  if (staged != stagedDots.end())
+    md.ptx("cp.async.wait_group " + std::to_string(staged->second.inFlight) + ";", "", 0, f32,
+           {});
+  else if (copiedA || copiedB)
     md.ptx("cp.async.wait_all;", "", 0, f32, {});
   // wgmma reads shared memory through the async proxy: make the writes visible.
   if (wgmma)

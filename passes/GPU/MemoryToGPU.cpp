@@ -234,7 +234,8 @@ LogicalResult ThreadEmitter::emitLoad(Operation *op) {
   return success();
 }
 
-void ThreadEmitter::emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand) {
+void ThreadEmitter::emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand, Value stageBase,
+                                  bool commit) {
   const TensorArg &t = tensors.find(op.getMemory())->second;
   RankedTensorType tile = op.getType();
   int64_t n = registers(tile), numElements = tile.getNumElements();
@@ -252,7 +253,7 @@ void ThreadEmitter::emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand) {
     // Where the run's elements go in the dot's operand buffer.
     SmallVector<Value> at;
     for (unsigned k = 0; k < vec; ++k)
-      at.push_back(matrixOperandIndex(dot, operand, elementIndex(r0 + k)));
+      at.push_back(matrixOperandIndex(dot, operand, elementIndex(r0 + k), stageBase));
     emitIfElse(
         fast, {},
         [&]() -> SmallVector<Value> {
@@ -291,7 +292,8 @@ void ThreadEmitter::emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand) {
           return {};
         });
   }
-  inlinePTX(b, loc, "cp.async.commit_group;", "", 0, Type(), {});
+  if (commit)
+    inlinePTX(b, loc, "cp.async.commit_group;", "", 0, Type(), {});
   copiedToShared.insert(op.getResult());
 }
 

@@ -203,13 +203,17 @@ TEST_P(OnDevice, Matmul) {
 }
 
 TEST_P(OnDevice, MatmulF16) {
-  // f16 inputs, f32 accumulation: on CUDA sm_80+ this is the mma.sync path, on
-  // AMD CDNA v_mfma, on Vulkan and the CPU the FMA loop and the micro-kernel.
+  // f16 inputs, f32 accumulation: on CUDA sm_90 wgmma, on sm_80+ mma.sync, both
+  // fed by cp.async and pipelined three stages deep; on AMD CDNA v_mfma, on
+  // Vulkan and the CPU the FMA loop and the micro-kernel. The shapes cover one
+  // K step, fewer steps than stages, ragged and unaligned rows (the element
+  // fallback of cp.async) and many steps (every stage reused several times).
   Module m = load("matmul");
   struct Shape {
     int64_t m, n, k;
   };
-  for (Shape s : {Shape{64, 64, 32}, Shape{128, 192, 96}, Shape{100, 70, 50}}) {
+  for (Shape s : {Shape{64, 64, 32}, Shape{128, 192, 96}, Shape{100, 70, 50},
+                  Shape{64, 128, 512}}) {
     auto a = randomVector(s.m * s.k, 30), b = randomVector(s.k * s.n, 31);
     Buffer ba = uploadHalf(a), bb = uploadHalf(b), bc = upload(std::vector<float>(s.m * s.n, NAN));
     run(m, "matmul_f16", {Arg::tensor(ba, DType::F16, {s.m, s.k}),

@@ -20,4 +20,7 @@ namespace kiln {
 inline constexpr llvm::StringLiteral kKernelAttr = "kiln.kernel";
 inline constexpr llvm::StringLiteral kGridFuncAttr = "kiln.grid_func";
 inline constexpr llvm::StringLiteral kArgNameAttr = "kiln.name";
+/// On an scf.for: software-pipeline the loop's tile loads this many iterations
+/// deep (`range(..., stages=N)`); targets without asynchronous copies ignore it.
+inline constexpr llvm::StringLiteral kStagesAttr = "kiln.stages";
 } // namespace kiln
