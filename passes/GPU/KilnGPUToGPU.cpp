@@ -288,6 +288,29 @@ void ThreadEmitter::unflatten(ValueRange originals, ValueRange flat) {
   }
 }
 
+int64_t ThreadEmitter::flatCount(Value v, DotOp carriedBy) {
+  if (carriedBy)
+    return fragmentLayout(carriedBy, matrixUnits, layout.getNumWarps()).registers();
+  return isa<RankedTensorType>(v.getType()) ? registers(v.getType()) : 1;
+}
+
+SmallVector<DotOp> ThreadEmitter::fragmentCarried(scf::ForOp op) {
+  SmallVector<DotOp> dots(op.getNumRegionIterArgs());
+  if (matrixUnits == MatrixUnits::None)
+    return dots;
+  auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
+    if (!arg.hasOneUse())
+      continue;
+    auto dot = dyn_cast<DotOp>(arg.use_begin()->getOwner());
+    if (dot && dot.getAcc() == arg && dot->getBlock() == op.getBody() &&
+        yield.getOperand(i) == dot.getResult() && dot.getResult().hasOneUse() &&
+        matrixInstruction(dot, matrixUnits, layout.getNumWarps()))
+      dots[i] = dot;
+  }
+  return dots;
+}
+
 LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
   Value lower = scalar(op.getLowerBound()), upper = scalar(op.getUpperBound()),
         step = scalar(op.getStep());
@@ -299,7 +322,23 @@ LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
       if (failed(issueStage(*pipeline, op, add(lower, mul(step, i32(s))), upper, i32(s))))
         return failure();
 
-  SmallVector<Value> inits = flatten(op.getInitArgs());
+  // Accumulators that only a tensor-core dot updates stay in its fragment layout
+  // from iteration to iteration; they change layout once before and once after.
+  SmallVector<DotOp> carriedDots = fragmentCarried(op);
+  SmallVector<Value> inits;
+  for (auto [init, dot] : llvm::zip(op.getInitArgs(), carriedDots)) {
+    if (!dot) {
+      llvm::append_range(inits, flatten(init));
+      continue;
+    }
+    FragmentLayout f = fragmentLayout(dot, matrixUnits, layout.getNumWarps());
+    DenseElementsAttr constant;
+    if (matchPattern(init, m_Constant(&constant)) && constant.isSplat() &&
+        constant.getSplatValue<APFloat>().isPosZero())
+      inits.append(f.registers(), b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0)));
+    else
+      llvm::append_range(inits, toFragments(dot, regs(init)));
+  }
   // Device loops count in index: SPIR-V's loop lowering expects it.
   auto toIndex = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
   auto loop = b.create<scf::ForOp>(loc, toIndex(lower), toIndex(upper), toIndex(step), inits);
@@ -326,13 +365,36 @@ LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
         prefetched.insert(prefetch.load);
     }
     scalars.map(op.getInductionVar(), iv);
-    unflatten(op.getRegionIterArgs(), loop.getRegionIterArgs());
+    ValueRange flat = loop.getRegionIterArgs();
+    for (auto [arg, dot] : llvm::zip(op.getRegionIterArgs(), carriedDots)) {
+      int64_t count = flatCount(arg, dot);
+      if (dot) {
+        fragmentTiles[arg] = Registers(flat.take_front(count));
+        fragmentResultDots.insert(dot);
+      } else {
+        unflatten(arg, flat.take_front(count));
+      }
+      flat = flat.drop_front(count);
+    }
     if (failed(emitBlock(*op.getBody())))
       return failure();
     auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
-    b.create<scf::YieldOp>(loc, flatten(yield.getOperands()));
+    SmallVector<Value> yields;
+    for (auto [value, dot] : llvm::zip(yield.getOperands(), carriedDots))
+      llvm::append_range(yields, dot ? fragmentTiles[value] : flatten(value));
+    b.create<scf::YieldOp>(loc, yields);
   }
-  unflatten(op.getResults(), loop.getResults());
+  ValueRange flat = loop.getResults();
+  for (auto [result, dot] : llvm::zip(op.getResults(), carriedDots)) {
+    int64_t count = flatCount(result, dot);
+    if (dot) {
+      Registers blocked = fromFragments(dot, Registers(flat.take_front(count)), nullptr);
+      tiles[result] = std::move(blocked);
+    } else {
+      unflatten(result, flat.take_front(count));
+    }
+    flat = flat.drop_front(count);
+  }
   if (pipeline) // the groups past the end were empty; drain anyway
     inlinePTX(b, loc, "cp.async.wait_all;", "", 0, Type(), {});
   return success();

@@ -22,6 +22,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <array>
 #include <functional>
 
 namespace kiln::gpu {
@@ -81,6 +82,12 @@ private:
   mlir::LogicalResult emitBlock(mlir::Block &block);
   mlir::LogicalResult emitOp(mlir::Operation *op);
   mlir::LogicalResult emitFor(mlir::scf::ForOp op);
+  /// Per iter_arg of `op`: the tensor-core dot that alone updates it (its only
+  /// use is that dot's accumulator, and the dot's result is yielded straight
+  /// back), so the loop may carry it as fragments; null elsewhere.
+  llvm::SmallVector<DotOp> fragmentCarried(mlir::scf::ForOp op);
+  /// How many flat loop values `v` takes (fragments when `carriedBy` is set).
+  int64_t flatCount(mlir::Value v, DotOp carriedBy);
 
   /// A loop with `kiln.stages` = S whose tile loads feed one tensor-core dot:
   /// those loads (and the scalar ops their offsets need) run S - 1 iterations
@@ -160,6 +167,16 @@ private:
   /// (operand A only: wgmma stores B transposed), with no shared-memory exchange
   /// in between, and rows made of whole runs.
   std::optional<std::pair<DotOp, unsigned>> asyncOperand(LoadBlockOp load);
+  /// The tile origin (row0, col0) of fragment slot `slot` for this thread, and
+  /// whether the slot holds a tile at all.
+  std::array<mlir::Value, 3> fragmentTile(const FragmentLayout &f, int64_t slot);
+  /// The (row, col) in the result of register `reg` of the tile at (row0, col0).
+  std::pair<mlir::Value, mlir::Value> fragmentElement(const FragmentLayout &f, mlir::Value row0,
+                                                      mlir::Value col0, int64_t reg);
+  /// A blocked-layout accumulator of `dot` in its fragment layout, and back
+  /// (adding `addend`, a blocked tile, when given); both go through shared memory.
+  Registers toFragments(DotOp dot, const Registers &blocked);
+  Registers fromFragments(DotOp dot, const Registers &fragments, const Registers *addend);
   /// The shared-memory element index of element `e` (row-major in the operand
   /// tile) of operand `operand` (0: A, 1: B) of a matrix dot.
   mlir::Value matrixOperandIndex(DotOp dot, unsigned operand, mlir::Value e,
@@ -232,6 +249,10 @@ private:
     int64_t inFlight;
   };
   llvm::DenseMap<mlir::Operation *, StagedDot> stagedDots;
+  /// Accumulators a loop carries in their dot's fragment layout (see emitFor),
+  /// and the dots whose results stay in it.
+  llvm::DenseMap<mlir::Value, Registers> fragmentTiles;
+  llvm::DenseSet<mlir::Operation *> fragmentResultDots;
 };
 
 } // namespace kiln::gpu

@@ -111,11 +111,30 @@ SmallVector<Value> kiln::gpu::inlinePTX(OpBuilder &b, Location loc, StringRef te
   return out;
 }
 
+FragmentLayout kiln::gpu::fragmentLayout(DotOp op, MatrixUnits units, int64_t numWarps) {
+  FragmentLayout f;
+  f.shape = *matrixInstruction(op, units, numWarps);
+  f.m = op.getType().getDimSize(0);
+  f.n = op.getType().getDimSize(1);
+  f.group = f.shape.units == MatrixUnits::Wgmma ? 4 : 1;
+  f.workers = numWarps / f.group;
+  f.tilesN = f.n / f.shape.n;
+  f.numTiles = (f.m / f.shape.m) * f.tilesN;
+  f.slots = llvm::divideCeil(f.numTiles, f.workers);
+  switch (f.shape.units) {
+  case MatrixUnits::Wgmma: f.perTile = f.shape.n / 2; break;
+  case MatrixUnits::Wmma: f.perTile = 8; break;
+  default: f.perTile = 4; break;
+  }
+  return f;
+}
+
 namespace {
 
 /// Builds one dot's matrix-instruction code. Each `*Tile` method emits the K loop
-/// of one instruction tile at (row0, col0) of the result and hands every
-/// accumulator element to `store(value, row, col)`.
+/// of one instruction tile at (row0, col0) of the result, starting from this
+/// thread's accumulator registers of that tile and returning the new ones
+/// (ThreadEmitter::fragmentElement says which element each register holds).
 struct MatrixDot {
   OpBuilder &b;
   Location loc;
@@ -124,7 +143,6 @@ struct MatrixDot {
   MatrixShape shape;
   Value operands;  // shared memory: A at stage, B at stage + m * k, laid out per instruction
   Value stageBase; // i32 element offset of the pipeline stage (null: 0)
-  using Store = function_ref<void(Value value, Value row, Value col)>;
 
   Value i32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
   Value add(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
@@ -160,15 +178,15 @@ struct MatrixDot {
   }
 
   Value coreMatrixOffset(Value row, Value col, int64_t rows);
-  void mmaSyncTile(Value lane, Value row0, Value col0, Store store);
-  void wgmmaTile(Value lane, Value warpInGroup, Value row0, Value col0, Store store);
-  void amdTile(Value lane, Value row0, Value col0, Store store);
+  SmallVector<Value> mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc);
+  SmallVector<Value> wgmmaTile(Value row0, Value col0, ValueRange acc);
+  SmallVector<Value> amdTile(Value lane, Value row0, Value col0, ValueRange acc);
 };
 
 } // namespace
 
 // mma.sync.m16n8k16 fed by ldmatrix from row-major A and B.
-void MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Store store) {
+SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc) {
   Type f32 = b.getF32Type();
   const char *kind = in.isF16() ? "f16" : "bf16";
   std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." + kind +
@@ -176,8 +194,7 @@ void MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Store store) {
   // Lane addresses for ldmatrix: A row lane % 16 at column 8 * (lane / 16);
   // B rows 0..15 (lanes 16..31 repeat lanes 0..15; .x2 ignores them).
   Value lane16 = rem(lane, 16), half = mul(div(lane, 16), i32(8));
-  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0));
-  auto loop = kLoop({zero, zero, zero, zero}, [&](Value k0, ValueRange acc) {
+  auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
     Value aIndex = add(mul(add(row0, lane16), i32(k)), add(k0, half));
     SmallVector<Value> args =
         ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];", "=r,=r,=r,=r,r",
@@ -188,10 +205,7 @@ void MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Store store) {
     args.append(acc.begin(), acc.end());
     return ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
   });
-  Value g = div(lane, 4), t2 = mul(rem(lane, 4), i32(2));
-  for (int i = 0; i < 4; ++i)
-    store(loop.getResult(i), add(add(row0, g), i32(i >= 2 ? 8 : 0)),
-          add(add(col0, t2), i32(i % 2)));
+  return loop.getResults();
 }
 
 /// Where element (row, col) of an operand with `rows` rows goes for wgmma, with
@@ -206,11 +220,8 @@ Value MatrixDot::coreMatrixOffset(Value row, Value col, int64_t rows) {
 // wgmma.mma_async.m64nNk16 with both operands read through shared-memory
 // descriptors (PTX ISA, "Matrix Descriptor Format"): start address, leading
 // byte offset (between core matrices along K) and stride byte offset (between
-// core matrices along M or N), each in 16-byte units, no swizzle. The
-// accumulator fragment of warp w of the warpgroup is the m16n8 fragment of
-// mma.sync repeated along N: registers 4j..4j+3 hold rows 16w + g (+8), columns
-// 8j + 2t (+1).
-void MatrixDot::wgmmaTile(Value lane, Value warpInGroup, Value row0, Value col0, Store store) {
+// core matrices along M or N), each in 16-byte units, no swizzle.
+SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) {
   Type f32 = b.getF32Type(), i64 = b.getI64Type();
   const int64_t regs = shape.n / 2;
   const char *kind = in.isF16() ? "f16" : "bf16";
@@ -223,12 +234,12 @@ void MatrixDot::wgmmaTile(Value lane, Value warpInGroup, Value row0, Value col0,
     return b.create<arith::OrIOp>(loc, b.create<arith::ExtUIOp>(loc, i64, address), fields);
   };
 
-  // The fence orders the accumulator registers' last writes (the zeros, or the
-  // previous step) before the asynchronous read; it sits in the same asm
-  // statement so that no register move can fall between the two.
-  std::string text = "{\n.reg .pred p;\nwgmma.fence.sync.aligned;\nsetp.ne.b32 p, $" + std::to_string(2 * regs + 2) +
-                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(shape.n) +
-                     "k16.f32." + kind + "." + kind + " {";
+  // The fence orders the accumulator registers' last writes (the incoming
+  // values, or the previous step) before the asynchronous read; it sits in the
+  // same asm statement so that no register move can fall between the two.
+  std::string text = "{\n.reg .pred p;\nwgmma.fence.sync.aligned;\nsetp.ne.b32 p, $" +
+                     std::to_string(2 * regs + 2) + ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(shape.n) + "k16.f32." + kind + "." + kind + " {";
   std::string constraints, tied;
   for (int64_t r = 0; r < regs; ++r) {
     text += (r ? ",$" : "$") + std::to_string(r);
@@ -243,8 +254,7 @@ void MatrixDot::wgmmaTile(Value lane, Value warpInGroup, Value row0, Value col0,
   std::string waitConstraints = constraints + tied;
   waitConstraints.pop_back();
 
-  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0));
-  auto loop = kLoop(SmallVector<Value>(regs, zero), [&](Value k0, ValueRange acc) {
+  auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
     Value kGroup = div(k0, 8);
     Value aStart = add(mul(kGroup, i32(m * 8)), mul(div(row0, 8), i32(64)));
     Value bStart = add(i32(m * k), add(mul(kGroup, i32(n * 8)), mul(div(col0, 8), i32(64))));
@@ -253,29 +263,25 @@ void MatrixDot::wgmmaTile(Value lane, Value warpInGroup, Value row0, Value col0,
     return ptx(text, mmaConstraints, regs, f32, args);
   });
   ptx("wgmma.commit_group.sync.aligned;", "", 0, f32, {});
-  SmallVector<Value> acc = ptx("wgmma.wait_group.sync.aligned 0;", waitConstraints, regs, f32,
-                               loop.getResults());
-  Value g = div(lane, 4), t2 = mul(rem(lane, 4), i32(2));
-  Value warpRow = add(row0, add(mul(warpInGroup, i32(16)), g));
-  for (int64_t r = 0; r < regs; ++r)
-    store(acc[r], add(warpRow, i32(r % 4 >= 2 ? 8 : 0)),
-          add(add(col0, t2), i32(8 * (r / 4) + r % 2)));
+  return ptx("wgmma.wait_group.sync.aligned 0;", waitConstraints, regs, f32, loop.getResults());
 }
 
 // AMD: every lane reads its A and B elements straight from row-major shared
 // memory.
 //   mfma (64 lanes), element i < 4 of lane l: A[l % 16][4 (l / 16) + i],
-//     B[4 (l / 16) + i][l % 16], C[4 (l / 16) + i][l % 16];
+//     B[4 (l / 16) + i][l % 16];
 //   wmma (gfx11, 32 lanes, both halves hold the operands), element i < 16:
-//     A[l % 16][i], B[i][l % 16]; C element i < 8: C[2 i + l / 16][l % 16].
-void MatrixDot::amdTile(Value lane, Value row0, Value col0, Store store) {
+//     A[l % 16][i], B[i][l % 16].
+SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueRange acc) {
   bool wmma = shape.units == MatrixUnits::Wmma;
   int64_t perLane = wmma ? 16 : 4, results = wmma ? 8 : 4;
   auto vecIn = VectorType::get({perLane}, in);
   auto vecAcc = VectorType::get({results}, b.getF32Type());
-  Value accInit = b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(vecAcc, 0.0f));
+  Value accIn = b.create<LLVM::UndefOp>(loc, vecAcc);
+  for (int64_t i = 0; i < results; ++i)
+    accIn = b.create<LLVM::InsertElementOp>(loc, accIn, acc[i], i32(i));
   Value lane16 = rem(lane, 16), quad = mul(div(lane, 16), i32(4));
-  auto loop = kLoop({accInit}, [&](Value k0, ValueRange acc) -> SmallVector<Value> {
+  auto loop = kLoop({accIn}, [&](Value k0, ValueRange acc) -> SmallVector<Value> {
     Value av = b.create<LLVM::UndefOp>(loc, vecIn), bv = b.create<LLVM::UndefOp>(loc, vecIn);
     for (int64_t i = 0; i < perLane; ++i) {
       Value kk = add(k0, wmma ? i32(i) : add(quad, i32(i)));
@@ -299,11 +305,108 @@ void MatrixDot::amdTile(Value lane, Value row0, Value col0, Store store) {
                                                   ValueRange{av, bv, acc[0], zero, zero, zero})
                 .getResult()};
   });
-  for (int64_t i = 0; i < results; ++i) {
-    Value v = b.create<LLVM::ExtractElementOp>(loc, loop.getResult(0), i32(i));
-    Value row = wmma ? add(i32(2 * i), div(lane, 16)) : add(quad, i32(i));
-    store(v, add(row0, row), add(col0, lane16));
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < results; ++i)
+    out.push_back(b.create<LLVM::ExtractElementOp>(loc, loop.getResult(0), i32(i)));
+  return out;
+}
+
+std::array<Value, 3> ThreadEmitter::fragmentTile(const FragmentLayout &f, int64_t slot) {
+  auto div = [&](Value x, int64_t y) { return b.create<arith::DivUIOp>(loc, x, i32(y)); };
+  auto rem = [&](Value x, int64_t y) { return b.create<arith::RemUIOp>(loc, x, i32(y)); };
+  Value worker = div(div(threadId, layout.getWarpSize()), f.group);
+  Value tile = b.create<arith::AddIOp>(loc, worker, i32(slot * f.workers));
+  Value valid = b.create<arith::ConstantIntOp>(loc, 1, 1);
+  if (f.partial()) {
+    valid = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, tile, i32(f.numTiles));
+    tile = b.create<arith::SelectOp>(loc, valid, tile, i32(0));
   }
+  Value row0 = b.create<arith::MulIOp>(loc, div(tile, f.tilesN), i32(f.shape.m));
+  Value col0 = b.create<arith::MulIOp>(loc, rem(tile, f.tilesN), i32(f.shape.n));
+  return {row0, col0, valid};
+}
+
+// Accumulator fragments, with lane l, g = l / 4 and t = l % 4:
+//   mma-sync m16n8: registers 0..3 hold [g][2t], [g][2t+1], [g+8][2t], [g+8][2t+1];
+//   wgmma m64nN: warp w of the warpgroup holds rows 16w.., registers 4j..4j+3 as
+//     mma-sync's, shifted by 8j columns;
+//   mfma 16x16 (64 lanes): register i holds [4 (l / 16) + i][l % 16];
+//   wmma 16x16 (32 lanes): register i holds [2 i + l / 16][l % 16].
+std::pair<Value, Value> ThreadEmitter::fragmentElement(const FragmentLayout &f, Value row0,
+                                                       Value col0, int64_t reg) {
+  auto add = [&](Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y).getResult(); };
+  auto div = [&](Value x, int64_t y) { return b.create<arith::DivUIOp>(loc, x, i32(y)); };
+  auto rem = [&](Value x, int64_t y) { return b.create<arith::RemUIOp>(loc, x, i32(y)); };
+  auto mul = [&](Value x, int64_t y) { return b.create<arith::MulIOp>(loc, x, i32(y)); };
+  Value lane = rem(threadId, layout.getWarpSize());
+  switch (f.shape.units) {
+  case MatrixUnits::MmaSync:
+  case MatrixUnits::Wgmma: {
+    Value row = add(row0, div(lane, 4)), col = add(col0, mul(rem(lane, 4), 2));
+    if (f.shape.units == MatrixUnits::Wgmma)
+      row = add(row, mul(rem(div(threadId, layout.getWarpSize()), 4), 16));
+    return {add(row, i32(reg % 4 >= 2 ? 8 : 0)), add(col, i32(8 * (reg / 4) + reg % 2))};
+  }
+  case MatrixUnits::Mfma:
+    return {add(row0, add(mul(div(lane, 16), 4), i32(reg))), add(col0, rem(lane, 16))};
+  case MatrixUnits::Wmma:
+    return {add(row0, add(i32(2 * reg), div(lane, 16))), add(col0, rem(lane, 16))};
+  case MatrixUnits::None: break;
+  }
+  llvm_unreachable("FMA dots have no fragments");
+}
+
+Registers ThreadEmitter::toFragments(DotOp dot, const Registers &blocked) {
+  FragmentLayout f = fragmentLayout(dot, matrixUnits, layout.getNumWarps());
+  Type f32 = b.getF32Type();
+  writeShared(blocked, f.m * f.n, f32);
+  barrier();
+  Registers out;
+  for (int64_t slot = 0; slot < f.slots; ++slot) {
+    auto [row0, col0, valid] = fragmentTile(f, slot);
+    for (int64_t r = 0; r < f.perTile; ++r) {
+      auto [row, col] = fragmentElement(f, row0, col0, r);
+      Value at = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(f.n)), col);
+      out.push_back(readShared(at, f32)); // slots without a tile read their origin
+    }
+  }
+  barrier();
+  return out;
+}
+
+Registers ThreadEmitter::fromFragments(DotOp dot, const Registers &fragments,
+                                       const Registers *addend) {
+  FragmentLayout f = fragmentLayout(dot, matrixUnits, layout.getNumWarps());
+  Type f32 = b.getF32Type();
+  Value results = sharedBuffer(f32);
+  for (int64_t slot = 0; slot < f.slots; ++slot) {
+    auto [row0, col0, valid] = fragmentTile(f, slot);
+    for (int64_t r = 0; r < f.perTile; ++r) {
+      auto [row, col] = fragmentElement(f, row0, col0, r);
+      Value at = b.create<arith::IndexCastOp>(
+          loc, b.getIndexType(),
+          b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(f.n)), col));
+      Value value = fragments[slot * f.perTile + r];
+      emitIfElse(
+          valid, {},
+          [&]() -> SmallVector<Value> {
+            b.create<memref::StoreOp>(loc, value, results, ValueRange{at});
+            return {};
+          },
+          nullptr);
+    }
+  }
+  barrier();
+  Registers out;
+  auto ct = dot.getType();
+  for (int64_t r = 0, count = registers(ct); r < count; ++r) {
+    Value valid = registerValid(r, ct.getNumElements());
+    Value e = b.create<arith::SelectOp>(loc, valid, elementIndex(r), i32(0));
+    Value value = readShared(e, f32);
+    out.push_back(addend ? b.create<arith::AddFOp>(loc, value, (*addend)[r]) : value);
+  }
+  barrier();
+  return out;
 }
 
 Value ThreadEmitter::matrixOperandIndex(DotOp dot, unsigned operand, Value e, Value stageBase) {
@@ -353,8 +456,9 @@ std::optional<std::pair<DotOp, unsigned>> ThreadEmitter::asyncOperand(LoadBlockO
 }
 
 void ThreadEmitter::emitMatrixDot(DotOp op) {
-  auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getType();
-  MatrixShape shape = *matrixInstruction(op, matrixUnits, layout.getNumWarps());
+  auto at = op.getA().getType(), bt = op.getB().getType();
+  FragmentLayout f = fragmentLayout(op, matrixUnits, layout.getNumWarps());
+  MatrixShape shape = f.shape;
   Type in = at.getElementType(), f32 = b.getF32Type();
   auto staged = stagedDots.find(op);
   Value stageBase = staged != stagedDots.end() ? staged->second.stageBase : Value();
@@ -379,44 +483,44 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
     md.ptx("fence.proxy.async.shared::cta;", "", 0, f32, {});
   barrier();
 
-  Value results = sharedBuffer(f32);
-  int64_t warp = layout.getWarpSize();
-  Value warpId = md.div(threadId, warp), lane = md.rem(threadId, warp);
-  // Instruction tiles go round-robin to the warps (to the warpgroups for wgmma).
-  int64_t group = wgmma ? 4 : 1;
-  Value worker = md.div(warpId, group);
-  int64_t tilesN = md.n / shape.n, numTiles = (md.m / shape.m) * tilesN;
-  auto store = [&](Value value, Value row, Value col) {
-    Value at = md.add(md.mul(row, md.i32(md.n)), col);
-    b.create<memref::StoreOp>(loc, value, results, ValueRange{md.index(at)});
-  };
-  auto tileLoop = b.create<scf::ForOp>(loc, md.index(worker), md.index(md.i32(numTiles)),
-                                       md.index(md.i32(layout.getNumWarps() / group)));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(tileLoop.getBody());
-    Value tile = md.toI32(tileLoop.getInductionVar());
-    Value row0 = md.mul(md.div(tile, tilesN), md.i32(shape.m));
-    Value col0 = md.mul(md.rem(tile, tilesN), md.i32(shape.n));
-    switch (shape.units) {
-    case MatrixUnits::MmaSync: md.mmaSyncTile(lane, row0, col0, store); break;
-    case MatrixUnits::Wgmma: md.wgmmaTile(lane, md.rem(warpId, 4), row0, col0, store); break;
-    case MatrixUnits::Mfma:
-    case MatrixUnits::Wmma: md.amdTile(lane, row0, col0, store); break;
-    case MatrixUnits::None: llvm_unreachable("FMA dots do not come here");
-    }
-  }
-  barrier();
-
-  // Back to the blocked layout, adding the incoming accumulator.
+  // The accumulator starts from the incoming fragments when a loop carries
+  // them, else from zeros (the blocked accumulator is added at the end).
+  auto carried = fragmentTiles.find(op.getAcc());
+  bool accIsFragments = carried != fragmentTiles.end();
+  Registers acc = accIsFragments ? carried->second : Registers();
+  if (!accIsFragments)
+    acc.assign(f.registers(), b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0)));
+  Value lane = md.rem(threadId, layout.getWarpSize());
   Registers out;
-  const Registers &acc = regs(op.getAcc());
-  for (int64_t r = 0, count = registers(ct); r < count; ++r) {
-    Value valid = registerValid(r, ct.getNumElements());
-    Value e = b.create<arith::SelectOp>(loc, valid, elementIndex(r), md.i32(0));
-    Value product = b.create<memref::LoadOp>(loc, results, ValueRange{md.index(e)});
-    out.push_back(b.create<arith::AddFOp>(loc, product, acc[r]));
+  for (int64_t slot = 0; slot < f.slots; ++slot) {
+    auto [row0, col0, valid] = fragmentTile(f, slot);
+    ValueRange slotAcc = ValueRange(acc).slice(slot * f.perTile, f.perTile);
+    auto tile = [&, row0 = row0, col0 = col0]() -> SmallVector<Value> {
+      switch (shape.units) {
+      case MatrixUnits::MmaSync: return md.mmaSyncTile(lane, row0, col0, slotAcc);
+      case MatrixUnits::Wgmma: return md.wgmmaTile(row0, col0, slotAcc);
+      case MatrixUnits::Mfma:
+      case MatrixUnits::Wmma: return md.amdTile(lane, row0, col0, slotAcc);
+      case MatrixUnits::None: break;
+      }
+      llvm_unreachable("FMA dots do not come here");
+    };
+    if (!f.partial()) {
+      llvm::append_range(out, tile());
+      continue;
+    }
+    SmallVector<Type> types(f.perTile, f32);
+    auto ifOp = emitIfElse(valid, types, tile, [&]() -> SmallVector<Value> { return slotAcc; });
+    llvm::append_range(out, ifOp.getResults());
   }
-  barrier();
-  tiles[op.getResult()] = out;
+
+  if (fragmentResultDots.contains(op)) {
+    // The loop carries the fragments; only the operand buffers must be free
+    // before the next iteration's copies.
+    fragmentTiles[op.getResult()] = out;
+    barrier();
+    return;
+  }
+  Registers blocked = fromFragments(op, out, accIsFragments ? nullptr : &regs(op.getAcc()));
+  tiles[op.getResult()] = std::move(blocked);
 }

@@ -39,4 +39,20 @@ struct MatrixShape {
 /// and may use `units`, or nullopt for the FMA loop.
 std::optional<MatrixShape> matrixInstruction(DotOp op, MatrixUnits units, int64_t numWarps);
 
+/// How a dot's m x n result is dealt to instruction tiles: tiles go round-robin to
+/// the workers (warps, or warpgroups of four for wgmma); slot j of worker w is
+/// tile w + j * workers (slots past the last tile hold nothing), and each thread
+/// holds `perTile` accumulator registers of every slot (the fragment layout).
+struct FragmentLayout {
+  MatrixShape shape;
+  int64_t m, n;
+  int64_t group, workers;
+  int64_t tilesN, numTiles, slots, perTile;
+  bool partial() const { return numTiles % workers != 0; }
+  int64_t registers() const { return slots * perTile; }
+};
+
+/// The fragment layout of a dot that has a matrix instruction.
+FragmentLayout fragmentLayout(DotOp op, MatrixUnits units, int64_t numWarps);
+
 } // namespace kiln::gpu
