@@ -51,3 +51,25 @@ arith::AtomicRMWKind kiln::atomicKind(ReduceKind kind, bool isFloat) {
   default: return isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi;
   }
 }
+
+Value kiln::roundToTF32(OpBuilder &b, Location loc, Value v) {
+  Type i32 = b.getI32Type();
+  auto shaped = dyn_cast<ShapedType>(v.getType());
+  Type bitsType = shaped ? shaped.clone(i32) : i32;
+  auto constant = [&](int64_t bits) -> Value {
+    TypedAttr attr = b.getI32IntegerAttr(static_cast<int32_t>(bits));
+    if (shaped)
+      attr = SplatElementsAttr::get(cast<ShapedType>(bitsType), attr);
+    return b.create<arith::ConstantOp>(loc, attr);
+  };
+  Value bits = b.create<arith::BitcastOp>(loc, bitsType, v);
+  // Adding half of the dropped range to the magnitude's bits rounds ties away
+  // from zero (a carry into the exponent is the correct result).
+  Value rounded = b.create<arith::AndIOp>(
+      loc, b.create<arith::AddIOp>(loc, bits, constant(0x1000)), constant(0xFFFFE000));
+  Value exponent = b.create<arith::AndIOp>(loc, bits, constant(0x7F800000));
+  Value special =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, exponent, constant(0x7F800000));
+  Value result = b.create<arith::SelectOp>(loc, special, bits, rounded);
+  return b.create<arith::BitcastOp>(loc, v.getType(), result);
+}

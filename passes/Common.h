@@ -19,4 +19,9 @@ mlir::Value combineReduction(mlir::OpBuilder &b, mlir::Location loc, ReduceKind 
 /// (addf, maximumf, minimumf) or signed integers (addi, maxs, mins).
 mlir::arith::AtomicRMWKind atomicKind(ReduceKind kind, bool isFloat);
 
+/// `v` (f32, or a tensor or vector of f32) rounded to TensorFloat-32: the low 13
+/// mantissa bits cleared after rounding to nearest, ties away from zero (PTX's
+/// cvt.rna.tf32.f32); Inf and NaN pass unchanged.
+mlir::Value roundToTF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+
 } // namespace kiln

@@ -270,8 +270,12 @@ Value lowerScan(OpBuilder &b, ScanOp op) {
 }
 
 Value lowerDot(OpBuilder &b, DotOp op) {
-  return b.create<linalg::MatmulOp>(op.getLoc(), ValueRange{op.getA(), op.getB()},
-                                    ValueRange{op.getAcc()})
+  Value x = op.getA(), y = op.getB();
+  if (op.getTf32()) { // the operands as tensor cores see them
+    x = roundToTF32(b, op.getLoc(), x);
+    y = roundToTF32(b, op.getLoc(), y);
+  }
+  return b.create<linalg::MatmulOp>(op.getLoc(), ValueRange{x, y}, ValueRange{op.getAcc()})
       .getResult(0);
 }
 

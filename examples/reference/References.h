@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace kiln::reference {
@@ -67,6 +68,18 @@ inline std::vector<double> sum2d(const float *x, int64_t m, int64_t n, int64_t s
 }
 
 /// c[m, n] = a[m, k] * b[k, n] with a's strides (sa0, sa1) and b row-major.
+/// `x` rounded to TensorFloat-32 (10 mantissa bits, to nearest, ties away from
+/// zero; Inf and NaN unchanged): what `dot(..., tf32=true)` multiplies.
+inline float tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7F800000u) != 0x7F800000u)
+    bits = (bits + 0x1000u) & 0xFFFFE000u;
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
 inline std::vector<double> matmul(const float *a, const float *b, int64_t m, int64_t n,
                                   int64_t k, int64_t sa0, int64_t sa1) {
   std::vector<double> c(m * n, 0.0);

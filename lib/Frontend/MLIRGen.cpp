@@ -1953,7 +1953,7 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
 }
 
 MaybeValue Generator::genDot(const CallExpr &e) {
-  if (!checkArity(e, 2, 3))
+  if (!checkArity(e, 2, 3, {"tf32"}))
     return std::nullopt;
   MaybeValue a = genValue(*e.args[0], "dot operand");
   if (!a)
@@ -1994,9 +1994,27 @@ MaybeValue Generator::genDot(const CallExpr &e) {
   } else {
     acc = convert(constant(Const::ofInt(0), accType, false, l), accType, shape, e.loc);
   }
+  bool tf32 = false;
+  if (const KeywordArg *kw = e.kwarg("tf32")) {
+    MaybeValue v = genValue(*kw->value, "tf32");
+    if (!v)
+      return std::nullopt;
+    if (v->type.kind != SType::Scalar || v->type.dtype != DType::I1)
+      return error(kw->value->loc, "tf32 must be a bool, got " + withArticle(v->type.str()));
+    if (!v->cst)
+      return error(kw->value->loc,
+                   "tf32 must be known at compile time (true, false, or built from params)");
+    tf32 = v->cst->i != 0;
+    if (tf32 && a->type.dtype != DType::F32)
+      return error(kw->value->loc, "tf32 rounding applies to f32 operands, got " +
+                                       llvm::Twine(dtypeName(a->type.dtype)));
+  }
   TValue out;
   out.type = SType::tile(acc.type.dtype, shape);
-  out.value = builder.create<DotOp>(l, acc.value.getType(), a->value, b->value, acc.value);
+  auto dot = builder.create<DotOp>(l, acc.value.getType(), a->value, b->value, acc.value);
+  if (tf32)
+    dot.setTf32(true);
+  out.value = dot;
   return out;
 }
 

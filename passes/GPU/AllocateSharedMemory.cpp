@@ -24,6 +24,21 @@ Type kiln::gpu::sharedStorageType(Type elementType) {
   return elementType;
 }
 
+int64_t kiln::gpu::pipelineStages(DotOp dot, const MatrixShape &shape) {
+  auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+  if (!loop || (shape.units != MatrixUnits::MmaSync && shape.units != MatrixUnits::Wgmma))
+    return 1;
+  auto attr = loop->getAttrOfType<IntegerAttr>(kStagesAttr);
+  return attr ? std::max<int64_t>(1, attr.getInt()) : 1;
+}
+
+int64_t kiln::gpu::matrixResultsOffset(DotOp dot, const MatrixShape &shape) {
+  auto a = dot.getA().getType(), b = dot.getB().getType();
+  if (sharedStorageType(a.getElementType()) != sharedStorageType(dot.getType().getElementType()))
+    return 0;
+  return pipelineStages(dot, shape) * (a.getNumElements() + b.getNumElements());
+}
+
 SmallVector<std::pair<Type, int64_t>, 2>
 kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUnits units) {
   auto tile = [](Value v) { return cast<RankedTensorType>(v.getType()); };
@@ -47,13 +62,10 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
     // shared memory into the tile's blocked layout. In a loop pipelined
     // `stages` deep (NVIDIA, PipelineToGPU.cpp) each stage has its operands.
     if (auto shape = matrixInstruction(dot, units, layout.getNumWarps())) {
-      int64_t stages = 1;
-      auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
-      if (loop && (shape->units == MatrixUnits::MmaSync || shape->units == MatrixUnits::Wgmma))
-        if (auto attr = loop->getAttrOfType<IntegerAttr>(kStagesAttr))
-          stages = std::max<int64_t>(1, attr.getInt());
-      return {need(a, stages * (a.getNumElements() + b.getNumElements()))[0],
-              need(c, c.getNumElements())[0]};
+      int64_t operands = pipelineStages(dot, *shape) * (a.getNumElements() + b.getNumElements());
+      if (int64_t offset = matrixResultsOffset(dot, *shape)) // f32 operands share the buffer
+        return need(c, offset + c.getNumElements());
+      return {need(a, operands)[0], need(c, c.getNumElements())[0]};
     }
     return need(a, a.getNumElements() + b.getNumElements());
   }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Common.h"
 #include "passes/GPU/Lowering.h"
 #include "passes/GPU/SharedMemory.h"
 
@@ -263,8 +264,15 @@ void ThreadEmitter::emitDot(DotOp op) {
   auto a = op.getA().getType(), bt = op.getB().getType(), c = op.getType();
   int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = bt.getDimSize(1);
   Type in = a.getElementType(), accType = c.getElementType();
-  writeShared(regs(op.getA()), m * k, in, 0);
-  writeShared(regs(op.getB()), k * n, in, m * k);
+  auto operand = [&](Value tile) {
+    Registers values = regs(tile);
+    if (op.getTf32())
+      for (Value &v : values)
+        v = roundToTF32(b, loc, v);
+    return values;
+  };
+  writeShared(operand(op.getA()), m * k, in, 0);
+  writeShared(operand(op.getB()), k * n, in, m * k);
   barrier();
   bool isFloatAcc = isa<FloatType>(accType);
   auto extend = [&](Value v) -> Value {

@@ -60,18 +60,24 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
     return std::nullopt;
   auto a = op.getA().getType(), b = op.getB().getType(), c = op.getType();
   Type in = a.getElementType();
-  if (!(in.isF16() || in.isBF16()) || b.getElementType() != in || !c.getElementType().isF32())
-    return std::nullopt;
-  // bf16 on AMD stays on the FMA loop: the ROCDL lowering turns bf16 into i16
-  // and leaves casts that LLVM translation rejects (MLIR 19).
-  if ((units == MatrixUnits::Mfma || units == MatrixUnits::Wmma) && in.isBF16())
-    return std::nullopt;
   int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = b.getDimSize(1);
   auto fits = [&](MatrixShape s) -> std::optional<MatrixShape> {
     if (m % s.m != 0 || n % s.n != 0 || k % s.k != 0)
       return std::nullopt;
     return s;
   };
+  // f32 with tf32 rounding: mma.sync.m16n8k8.tf32 on every NVIDIA target with
+  // tensor cores (wgmma's tf32 form is not used yet).
+  if (op.getTf32())
+    return units == MatrixUnits::MmaSync || units == MatrixUnits::Wgmma
+               ? fits({MatrixUnits::MmaSync, 16, 8, 8})
+               : std::nullopt;
+  if (!(in.isF16() || in.isBF16()) || b.getElementType() != in || !c.getElementType().isF32())
+    return std::nullopt;
+  // bf16 on AMD stays on the FMA loop: the ROCDL lowering turns bf16 into i16
+  // and leaves casts that LLVM translation rejects (MLIR 19).
+  if ((units == MatrixUnits::Mfma || units == MatrixUnits::Wmma) && in.isBF16())
+    return std::nullopt;
   switch (units) {
   case MatrixUnits::Wgmma:
     // One warpgroup (four warps) computes 64 rows; the widest N up to 128 keeps
@@ -185,9 +191,36 @@ struct MatrixDot {
 
 } // namespace
 
-// mma.sync.m16n8k16 fed by ldmatrix from row-major A and B.
+// mma.sync.m16n8k16 fed by ldmatrix from row-major A and B; for f32 operands
+// (tf32), mma.sync.m16n8k8.tf32 with each register read from shared memory and
+// rounded by cvt.rna.tf32.f32: with g = lane / 4, t = lane % 4, A registers
+// hold A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4] and B registers B[t][g],
+// B[t+4][g] (PTX ISA, "Matrix Fragments for mma.m16n8k8").
 SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc) {
   Type f32 = b.getF32Type();
+  if (in.isF32()) {
+    Value g = div(lane, 4), t = rem(lane, 4);
+    auto tf32 = [&](Value element) {
+      if (stageBase)
+        element = add(stageBase, element);
+      Value v = b.create<memref::LoadOp>(loc, operands, ValueRange{index(element)});
+      return ptx("cvt.rna.tf32.f32 $0, $1;", "=r,f", 1, b.getI32Type(), {v})[0];
+    };
+    auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
+      SmallVector<Value> args;
+      for (int64_t i = 0; i < 4; ++i) // A: rows g, g + 8; columns t, t + 4
+        args.push_back(tf32(add(mul(add(row0, add(g, i32(i % 2 ? 8 : 0))), i32(k)),
+                                add(k0, add(t, i32(i >= 2 ? 4 : 0))))));
+      for (int64_t i = 0; i < 2; ++i) // B: rows t, t + 4; column g
+        args.push_back(tf32(add(i32(m * k), add(mul(add(k0, add(t, i32(4 * i))), i32(n)),
+                                                add(col0, g)))));
+      args.append(acc.begin(), acc.end());
+      return ptx("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0,$1,$2,$3}, "
+                 "{$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+                 "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
+    });
+    return loop.getResults();
+  }
   const char *kind = in.isF16() ? "f16" : "bf16";
   std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." + kind +
                     ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
@@ -359,7 +392,8 @@ std::pair<Value, Value> ThreadEmitter::fragmentElement(const FragmentLayout &f, 
 Registers ThreadEmitter::toFragments(DotOp dot, const Registers &blocked) {
   FragmentLayout f = fragmentLayout(dot, matrixUnits, layout.getNumWarps());
   Type f32 = b.getF32Type();
-  writeShared(blocked, f.m * f.n, f32);
+  int64_t base = matrixResultsOffset(dot, f.shape);
+  writeShared(blocked, f.m * f.n, f32, base);
   barrier();
   Registers out;
   for (int64_t slot = 0; slot < f.slots; ++slot) {
@@ -367,6 +401,7 @@ Registers ThreadEmitter::toFragments(DotOp dot, const Registers &blocked) {
     for (int64_t r = 0; r < f.perTile; ++r) {
       auto [row, col] = fragmentElement(f, row0, col0, r);
       Value at = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(f.n)), col);
+      at = b.create<arith::AddIOp>(loc, at, i32(base));
       out.push_back(readShared(at, f32)); // slots without a tile read their origin
     }
   }
@@ -379,13 +414,14 @@ Registers ThreadEmitter::fromFragments(DotOp dot, const Registers &fragments,
   FragmentLayout f = fragmentLayout(dot, matrixUnits, layout.getNumWarps());
   Type f32 = b.getF32Type();
   Value results = sharedBuffer(f32);
+  int64_t base = matrixResultsOffset(dot, f.shape);
   for (int64_t slot = 0; slot < f.slots; ++slot) {
     auto [row0, col0, valid] = fragmentTile(f, slot);
     for (int64_t r = 0; r < f.perTile; ++r) {
       auto [row, col] = fragmentElement(f, row0, col0, r);
-      Value at = b.create<arith::IndexCastOp>(
-          loc, b.getIndexType(),
-          b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(f.n)), col));
+      Value flat = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(f.n)), col);
+      Value at = b.create<arith::IndexCastOp>(loc, b.getIndexType(),
+                                              b.create<arith::AddIOp>(loc, flat, i32(base)));
       Value value = fragments[slot * f.perTile + r];
       emitIfElse(
           valid, {},
@@ -402,7 +438,7 @@ Registers ThreadEmitter::fromFragments(DotOp dot, const Registers &fragments,
   for (int64_t r = 0, count = registers(ct); r < count; ++r) {
     Value valid = registerValid(r, ct.getNumElements());
     Value e = b.create<arith::SelectOp>(loc, valid, elementIndex(r), i32(0));
-    Value value = readShared(e, f32);
+    Value value = readShared(b.create<arith::AddIOp>(loc, e, i32(base)), f32);
     out.push_back(addend ? b.create<arith::AddFOp>(loc, value, (*addend)[r]) : value);
   }
   barrier();

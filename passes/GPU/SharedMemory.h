@@ -19,4 +19,13 @@ mlir::Type sharedStorageType(mlir::Type elementType);
 llvm::SmallVector<std::pair<mlir::Type, int64_t>, 2>
 sharedRequirement(mlir::Operation *op, BlockedEncodingAttr layout, MatrixUnits units);
 
+/// How many operand buffers a matrix dot keeps: the `stages` of the loop it
+/// sits in when that loop is pipelined (NVIDIA), else 1.
+int64_t pipelineStages(DotOp dot, const MatrixShape &shape);
+
+/// Where a matrix dot's f32 accumulator staging area starts in the f32 shared
+/// buffer: after the operand buffers when the operands are f32 too (tf32),
+/// else at 0.
+int64_t matrixResultsOffset(DotOp dot, const MatrixShape &shape);
+
 } // namespace kiln::gpu

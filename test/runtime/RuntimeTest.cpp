@@ -202,6 +202,27 @@ TEST_P(OnDevice, Matmul) {
   }
 }
 
+TEST_P(OnDevice, MatmulTF32) {
+  // matmul with TF32=1: operands rounded to TensorFloat-32 on every device (NVIDIA
+  // sm_80+ on mma.sync.m16n8k8.tf32, elsewhere rounded in registers), so all of
+  // them match a reference on rounded inputs, and differ from full f32.
+  Module m = load("matmul_tf32");
+  int64_t M = 70, N = 65, K = 96;
+  auto a = randomVector(M * K, 32), b = randomVector(K * N, 33);
+  Buffer ba = upload(a), bb = upload(b), bc = upload(std::vector<float>(M * N, NAN));
+  run(m, "matmul", {Arg::tensor(ba, DType::F32, {M, K}), Arg::tensor(bb, DType::F32, {K, N}),
+                    Arg::tensor(bc, DType::F32, {M, N})});
+  std::vector<float> ra(a), rb(b);
+  for (float &x : ra)
+    x = reference::tf32(x);
+  for (float &x : rb)
+    x = reference::tf32(x);
+  std::vector<float> got = download(bc, M * N);
+  EXPECT_TRUE(allClose(got, reference::matmul(ra.data(), rb.data(), M, N, K, K, 1), 1e-5, 1e-5));
+  EXPECT_FALSE(allClose(got, reference::matmul(a.data(), b.data(), M, N, K, K, 1), 1e-6, 1e-6))
+      << "the result is full f32: the operands were not rounded";
+}
+
 TEST_P(OnDevice, MatmulF16) {
   // f16 inputs, f32 accumulation: on CUDA sm_90 wgmma, on sm_80+ mma.sync, both
   // fed by cp.async and pipelined three stages deep; on AMD CDNA v_mfma, on

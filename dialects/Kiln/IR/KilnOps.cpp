@@ -280,6 +280,8 @@ LogicalResult DotOp::verify() {
                                                << b.getDimSize(1);
   if (a.getElementType() != b.getElementType())
     return emitOpError("a and b must have the same element type");
+  if (getTf32() && !a.getElementType().isF32())
+    return emitOpError("tf32 rounding applies to f32 operands, got ") << a.getElementType();
   return success();
 }
 

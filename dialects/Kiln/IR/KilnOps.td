@@ -222,11 +222,17 @@ def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     `result = a * b + acc` for `a: MxK`, `b: KxN`, `acc: MxN`. Products are formed and
     summed in the accumulator's element type.
 
+    With `tf32` (f32 operands only), each operand element is first rounded to
+    TensorFloat-32 (10 mantissa bits, to nearest with ties away from zero; Inf and
+    NaN unchanged), as NVIDIA's tensor cores read f32; every target rounds the
+    same way, so results agree across targets.
+
     ```mlir
     %c = kiln.dot %a, %b, %acc : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+    %d = kiln.dot %x, %y, %acc {tf32} : tensor<64x32xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
     ```
   }];
-  let arguments = (ins Kiln_Tile:$a, Kiln_Tile:$b, Kiln_Tile:$acc);
+  let arguments = (ins Kiln_Tile:$a, Kiln_Tile:$b, Kiln_Tile:$acc, UnitAttr:$tf32);
   let results = (outs Kiln_Tile:$result);
   let assemblyFormat =
       "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
