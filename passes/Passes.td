@@ -176,13 +176,18 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     shape is a multiple of the instruction's runs on the matrix units: the operands
     go to shared memory, each warp takes instruction-sized tiles of the result
     round-robin (mma-sync: `ldmatrix.x4` for A, `ldmatrix.x2.trans` for B,
-    `mma.sync.aligned.m16n8k16.row.col.f32`; wgmma: each warpgroup of four
-    warps issues `wgmma.mma_async.m64nNk16` with shared-memory descriptors over
-    no-swizzle core-matrix layouts, falling back to mma-sync when the tile is not
-    a multiple of 64 rows; mfma and wmma: `rocdl.mfma.f32.16x16x16` /
-    `rocdl.wmma.f32.16x16x16` fed from shared memory), and the accumulator
-    fragments return through shared memory to the result's blocked layout, where
-    the incoming accumulator is added.
+    `mma.sync.aligned.m16n8k16.row.col.f32`, or `m16n8k8.tf32` for f32 dots
+    with tf32; wgmma: each warpgroup of four warps issues
+    `wgmma.mma_async.m64nNk16` with shared-memory descriptors over no-swizzle
+    core-matrix layouts (A K-major, B N-major), falling back to mma-sync when
+    the tile is not a multiple of 64 rows; mfma and wmma:
+    `rocdl.mfma.f32.16x16x16` / `rocdl.wmma.f32.16x16x16` fed from shared
+    memory). Block loads that only feed such a dot are copied into its operand
+    buffers with `cp.async` (NVIDIA), pipelined across `stages` buffers in loops
+    that ask for it. A loop accumulator updated only by the dot stays in the
+    instruction's fragment layout; other accumulators return through shared
+    memory to the result's blocked layout, where the incoming accumulator is
+    added.
   }];
   let options = [
     Option<"memoryModel", "memory", "std::string", /*default=*/"\"llvm\"",

@@ -163,9 +163,8 @@ private:
   /// A dot on the target's matrix instructions (MatrixToGPU.cpp).
   void emitMatrixDot(DotOp op);
   /// The dot (and its operand number) that `load` may be copied into
-  /// asynchronously: its only use, in the same block, on mma-sync or wgmma
-  /// (operand A only: wgmma stores B transposed), with no shared-memory exchange
-  /// in between, and rows made of whole runs.
+  /// asynchronously: its only use, in the same block, on mma-sync or wgmma,
+  /// with no shared-memory exchange in between, and rows made of whole runs.
   std::optional<std::pair<DotOp, unsigned>> asyncOperand(LoadBlockOp load);
   /// The tile origin (row0, col0) of fragment slot `slot` for this thread, and
   /// whether the slot holds a tile at all.

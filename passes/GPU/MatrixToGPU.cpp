@@ -183,7 +183,7 @@ struct MatrixDot {
     return inlinePTX(b, loc, text, constraints, results, type, operands);
   }
 
-  Value coreMatrixOffset(Value row, Value col, int64_t rows);
+  Value coreMatrixOffset(Value mn, Value kk, int64_t rows, bool kMajor);
   SmallVector<Value> mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc);
   SmallVector<Value> wgmmaTile(Value row0, Value col0, ValueRange acc);
   SmallVector<Value> amdTile(Value lane, Value row0, Value col0, ValueRange acc);
@@ -241,19 +241,24 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
   return loop.getResults();
 }
 
-/// Where element (row, col) of an operand with `rows` rows goes for wgmma, with
-/// `col` along K (A is M x K; B is stored transposed, N x K): 8 x 8 core matrices
-/// of 128 contiguous bytes, adjacent along M (or N), `rows` * 8 elements apart
-/// along K: the no-swizzle K-major layout.
-Value MatrixDot::coreMatrixOffset(Value row, Value col, int64_t rows) {
-  return add(add(mul(div(col, 8), i32(rows * 8)), mul(div(row, 8), i32(64))),
-             add(mul(rem(row, 8), i32(8)), rem(col, 8)));
+/// Where element (mn, kk) of a wgmma operand with `rows` rows along M (or N) goes:
+/// 8 x 8 core matrices of 128 contiguous bytes, adjacent along M (or N), `rows`
+/// * 8 elements apart along K (the no-swizzle layouts). Inside a core matrix the
+/// 16-byte rows run along K (K-major: A) or along M/N (MN-major: B, which then
+/// takes 16-byte row chunks of a row-major K x N tile as they are).
+Value MatrixDot::coreMatrixOffset(Value mn, Value kk, int64_t rows, bool kMajor) {
+  Value core = add(mul(div(kk, 8), i32(rows * 8)), mul(div(mn, 8), i32(64)));
+  Value inside = kMajor ? add(mul(rem(mn, 8), i32(8)), rem(kk, 8))
+                        : add(mul(rem(kk, 8), i32(8)), rem(mn, 8));
+  return add(core, inside);
 }
 
 // wgmma.mma_async.m64nNk16 with both operands read through shared-memory
 // descriptors (PTX ISA, "Matrix Descriptor Format"): start address, leading
 // byte offset (between core matrices along K) and stride byte offset (between
-// core matrices along M or N), each in 16-byte units, no swizzle.
+// core matrices along M or N), each in 16-byte units, no swizzle. A is K-major
+// (imm-trans-a 0), B MN-major (imm-trans-b 1); both layouts place their core
+// matrices alike, so one descriptor shape serves both.
 SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) {
   Type f32 = b.getF32Type(), i64 = b.getI64Type();
   const int64_t regs = shape.n / 2;
@@ -280,7 +285,7 @@ SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) 
     tied += std::to_string(r) + ",";
   }
   text += "}, $" + std::to_string(2 * regs) + ", $" + std::to_string(2 * regs + 1) +
-          ", p, 1, 1, 0, 0;\n}";
+          ", p, 1, 1, 0, 1;\n}";
   std::string mmaConstraints = constraints + tied + "l,l,r";
   // wait_group names the accumulators so that nothing reads them before the
   // asynchronous products land.
@@ -454,10 +459,11 @@ Value ThreadEmitter::matrixOperandIndex(DotOp dot, unsigned operand, Value e, Va
   Value index;
   if (shape.units != MatrixUnits::Wgmma) // row-major A, then B
     index = operand == 0 ? e : md.add(e, md.i32(m * k));
-  else if (operand == 0) // core-matrix layouts, B transposed
-    index = md.coreMatrixOffset(md.div(e, k), md.rem(e, k), m);
+  else if (operand == 0) // core matrices: A K-major, B N-major
+    index = md.coreMatrixOffset(md.div(e, k), md.rem(e, k), m, /*kMajor=*/true);
   else
-    index = md.add(md.i32(m * k), md.coreMatrixOffset(md.rem(e, n), md.div(e, n), n));
+    index = md.add(md.i32(m * k),
+                   md.coreMatrixOffset(md.rem(e, n), md.div(e, n), n, /*kMajor=*/false));
   return stageBase ? md.add(stageBase, index) : index;
 }
 
@@ -475,7 +481,7 @@ std::optional<std::pair<DotOp, unsigned>> ThreadEmitter::asyncOperand(LoadBlockO
   if (!dot || operand > 1 || dot->getBlock() != load->getBlock())
     return std::nullopt;
   auto shape = matrixInstruction(dot, matrixUnits, layout.getNumWarps());
-  if (!shape || (shape->units == MatrixUnits::Wgmma && operand == 1))
+  if (!shape)
     return std::nullopt;
   // Each thread's run of `vec` registers is one 4-, 8- or 16-byte chunk of a
   // tile row.
