@@ -11,6 +11,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
@@ -105,6 +106,8 @@ std::string Target::ptxChip() const {
 }
 
 std::string Target::matrixUnits() const {
+  if (!matrixUnitsOverride.empty())
+    return matrixUnitsOverride;
   if (smVersion() == 90)
     return "wgmma";
   if (smVersion() >= 80)
@@ -114,6 +117,32 @@ std::string Target::matrixUnits() const {
   if (kind == Kind::AMDGPU && llvm::StringRef(chip).starts_with("gfx11"))
     return "wmma";
   return "none";
+}
+
+std::vector<std::string> Target::availableMatrixUnits() const {
+  std::vector<std::string> units = {"none"};
+  if (smVersion() >= 80)
+    units.push_back("mma-sync");
+  if (smVersion() == 90)
+    units.push_back("wgmma");
+  Target best = *this;
+  best.matrixUnitsOverride.clear();
+  if (kind == Kind::AMDGPU && best.matrixUnits() != "none")
+    units.push_back(best.matrixUnits());
+  return units;
+}
+
+llvm::Error Target::setMatrixUnits(llvm::StringRef units) {
+  if (units == "auto") {
+    matrixUnitsOverride.clear();
+    return llvm::Error::success();
+  }
+  std::vector<std::string> available = availableMatrixUnits();
+  if (!llvm::is_contained(available, units))
+    return targetError("matrix units '" + units + "' are not available on " + str() +
+                       " (choose auto, " + llvm::join(available, ", ") + ")");
+  matrixUnitsOverride = units.str();
+  return llvm::Error::success();
 }
 
 std::vector<std::string> Target::emits() const {

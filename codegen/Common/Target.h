@@ -18,6 +18,9 @@ struct Target {
   enum class Kind { CPU, CUDA, AMDGPU, Vulkan, Metal };
   Kind kind = Kind::CPU;
   std::string chip; // sm_90, gfx942, vulkan1.2, ...
+  /// `matrix-units` chosen by the user (kilnc --matrix-units, KILN_MATRIX_UNITS
+  /// for the JIT); empty picks the chip's best.
+  std::string matrixUnitsOverride;
 
   static llvm::Expected<Target> parse(llvm::StringRef spec);
   std::string str() const;
@@ -31,6 +34,11 @@ struct Target {
   /// mma-sync on the other sm_80 and newer, mfma on AMD CDNA (gfx90a, gfx94x),
   /// wmma on RDNA3 (gfx11), none elsewhere.
   std::string matrixUnits() const;
+  /// The matrix units this target can use: "none" and the chip's own.
+  std::vector<std::string> availableMatrixUnits() const;
+  /// Sets matrixUnitsOverride ("auto" clears it); an error names the units the
+  /// target has.
+  llvm::Error setMatrixUnits(llvm::StringRef units);
   /// The CUDA compute capability as a number (90 for sm_90), 0 for other kinds.
   unsigned smVersion() const;
   /// The architecture PTX is generated for: sm_90a for sm_90 (wgmma needs the

@@ -181,6 +181,7 @@ private:
   std::shared_ptr<rt::Device> device_;
   rt::Status status_;
   std::string cacheDir_;
+  std::string matrixUnits_ = "auto"; // KILN_MATRIX_UNITS
   CacheStats stats_;
   std::map<std::string, rt::Module> memory_;
   std::map<std::string, ParamSet> tuned_; // tuning decisions made or read by this session

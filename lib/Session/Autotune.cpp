@@ -158,7 +158,8 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
     auto work = [&] {
       for (size_t j; (j = next.fetch_add(1)) < missing.size();) {
         size_t i = missing[j];
-        built[i] = session::compileBinary(source, filename, kernel, candidates[i], target);
+        built[i] = session::compileBinary(source, filename, kernel, candidates[i], target,
+                                          matrixUnits_);
         size_t finished = done.fetch_add(1) + 1;
         if (progress)
           std::fprintf(stderr, "kiln: tune %s: compiled %zu/%zu\n", kernel.c_str(), finished,

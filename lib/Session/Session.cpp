@@ -73,10 +73,13 @@ rt::Result<session::Binary> session::compileBinary(const std::string &source,
                                                    const std::string &filename,
                                                    const std::string &kernel,
                                                    const ParamSet &params,
-                                                   const std::string &target) {
+                                                   const std::string &target,
+                                                   const std::string &matrixUnits) {
   auto parsed = Target::parse(target);
   if (!parsed)
     return rt::Status::failure(llvm::toString(parsed.takeError()));
+  if (auto error = parsed->setMatrixUnits(matrixUnits))
+    return rt::Status::failure("KILN_MATRIX_UNITS: " + llvm::toString(std::move(error)));
   GenOptions options;
   options.kernel = kernel;
   for (auto &[name, value] : params)
@@ -130,6 +133,10 @@ Session::Session(const std::string &device) {
     return;
   }
   device_ = *opened;
+  // KILN_MATRIX_UNITS=none (or mma-sync, ...) overrides the matrix instructions
+  // dots use, as kilnc --matrix-units does; checked when a kernel compiles.
+  if (const char *units = std::getenv("KILN_MATRIX_UNITS"); units && *units)
+    matrixUnits_ = units;
   cacheDir_ = defaultCacheDir();
   // A cache folder that cannot be written falls back to memory, with one warning
   // per process.
@@ -156,7 +163,8 @@ std::string Session::cacheKey(const std::string &source, const std::string &kern
   // Everything that changes the binary is part of the key.
   std::string material = std::string("kiln-cache-v1\n") + KILN_VERSION_STRING + "\n" +
                          KILN_LLVM_VERSION_STRING + "\n" + KILN_BUILD_ID + "\n" +
-                         device_->target() + "\n" + kernel + "\n";
+                         device_->target() + "\n" + "matrix-units=" + matrixUnits_ + "\n" +
+                         kernel + "\n";
   for (auto &[name, value] : params)
     material += name + "=" + value + "\n";
   material += "O3\n" + source;
@@ -229,7 +237,8 @@ Kernel Session::compile(const std::string &source, const std::string &kernel,
   std::string key = cacheKey(source, kernel, params);
   if (findCached(key, kernel, k.module_))
     return k;
-  auto built = session::compileBinary(source, filename, kernel, params, device_->target());
+  auto built =
+      session::compileBinary(source, filename, kernel, params, device_->target(), matrixUnits_);
   if (!built) {
     k.status_ = built.status();
     return k;

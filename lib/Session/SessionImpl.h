@@ -12,11 +12,12 @@ struct Binary {
   std::string binary, metadata;
 };
 
-/// Compiles `kernel` for `target`. Touches no Session state: safe to call from
-/// several threads at once (each compile has its own MLIR context).
+/// Compiles `kernel` for `target` with `matrixUnits` ("auto", or a kilnc
+/// --matrix-units value). Touches no Session state: safe to call from several
+/// threads at once (each compile has its own MLIR context).
 rt::Result<Binary> compileBinary(const std::string &source, const std::string &filename,
                                  const std::string &kernel, const ParamSet &params,
-                                 const std::string &target);
+                                 const std::string &target, const std::string &matrixUnits);
 
 /// A 32-hex-digit key for cache file names.
 std::string hashKey(const std::string &material);

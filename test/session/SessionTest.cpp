@@ -115,6 +115,31 @@ TEST_F(SessionTest, EveryKeyPartMisses) {
   }
 }
 
+TEST_F(SessionTest, MatrixUnitsOverrideIsPartOfTheKey) {
+  // KILN_MATRIX_UNITS selects the matrix instructions (here "none", the only
+  // choice besides auto on the CPU): a separate cache entry, and a value the
+  // device cannot use is a compile error that names the choices.
+  Session plain("cpu");
+  ASSERT_TRUE(plain.compile(kSoftmax, "softmax").ok());
+  setenv("KILN_MATRIX_UNITS", "none", 1);
+  Session none("cpu");
+  Kernel k = none.compile(kSoftmax, "softmax");
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(none.cacheStats().compiles, 1);
+  EXPECT_EQ(none.cacheStats().diskHits, 0);
+  EXPECT_TRUE(runSoftmax(none, k));
+  EXPECT_EQ(cacheFiles().size(), 2u);
+  setenv("KILN_MATRIX_UNITS", "wgmma", 1);
+  Session wrong("cpu");
+  Kernel bad = wrong.compile(kSoftmax, "softmax");
+  unsetenv("KILN_MATRIX_UNITS");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("KILN_MATRIX_UNITS: matrix units 'wgmma' are not "
+                                        "available on cpu (choose auto, none)"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST_F(SessionTest, DamagedEntryIsRecompiled) {
   {
     Session s("cpu");

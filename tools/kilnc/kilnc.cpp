@@ -81,6 +81,11 @@ cl::opt<std::string> metadataFile(
     cl::value_desc("path"), cl::cat(category));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"), cl::init(3),
                            cl::Prefix, cl::cat(category));
+cl::opt<std::string> matrixUnits(
+    "matrix-units",
+    cl::desc("Matrix instructions dots may use: auto (the target's best), none (FMA "
+             "loops), mma-sync, wgmma (NVIDIA), mfma, wmma (AMD)"),
+    cl::init("auto"), cl::cat(category));
 cl::opt<bool> printPipeline("print-pipeline",
                             cl::desc("Print the pass pipeline kiln-opt replays, then exit"),
                             cl::cat(category));
@@ -254,6 +259,8 @@ int buildBundle() {
     auto target = Target::parse(spec.trim());
     if (!target)
       return fail(llvm::toString(target.takeError()));
+    if (auto error = target->setMatrixUnits(matrixUnits))
+      return fail(llvm::toString(std::move(error)));
     if (target->kind == Target::Kind::Metal)
       return fail("metal emits source (MSL), which kiln-rt cannot load; leave it out of bundles");
     auto artifact = compileSource((*buffer)->getBuffer(), inputFile, options, *target);
@@ -305,6 +312,8 @@ int main(int argc, char **argv) {
   auto parsedTarget = Target::parse(targetSpec);
   if (!parsedTarget)
     return fail(llvm::toString(parsedTarget.takeError()));
+  if (auto error = parsedTarget->setMatrixUnits(matrixUnits))
+    return fail(llvm::toString(std::move(error)));
   const Target target = *parsedTarget;
   if (printPipeline) {
     llvm::outs() << targetPipeline(target) << "\n";
