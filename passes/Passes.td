@@ -200,7 +200,11 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
            "(ldmatrix + mma.sync.m16n8k16, NVIDIA sm_80+), wgmma "
            "(wgmma.mma_async.m64nNk16, NVIDIA sm_90a), mfma "
            "(v_mfma_f32_16x16x16, AMD gfx90a/gfx94x) or wmma "
-           "(v_wmma_f32_16x16x16_f16, AMD gfx11)">
+           "(v_wmma_f32_16x16x16_f16, AMD gfx11)">,
+    Option<"dynamicSharedAbove", "dynamic-shared-above", "int64_t", /*default=*/"0",
+           "With memory=llvm: kernels needing more shared memory than this many bytes "
+           "take it as views of gpu.dynamic_shared_memory (sized at launch) instead "
+           "of workgroup attributions; 0 never does">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
@@ -241,6 +245,19 @@ def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mli
     binding. Vulkan forbids them on push-constant variables (the block Kiln passes
     sizes, strides and scalars in), so this pass removes them after the lowering.
   }];
+}
+
+def KilnExternDynamicShared : Pass<"kiln-extern-dynamic-shared", "mlir::ModuleOp"> {
+  let summary = "Declare dynamic shared memory as an extern array";
+  let description = [{
+    MLIR 19 lowers `gpu.dynamic_shared_memory` to an internal zero-length
+    shared global, which NVPTX emits as a one-byte static variable: the dynamic
+    block then starts after it, and the kernel's last bytes would fall outside
+    the launch's request. This pass turns those globals into external
+    declarations, which become `.extern .shared .b8 name[]` at the very start of
+    the dynamic block, as CUDA's `extern __shared__` arrays are.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
 #endif // KILN_PASSES_TD

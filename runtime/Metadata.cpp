@@ -88,6 +88,11 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
     if (const JsonValue *shared = k.get("shared_memory_bytes");
         shared && !count(shared, 1 << 30, info.sharedMemoryBytes))
       return bad("shared_memory_bytes must be a non-negative integer");
+    if (const JsonValue *dynamic = k.get("dynamic_shared_memory")) {
+      if (dynamic->kind != JsonValue::Bool)
+        return bad("dynamic_shared_memory must be true or false");
+      info.dynamicSharedMemory = dynamic->boolean;
+    }
     out.kernels.push_back(std::move(info));
   }
   return true;

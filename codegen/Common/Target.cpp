@@ -83,7 +83,17 @@ unsigned Target::warpSize() const {
 
 int64_t Target::sharedMemoryBytes() const {
   switch (kind) {
-  case Kind::CUDA: return 48 * 1024; // static shared memory without opt-in
+  case Kind::CUDA:
+    // Per block with the dynamic shared memory opt-in (kernels above 48 KiB ask
+    // for it at launch), from the CUDA programming guide's per-architecture table.
+    switch (smVersion()) {
+    case 90: case 100: case 101: case 103: return 227 * 1024;
+    case 80: case 87: return 163 * 1024;
+    case 86: case 89: case 120: case 121: return 99 * 1024;
+    case 70: case 72: return 96 * 1024;
+    case 75: return 64 * 1024;
+    default: return 48 * 1024;
+    }
   case Kind::AMDGPU: return 64 * 1024;
   case Kind::Vulkan:
   case Kind::Metal: return 16 * 1024; // maxComputeSharedMemorySize guaranteed by Vulkan
@@ -173,14 +183,17 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
                                      "matrix-units={2}}",
                                      target.warpSize(), target.sharedMemoryBytes(), units)
                            .str();
+  // CUDA declares up to 48 KiB of shared memory statically; beyond that it is
+  // requested at launch.
+  int64_t dynamicAbove = target.kind == Target::Kind::CUDA ? 48 * 1024 : 0;
   if (stage >= Stage::ThreadCode)
     passes += llvm::formatv(",convert-kiln-gpu-to-gpu{{memory={0} subgroup-reduce={1} "
-                            "matrix-units={2}},canonicalize,cse",
+                            "matrix-units={2} dynamic-shared-above={3}},canonicalize,cse",
                             spirv ? "spirv" : "llvm",
                             spirv                                 ? "native"
                             : target.kind == Target::Kind::AMDGPU ? "amd-swizzle"
                                                                   : "shuffle",
-                            units)
+                            units, dynamicAbove)
                   .str();
   if (stage >= Stage::Device)
     passes += "," + devicePipeline(target);
@@ -192,7 +205,7 @@ std::string kiln::devicePipeline(const Target &target) {
   case Target::Kind::CUDA:
     return llvm::formatv("nvvm-attach-target{{chip={0} O=3},"
                          "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-math-to-llvm),"
-                         "reconcile-unrealized-casts",
+                         "reconcile-unrealized-casts,kiln-extern-dynamic-shared",
                          target.ptxChip())
         .str();
   case Target::Kind::AMDGPU:
@@ -226,6 +239,7 @@ void kiln::collectLaunchInfo(mlir::ModuleOp module, std::vector<KernelInfo> &ker
         k.threadsPerBlock = t.getInt();
       if (auto s = f->getAttrOfType<mlir::IntegerAttr>(gpu::kSharedBytesAttr))
         k.sharedMemoryBytes = s.getInt();
+      k.dynamicSharedMemory = f->hasAttr(gpu::kDynamicSharedAttr);
     }
   });
 }
@@ -321,6 +335,7 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
         {"grid", std::move(grid)},
         {"threads_per_block", llvm::json::Array{k.threadsPerBlock, 1, 1}},
         {"shared_memory_bytes", k.sharedMemoryBytes},
+        {"dynamic_shared_memory", k.dynamicSharedMemory},
     });
   }
   llvm::json::Object root{

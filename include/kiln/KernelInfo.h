@@ -38,6 +38,9 @@ struct KernelInfo {
   /// it uses; filled in by the GPU pipeline.
   int64_t threadsPerBlock = 1;
   int64_t sharedMemoryBytes = 0;
+  /// The shared memory is requested at launch (CUDA dynamic shared memory, for
+  /// kernels above the 48 KiB of static shared memory) rather than declared.
+  bool dynamicSharedMemory = false;
 };
 
 } // namespace kiln

@@ -119,6 +119,18 @@ scf::IfOp ThreadEmitter::emitIfElse(Value cond, TypeRange types,
   return ifOp;
 }
 
+SmallVector<int64_t> kiln::gpu::dynamicSharedLayout(func::FuncOp kernel) {
+  SmallVector<int64_t> offsets;
+  int64_t end = 0;
+  for (Type type : sharedBufferTypes(kernel, Attribute())) {
+    auto memref = cast<MemRefType>(type);
+    offsets.push_back(llvm::alignTo(end, 16));
+    end = offsets.back() + memref.getNumElements() * memref.getElementTypeBitWidth() / 8;
+  }
+  offsets.push_back(end);
+  return offsets;
+}
+
 SmallVector<Type> kiln::gpu::sharedBufferTypes(func::FuncOp kernel, Attribute memorySpace) {
   SmallVector<Type> types;
   if (auto entries = kernel->getAttrOfType<ArrayAttr>(kSharedElementsAttr))
@@ -243,6 +255,21 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
   }
   for (BlockArgument attribution : gpuFunc.getWorkgroupAttributions())
     shared[cast<MemRefType>(attribution.getType()).getElementType()] = attribution;
+  if (gpuFunc->hasAttr(kDynamicSharedAttr)) {
+    // One dynamic shared block, carved into the per-type buffers at 16-byte
+    // aligned offsets.
+    auto workgroup =
+        mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+    Value block = b.create<mlir::gpu::DynamicSharedMemoryOp>(
+        loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), workgroup));
+    SmallVector<int64_t> offsets = dynamicSharedLayout(kernel);
+    for (auto [type, offset] : llvm::zip(sharedBufferTypes(kernel, workgroup), offsets)) {
+      auto memref = cast<MemRefType>(type);
+      Value shift = b.create<arith::ConstantIndexOp>(loc, offset);
+      shared[memref.getElementType()] =
+          b.create<memref::ViewOp>(loc, memref, block, shift, ValueRange{});
+    }
+  }
   if (memory == MemoryModel::SPIRVBuffers) {
     auto workgroup = spirv::StorageClassAttr::get(b.getContext(), spirv::StorageClass::Workgroup);
     for (Type type : sharedBufferTypes(kernel, workgroup)) {
@@ -564,10 +591,14 @@ struct ConvertKilnGPUToGPUPass
       auto threadsAttr = kernel->getAttrOfType<IntegerAttr>(kThreadsAttr);
       int64_t threads = threadsAttr ? threadsAttr.getInt() : layout.getThreads();
 
-      // Shared memory: workgroup attributions for the LLVM-based targets; SPIR-V's
+      // Shared memory: workgroup attributions for the LLVM-based targets, or
+      // views of dynamic shared memory above `dynamic-shared-above` bytes; SPIR-V's
       // lowering wants workgroup allocations instead (see emitKernel).
       SmallVector<Type> workgroup;
-      if (model == MemoryModel::LLVMPointers)
+      auto sharedBytes = kernel->getAttrOfType<IntegerAttr>(kSharedBytesAttr);
+      bool dynamicShared = model == MemoryModel::LLVMPointers && dynamicSharedAbove > 0 &&
+                           sharedBytes && sharedBytes.getInt() > dynamicSharedAbove;
+      if (model == MemoryModel::LLVMPointers && !dynamicShared)
         workgroup = sharedBufferTypes(kernel, mlir::gpu::AddressSpaceAttr::get(
                                                   ctx, mlir::gpu::AddressSpace::Workgroup));
       if (model == MemoryModel::SPIRVBuffers &&
@@ -592,6 +623,10 @@ struct ConvertKilnGPUToGPUPass
       for (StringRef name : {kThreadsAttr, kSharedBytesAttr})
         if (Attribute a = kernel->getAttr(name))
           func->setAttr(name, a);
+      if (dynamicShared) {
+        func->setAttr(kDynamicSharedAttr, b.getUnitAttr());
+        func->setAttr(kSharedBytesAttr, b.getI64IntegerAttr(dynamicSharedLayout(kernel).back()));
+      }
 
       OpBuilder bodyBuilder(ctx);
       ThreadEmitter emitter(bodyBuilder, layout, model, reduce, *units);

@@ -44,6 +44,10 @@ struct TensorArg {
 llvm::SmallVector<mlir::Type> sharedBufferTypes(mlir::func::FuncOp kernel,
                                                 mlir::Attribute memorySpace);
 
+/// Byte offsets of the shared buffers (sharedBufferTypes' order) inside one
+/// dynamic shared block, 16-byte aligned, followed by the block's size.
+llvm::SmallVector<int64_t> dynamicSharedLayout(mlir::func::FuncOp kernel);
+
 /// SPIR-V kernels receive every size, stride and scalar argument in one block of
 /// push constants, as 32-bit words (64-bit values take two, low first).
 int64_t pushConstantWords(mlir::TypeRange kernelArgs);

@@ -10,6 +10,7 @@
 #include "kiln/Runtime.h"
 #include "lib/Support/Half.h"
 #include "runtime/Bundle.h"
+#include "runtime/Metadata.h"
 #include "test/Common/Compare.h"
 
 #include <gtest/gtest.h>
@@ -474,6 +475,30 @@ TEST_P(OnDevice, StreamRunsLaunchesInOrder) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
+
+TEST(Metadata, DynamicSharedMemoryFlag) {
+  // Kernels above 48 KiB of shared memory on CUDA carry the flag that makes the
+  // driver request their shared memory at launch; anything but a bool is refused.
+  std::string json = readFile(std::string(KILN_KERNELS_DIR) + "/vector_add.vulkan.spv.json");
+  const std::string flag = "\"dynamic_shared_memory\": false";
+  size_t at = json.find(flag);
+  ASSERT_NE(at, std::string::npos);
+  ModuleMetadata meta;
+  std::string error;
+  ASSERT_TRUE(parseMetadata(json, meta, error)) << error;
+  EXPECT_FALSE(meta.kernels.at(0).dynamicSharedMemory);
+  std::string dynamic = json;
+  dynamic.replace(at, flag.size(), "\"dynamic_shared_memory\": true");
+  ModuleMetadata withFlag;
+  ASSERT_TRUE(parseMetadata(dynamic, withFlag, error)) << error;
+  EXPECT_TRUE(withFlag.kernels.at(0).dynamicSharedMemory);
+  std::string bad = json;
+  bad.replace(at, flag.size(), "\"dynamic_shared_memory\": 1");
+  ModuleMetadata rejected;
+  EXPECT_FALSE(parseMetadata(bad, rejected, error));
+  EXPECT_NE(error.find("dynamic_shared_memory must be true or false"), std::string::npos)
+      << error;
+}
 
 TEST(Bundle, RoundTripAndDamage) {
   Bundle b;

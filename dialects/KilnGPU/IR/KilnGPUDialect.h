@@ -16,6 +16,9 @@ namespace kiln::gpu {
 inline constexpr llvm::StringLiteral kThreadsAttr = "kiln_gpu.threads";
 inline constexpr llvm::StringLiteral kSharedBytesAttr = "kiln_gpu.shared_bytes";
 inline constexpr llvm::StringLiteral kSharedElementsAttr = "kiln_gpu.shared_elements";
+/// On a gpu.func: its shared buffers are views of dynamic shared memory, whose
+/// size (kiln_gpu.shared_bytes) the launch requests.
+inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
 
 /// The layout of a tile type, or null for scalars and unencoded tensors.
 inline BlockedEncodingAttr getLayout(mlir::Type type) {

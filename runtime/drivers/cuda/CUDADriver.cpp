@@ -48,6 +48,7 @@ struct CudaApi {
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, void *, void **, void **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
@@ -87,6 +88,7 @@ struct CudaApi {
     sym(cuModuleLoadData, "cuModuleLoadData");
     sym(cuModuleUnload, "cuModuleUnload");
     sym(cuModuleGetFunction, "cuModuleGetFunction");
+    sym(cuFuncSetAttribute, "cuFuncSetAttribute");
     sym(cuLaunchKernel, "cuLaunchKernel");
     sym(cuGetErrorString, "cuGetErrorString");
     sym(cuStreamCreate, "cuStreamCreate");
@@ -212,6 +214,16 @@ public:
                            "cuModuleGetFunction(" + k.name + ")");
           !s)
         return s;
+      // Dynamic shared memory above the default 48 KiB needs the function's opt-in.
+      constexpr int kMaxDynamicSharedSizeBytes = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+      if (k.dynamicSharedMemory)
+        if (Status s = check(api.cuFuncSetAttribute(fn, kMaxDynamicSharedSizeBytes,
+                                                    static_cast<int>(k.sharedMemoryBytes)),
+                             "kernel '" + k.name + "' needs " +
+                                 std::to_string(k.sharedMemoryBytes) +
+                                 " bytes of shared memory; cuFuncSetAttribute");
+            !s)
+          return s;
       module->functions[k.name] = fn;
     }
     return std::shared_ptr<void>(module);
@@ -238,7 +250,10 @@ public:
     return check(api.cuLaunchKernel(module->functions.at(kernel.name),
                                     static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
                                     static_cast<unsigned>(grid[2]),
-                                    static_cast<unsigned>(kernel.threadsPerBlock), 1, 1, 0,
+                                    static_cast<unsigned>(kernel.threadsPerBlock), 1, 1,
+                                    kernel.dynamicSharedMemory
+                                        ? static_cast<unsigned>(kernel.sharedMemoryBytes)
+                                        : 0u,
                                     stream, params.data(), nullptr),
                  "launch of '" + kernel.name + "'");
   }
