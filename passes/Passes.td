@@ -117,7 +117,8 @@ def ConvertKilnToKilnGPU : Pass<"convert-kiln-to-kiln-gpu", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
-           "Warps (subgroups) per program">,
+           "Warps (subgroups) per program, unless the kernel sets kiln.num_warps "
+           "(its NUM_WARPS param)">,
     Option<"warpSize", "warp-size", "unsigned", /*default=*/"32",
            "Threads per warp: 32 on NVIDIA, 64 on AMD CDNA, the subgroup size on Vulkan">
   ];

@@ -583,6 +583,18 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
     if (!bindParams(kernel, options, info))
       return false;
     currentKernelArgsBound = true;
+    // NUM_WARPS, when declared, sizes the program on GPU targets.
+    if (auto p = paramValues.find("NUM_WARPS"); p != paramValues.end()) {
+      int64_t warps = p->second.i;
+      if (warps < 1 || warps > 16 || (warps & (warps - 1)) != 0) {
+        auto decl = llvm::find_if(kernel.params,
+                                  [](const ParamDecl &d) { return d.name == "NUM_WARPS"; });
+        return error(decl->loc, "NUM_WARPS must be 1, 2, 4, 8 or 16, got " +
+                                    llvm::Twine(warps)),
+               false;
+      }
+      func->setAttr(kNumWarpsAttr, builder.getI32IntegerAttr(warps));
+    }
     if (!bindArgs(kernel, *entry))
       return false;
     // Sizes named by params are fixed sizes for the launcher.

@@ -20,13 +20,17 @@ struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
   using Base::Base;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    if (failed(kiln::gpu::BlockedEncodingAttr::verify(
-            [&] { return getOperation().emitError(); }, 1, warpSize, numWarps)))
-      return signalPassFailure();
-    auto layout = kiln::gpu::BlockedEncodingAttr::get(ctx, 1, warpSize, numWarps);
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(kKernelAttr))
         continue;
+      // A kernel's NUM_WARPS param overrides the pipeline's warp count.
+      unsigned warps = numWarps;
+      if (auto attr = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
+        warps = attr.getInt();
+      if (failed(kiln::gpu::BlockedEncodingAttr::verify([&] { return func.emitError(); }, 1,
+                                                        warpSize, warps)))
+        return signalPassFailure();
+      auto layout = kiln::gpu::BlockedEncodingAttr::get(ctx, 1, warpSize, warps);
       kiln::gpu::setLayout(func, layout);
       func->setAttr(kiln::gpu::kThreadsAttr,
                     IntegerAttr::get(IntegerType::get(ctx, 32), layout.getThreads()));

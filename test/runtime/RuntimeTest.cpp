@@ -203,6 +203,23 @@ TEST_P(OnDevice, Matmul) {
   }
 }
 
+TEST_P(OnDevice, MatmulF16EightWarps) {
+  // NUM_WARPS=8: 256-thread programs (two wgmma warpgroups on sm_90, where a
+  // 64 x 64 tile leaves the second one idle; the FMA loop on Vulkan).
+  Module m = load("matmul_w8");
+  if (GetParam() != "cpu")
+    EXPECT_EQ(m.find("matmul_f16")->threadsPerBlock, 8 * (GetParam() == "hip" ? 64 : 32));
+  for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32}, {130, 70, 96}}) {
+    auto a = randomVector(M * K, 34), b = randomVector(K * N, 35);
+    Buffer ba = uploadHalf(a), bb = uploadHalf(b), bc = upload(std::vector<float>(M * N, NAN));
+    run(m, "matmul_f16", {Arg::tensor(ba, DType::F16, {M, K}), Arg::tensor(bb, DType::F16, {K, N}),
+                          Arg::tensor(bc, DType::F32, {M, N})});
+    EXPECT_TRUE(allClose(download(bc, M * N),
+                         reference::matmul(a.data(), b.data(), M, N, K, K, 1), 1e-4, 1e-4))
+        << M << "x" << N << "x" << K;
+  }
+}
+
 TEST_P(OnDevice, MatmulTF32) {
   // matmul with TF32=1: operands rounded to TensorFloat-32 on every device (NVIDIA
   // sm_80+ on mma.sync.m16n8k8.tf32, elsewhere rounded in registers), so all of

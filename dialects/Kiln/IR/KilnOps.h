@@ -23,4 +23,7 @@ inline constexpr llvm::StringLiteral kArgNameAttr = "kiln.name";
 /// On an scf.for: software-pipeline the loop's tile loads this many iterations
 /// deep (`range(..., stages=N)`); targets without asynchronous copies ignore it.
 inline constexpr llvm::StringLiteral kStagesAttr = "kiln.stages";
+/// On a kernel: the warps one program runs on GPU targets, from a `NUM_WARPS`
+/// param (the pipeline's default otherwise).
+inline constexpr llvm::StringLiteral kNumWarpsAttr = "kiln.num_warps";
 } // namespace kiln
