@@ -214,8 +214,30 @@ int main(int argc, char **argv) {
                  bytes);
   }
 
-  // Flash attention forward, f32, head dim 64, causal and not.
+  // Flash attention forward, head dim 64, causal and not: f16 (the tensor-core
+  // form, 64 x 64 blocks and 8 warps, CUDA only) and f32.
   int64_t z = small ? 2 : 32, s = small ? 128 : 4096, d = 64;
+  if (bench.ext == "cuda.ptx")
+    for (auto [name, causal] : {std::pair{"attention_f16_big", false},
+                                std::pair{"attention_f16_big_causal", true}}) {
+      auto m = bench.load(name);
+      if (!m)
+        return fail(m.status());
+      auto q = bench.random(z * s * d, DType::F16, 9), k = bench.random(z * s * d, DType::F16, 10),
+           v = bench.random(z * s * d, DType::F16, 11);
+      auto o = bench.device->allocate(z * s * d * 2);
+      if (!q || !k || !v || !o)
+        return fail(Status::failure("out of device memory for attention"));
+      std::vector<int64_t> shape{z, s, d};
+      std::vector<Arg> args{Arg::tensor(*q, DType::F16, shape), Arg::tensor(*k, DType::F16, shape),
+                            Arg::tensor(*v, DType::F16, shape), Arg::tensor(*o, DType::F16, shape),
+                            Arg::f32(0.125)};
+      double flops = 4.0 * z * s * s * d * (causal ? 0.5 : 1.0);
+      bench.report(causal ? "attention_f16_causal" : "attention_f16",
+                   std::to_string(z) + "x" + std::to_string(s) + "x64",
+                   bench.time([&] { return bench.device->launch(*m, "attention_f16", args); }),
+                   flops, 0);
+    }
   for (auto [name, causal] : {std::pair{"attention", false}, std::pair{"attention_causal", true}}) {
     auto m = bench.load(name);
     if (!m)

@@ -248,6 +248,18 @@ def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mli
   }];
 }
 
+def KilnBranchMemRefSelects : Pass<"kiln-branch-memref-selects", "mlir::func::FuncOp"> {
+  let summary = "Turn arith.select of memrefs into a conditional branch";
+  let description = [{
+    Bufferization and scf.if canonicalization leave `arith.select` choosing
+    between two buffers. MLIR 19's `arith-emulate-unsupported-floats` treats such
+    a select on f16 or bf16 buffers as f16 arithmetic and wraps the buffers in
+    `arith.extf`, which does not verify. Run after `convert-scf-to-cf`, this pass
+    chooses the buffer with `cf.cond_br` to a block argument instead.
+  }];
+  let dependentDialects = ["mlir::cf::ControlFlowDialect"];
+}
+
 def KilnExternDynamicShared : Pass<"kiln-extern-dynamic-shared", "mlir::ModuleOp"> {
   let summary = "Declare dynamic shared memory as an extern array";
   let description = [{

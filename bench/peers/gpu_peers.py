@@ -114,3 +114,9 @@ for causal, name in ((False, "attention"), (True, "attention_causal")):
         q, k, v, is_causal=causal, scale=0.125))
     report(name, f"{z}x{s}x64", "torch SDPA (f32)", ms,
            flops=4.0 * z * s * s * d * (0.5 if causal else 1.0))
+qh, kh, vh = (t.half() for t in (q, k, v))
+for causal, name in ((False, "attention_f16"), (True, "attention_f16_causal")):
+    ms = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(
+        qh, kh, vh, is_causal=causal, scale=0.125))
+    report(name, f"{z}x{s}x64", "torch SDPA (f16, flash)", ms,
+           flops=4.0 * z * s * s * d * (0.5 if causal else 1.0))

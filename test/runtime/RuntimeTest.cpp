@@ -79,6 +79,16 @@ protected:
     EXPECT_TRUE(device->write(*b, bits.data(), bits.size() * 2).ok());
     return *b;
   }
+  /// Downloads `n` f16 values as floats.
+  std::vector<float> downloadHalf(const Buffer &b, size_t n) {
+    std::vector<uint16_t> bits(n);
+    Status s = device->read(b, bits.data(), n * 2);
+    EXPECT_TRUE(s.ok()) << s.message();
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = halfBitsToFloat(bits[i]);
+    return v;
+  }
   std::vector<float> download(const Buffer &b, size_t n) {
     std::vector<float> v(n);
     Status s = device->read(b, v.data(), n * sizeof(float));
@@ -299,6 +309,31 @@ TEST_P(OnDevice, RmsNorm) {
     EXPECT_TRUE(allClose(download(by, rows * cols),
                          reference::rmsnorm(x.data(), w.data(), rows, cols, 1e-6), 1e-4, 1e-5))
         << rows << "x" << cols;
+  }
+}
+
+TEST_P(OnDevice, FlashAttentionF16) {
+  // attention_f16: f16 q, k, v, o; probabilities rounded to f16 before the
+  // second product. Against the f64 reference on the f16 inputs, with a tolerance
+  // for those two roundings (a few f16 ulps); causal and not.
+  for (bool causal : {false, true}) {
+    Module m = load(causal ? "attention_causal" : "attention");
+    int64_t batch = 2, seq = 70, head = 64, n = batch * seq * head;
+    auto q = randomVector(n, 36, -2, 2), k = randomVector(n, 37, -2, 2), v = randomVector(n, 38);
+    Buffer bq = uploadHalf(q), bk = uploadHalf(k), bv = uploadHalf(v);
+    auto out = device->allocate(n * 2);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    std::vector<int64_t> shape{batch, seq, head};
+    double scale = 1.0 / std::sqrt(double(head));
+    run(m, "attention_f16",
+        {Arg::tensor(bq, DType::F16, shape), Arg::tensor(bk, DType::F16, shape),
+         Arg::tensor(bv, DType::F16, shape), Arg::tensor(*out, DType::F16, shape),
+         Arg::f32(scale)});
+    EXPECT_TRUE(allClose(downloadHalf(*out, n),
+                         reference::attention(q.data(), k.data(), v.data(), batch, seq, head,
+                                              scale, causal),
+                         1e-2, 2e-3))
+        << (causal ? "causal" : "not causal");
   }
 }
 
