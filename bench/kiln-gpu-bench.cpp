@@ -217,43 +217,35 @@ int main(int argc, char **argv) {
   // Flash attention forward, head dim 64, causal and not: f16 (the tensor-core
   // form, 64 x 64 blocks and 8 warps, CUDA only) and f32.
   int64_t z = small ? 2 : 32, s = small ? 128 : 4096, d = 64;
+  struct AttentionRun {
+    const char *module, *kernel, *op;
+    DType dtype;
+    bool causal;
+  };
+  std::vector<AttentionRun> attention = {
+      {"attention", "attention", "attention", DType::F32, false},
+      {"attention_causal", "attention", "attention_causal", DType::F32, true}};
   if (bench.ext == "cuda.ptx")
-    for (auto [name, causal] : {std::pair{"attention_f16_big", false},
-                                std::pair{"attention_f16_big_causal", true}}) {
-      auto m = bench.load(name);
-      if (!m)
-        return fail(m.status());
-      auto q = bench.random(z * s * d, DType::F16, 9), k = bench.random(z * s * d, DType::F16, 10),
-           v = bench.random(z * s * d, DType::F16, 11);
-      auto o = bench.device->allocate(z * s * d * 2);
-      if (!q || !k || !v || !o)
-        return fail(Status::failure("out of device memory for attention"));
-      std::vector<int64_t> shape{z, s, d};
-      std::vector<Arg> args{Arg::tensor(*q, DType::F16, shape), Arg::tensor(*k, DType::F16, shape),
-                            Arg::tensor(*v, DType::F16, shape), Arg::tensor(*o, DType::F16, shape),
-                            Arg::f32(0.125)};
-      double flops = 4.0 * z * s * s * d * (causal ? 0.5 : 1.0);
-      bench.report(causal ? "attention_f16_causal" : "attention_f16",
-                   std::to_string(z) + "x" + std::to_string(s) + "x64",
-                   bench.time([&] { return bench.device->launch(*m, "attention_f16", args); }),
-                   flops, 0);
-    }
-  for (auto [name, causal] : {std::pair{"attention", false}, std::pair{"attention_causal", true}}) {
-    auto m = bench.load(name);
+    attention.insert(attention.begin(),
+                     {{"attention_f16_big", "attention_f16", "attention_f16", DType::F16, false},
+                      {"attention_f16_big_causal", "attention_f16", "attention_f16_causal",
+                       DType::F16, true}});
+  for (const AttentionRun &run : attention) {
+    auto m = bench.load(run.module);
     if (!m)
       return fail(m.status());
-    auto q = bench.random(z * s * d, DType::F32, 6), k = bench.random(z * s * d, DType::F32, 7),
-         v = bench.random(z * s * d, DType::F32, 8);
-    auto o = bench.device->allocate(z * s * d * 4);
+    auto q = bench.random(z * s * d, run.dtype, 6), k = bench.random(z * s * d, run.dtype, 7),
+         v = bench.random(z * s * d, run.dtype, 8);
+    auto o = bench.device->allocate(z * s * d * dtypeBytes(run.dtype));
     if (!q || !k || !v || !o)
       return fail(Status::failure("out of device memory for attention"));
     std::vector<int64_t> shape{z, s, d};
-    std::vector<Arg> args{Arg::tensor(*q, DType::F32, shape), Arg::tensor(*k, DType::F32, shape),
-                          Arg::tensor(*v, DType::F32, shape), Arg::tensor(*o, DType::F32, shape),
+    std::vector<Arg> args{Arg::tensor(*q, run.dtype, shape), Arg::tensor(*k, run.dtype, shape),
+                          Arg::tensor(*v, run.dtype, shape), Arg::tensor(*o, run.dtype, shape),
                           Arg::f32(0.125)};
-    double flops = 4.0 * z * s * s * d * (causal ? 0.5 : 1.0);
-    bench.report(name, std::to_string(z) + "x" + std::to_string(s) + "x64",
-                 bench.time([&] { return bench.device->launch(*m, "attention", args); }), flops,
+    double flops = 4.0 * z * s * s * d * (run.causal ? 0.5 : 1.0);
+    bench.report(run.op, std::to_string(z) + "x" + std::to_string(s) + "x64",
+                 bench.time([&] { return bench.device->launch(*m, run.kernel, args); }), flops,
                  0);
   }
   return bench.failed ? 1 : 0;
