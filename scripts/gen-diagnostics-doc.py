@@ -43,7 +43,9 @@ def frontend_entries():
 def driver_entries():
     entries = []
     for path in [os.path.join(ROOT, "test", "kilnc", "driver-errors.test"),
+                 os.path.join(ROOT, "test", "kilnc", "matrix-units.test"),
                  os.path.join(ROOT, "test", "Target", "target-errors.test"),
+                 os.path.join(ROOT, "test", "Target", "NVPTX", "dynamic-shared-memory.test"),
                  os.path.join(ROOT, "test", "tools", "kiln-run-errors.test")]:
         for line in open(path).read().splitlines():
             m = re.match(r"# [A-Z0-9-]+: (.*error: .*)", line)
