@@ -2020,6 +2020,9 @@ MaybeValue Generator::genDot(const CallExpr &e) {
     if (tf32 && a->type.dtype != DType::F32)
       return error(kw->value->loc, "tf32 rounding applies to f32 operands, got " +
                                        llvm::Twine(dtypeName(a->type.dtype)));
+    if (tf32 && acc.type.dtype != DType::F32)
+      return error(e.args[2]->loc, "a tf32 dot accumulates in f32, got " +
+                                       withArticle(acc.type.str()) + " accumulator");
   }
   TValue out;
   out.type = SType::tile(acc.type.dtype, shape);

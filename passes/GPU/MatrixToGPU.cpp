@@ -69,7 +69,8 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
   // f32 with tf32 rounding: mma.sync.m16n8k8.tf32 on every NVIDIA target with
   // tensor cores (wgmma's tf32 form is not used yet).
   if (op.getTf32())
-    return units == MatrixUnits::MmaSync || units == MatrixUnits::Wgmma
+    return c.getElementType().isF32() &&
+                   (units == MatrixUnits::MmaSync || units == MatrixUnits::Wgmma)
                ? fits({MatrixUnits::MmaSync, 16, 8, 8})
                : std::nullopt;
   if (!(in.isF16() || in.isBF16()) || b.getElementType() != in || !c.getElementType().isF32())

@@ -282,6 +282,8 @@ LogicalResult DotOp::verify() {
     return emitOpError("a and b must have the same element type");
   if (getTf32() && !a.getElementType().isF32())
     return emitOpError("tf32 rounding applies to f32 operands, got ") << a.getElementType();
+  if (getTf32() && !acc.getElementType().isF32())
+    return emitOpError("a tf32 dot accumulates in f32, got ") << acc.getElementType();
   return success();
 }
 

@@ -129,6 +129,22 @@ func.func @dot_inner(%a: tensor<4x8xf32>, %b: tensor<4x4xf32>, %c: tensor<4x4xf3
 
 // -----
 
+func.func @dot_tf32_operands(%a: tensor<4x8xf16>, %b: tensor<8x4xf16>, %c: tensor<4x4xf32>) {
+  // expected-error @+1 {{tf32 rounding applies to f32 operands, got 'f16'}}
+  %0 = kiln.dot %a, %b, %c {tf32} : tensor<4x8xf16>, tensor<8x4xf16> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @dot_tf32_accumulator(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x4xf16>) {
+  // expected-error @+1 {{a tf32 dot accumulates in f32, got 'f16'}}
+  %0 = kiln.dot %a, %b, %c {tf32} : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf16>
+  return
+}
+
+// -----
+
 func.func @dot_acc(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x8xf32>) {
   // expected-error @+1 {{accumulator must be 4x4}}
   %0 = kiln.dot %a, %b, %c : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x8xf32>
