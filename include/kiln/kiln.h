@@ -102,6 +102,9 @@ struct TuneTrial {
   ParamSet params;
   double milliseconds = -1; // mean time per launch; -1 when it failed
   std::string error;        // why it failed to compile or launch
+  /// The earlier trial that compiled to the same binary (a param this target
+  /// ignores, such as `stages` off NVIDIA): not timed again, its time is shared.
+  int sameCodeAs = -1;
 };
 
 struct TuneResult {

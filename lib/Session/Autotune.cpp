@@ -16,6 +16,7 @@
 #include <atomic>
 #include <optional>
 #include <cstdio>
+#include <map>
 #include <thread>
 #include <unistd.h>
 
@@ -185,11 +186,33 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
       kernels[i].status_ = module.status();
   }
 
+  // Candidates that compiled to the same binary (their differences are params
+  // this target ignores) are timed once.
+  std::map<std::string, int> firstWithBinary;
+  std::vector<int> sameCode(n, -1);
+  for (size_t i : missing)
+    if (built[i] && kernels[i].ok()) {
+      auto [it, inserted] = firstWithBinary.emplace(built[i]->binary, static_cast<int>(i));
+      if (!inserted)
+        sameCode[i] = it->second;
+    }
+
   // Time each candidate: warm-up launches, then `repeats` between two events.
   int best = -1;
   for (size_t i = 0; i < n; ++i) {
     TuneTrial trial;
     trial.params = candidates[i];
+    if (sameCode[i] >= 0) {
+      const TuneTrial &twin = result.trials[sameCode[i]];
+      trial.milliseconds = twin.milliseconds;
+      trial.error = twin.error;
+      trial.sameCodeAs = sameCode[i];
+      if (progress)
+        std::fprintf(stderr, "kiln: tune %s: [%zu/%zu] %s: same code as [%d]\n", kernel.c_str(),
+                     i + 1, n, describe(trial.params).c_str(), sameCode[i] + 1);
+      result.trials.push_back(std::move(trial));
+      continue;
+    }
     rt::Status status = kernels[i].status();
     for (int w = 0; status.ok() && w < std::max(1, options.warmup); ++w)
       status = kernels[i].launch(args);

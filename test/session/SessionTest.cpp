@@ -399,6 +399,41 @@ TEST_F(SessionTest, AutotuneOverDeclaredValues) {
   EXPECT_NE(none.kernel.status().message().find("declares no tune values"), std::string::npos);
 }
 
+TEST_F(SessionTest, AutotuneTimesIdenticalBinariesOnce) {
+  // matmul_f16 declares STAGES in {2, 3, 4}, which only NVIDIA's pipelining
+  // reads: on the CPU the three builds of each tile shape are one binary, timed
+  // once and reported as the same code.
+  std::ifstream in(std::string(KILN_EXAMPLES_DIR) + "/matmul.kiln");
+  std::stringstream source;
+  source << in.rdbuf();
+  int64_t m = 64, n = 64, k = 32;
+  Session s("cpu");
+  ASSERT_TRUE(s.ok());
+  std::vector<uint16_t> ones(std::max(m, n) * k, 0x3C00); // f16 1.0
+  Tensor a = s.upload(ones.data(), DType::F16, {m, k}),
+         b = s.upload(ones.data(), DType::F16, {k, n}), c = s.empty<float>({m, n});
+  TuneOptions options;
+  options.repeats = 1;
+  options.progress = 0;
+  TuneResult r = s.autotune(source.str(), "matmul_f16", {a.arg(), b.arg(), c.arg()}, options);
+  ASSERT_TRUE(r.kernel.ok()) << r.kernel.status().message();
+  ASSERT_EQ(r.trials.size(), 24u);
+  int timed = 0;
+  for (const TuneTrial &t : r.trials) {
+    if (t.sameCodeAs < 0) {
+      ++timed;
+      continue;
+    }
+    const TuneTrial &twin = r.trials.at(t.sameCodeAs);
+    EXPECT_EQ(twin.sameCodeAs, -1);
+    EXPECT_EQ(t.milliseconds, twin.milliseconds);
+    for (const char *name : {"BM", "BN"}) // only ignored params may differ
+      EXPECT_EQ(t.params.at(name), twin.params.at(name));
+  }
+  EXPECT_LE(timed, 8); // at most BM x BN x NUM_WARPS distinct builds
+  EXPECT_GE(timed, 4); // the tile shapes do differ
+}
+
 TEST(Autotune, CombinationsAreTheCartesianProduct) {
   auto c = Session::combinations({{"A", {"1", "2", "3"}}, {"B", {"x", "y"}}});
   ASSERT_EQ(c.size(), 6u);
