@@ -338,6 +338,43 @@ SmallVector<DotOp> ThreadEmitter::fragmentCarried(scf::ForOp op) {
   return dots;
 }
 
+SmallVector<Value> ThreadEmitter::loopValues(ValueRange values, ArrayRef<DotOp> carried,
+                                             bool fromBlocked) {
+  SmallVector<Value> flat;
+  for (auto [value, dot] : llvm::zip(values, carried)) {
+    if (!dot) {
+      llvm::append_range(flat, flatten(value));
+    } else if (!fromBlocked) {
+      llvm::append_range(flat, fragmentTiles.lookup(value));
+    } else {
+      // A zero accumulator needs no trip through shared memory.
+      DenseElementsAttr constant;
+      if (matchPattern(value, m_Constant(&constant)) && constant.isSplat() &&
+          constant.getSplatValue<APFloat>().isPosZero())
+        flat.append(flatCount(value, dot),
+                    b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0)));
+      else
+        llvm::append_range(flat, toFragments(dot, regs(value)));
+    }
+  }
+  return flat;
+}
+
+void ThreadEmitter::bindLoopValues(ValueRange originals, ValueRange flat, ArrayRef<DotOp> carried,
+                                   bool toBlocked) {
+  for (auto [original, dot] : llvm::zip(originals, carried)) {
+    int64_t count = flatCount(original, dot);
+    Registers values(flat.take_front(count));
+    flat = flat.drop_front(count);
+    if (!dot)
+      unflatten(original, values);
+    else if (!toBlocked)
+      fragmentTiles[original] = std::move(values);
+    else
+      tiles[original] = fromFragments(dot, values, nullptr);
+  }
+}
+
 LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
   Value lower = scalar(op.getLowerBound()), upper = scalar(op.getUpperBound()),
         step = scalar(op.getStep());
@@ -352,20 +389,7 @@ LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
   // Accumulators that only a tensor-core dot updates stay in its fragment layout
   // from iteration to iteration; they change layout once before and once after.
   SmallVector<DotOp> carriedDots = fragmentCarried(op);
-  SmallVector<Value> inits;
-  for (auto [init, dot] : llvm::zip(op.getInitArgs(), carriedDots)) {
-    if (!dot) {
-      llvm::append_range(inits, flatten(init));
-      continue;
-    }
-    FragmentLayout f = fragmentLayout(dot, matrixUnits, layout.getNumWarps());
-    DenseElementsAttr constant;
-    if (matchPattern(init, m_Constant(&constant)) && constant.isSplat() &&
-        constant.getSplatValue<APFloat>().isPosZero())
-      inits.append(f.registers(), b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0)));
-    else
-      llvm::append_range(inits, toFragments(dot, regs(init)));
-  }
+  SmallVector<Value> inits = loopValues(op.getInitArgs(), carriedDots, /*fromBlocked=*/true);
   // Device loops count in index: SPIR-V's loop lowering expects it.
   auto toIndex = [&](Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); };
   auto loop = b.create<scf::ForOp>(loc, toIndex(lower), toIndex(upper), toIndex(step), inits);
@@ -392,36 +416,18 @@ LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
         prefetched.insert(prefetch.load);
     }
     scalars.map(op.getInductionVar(), iv);
-    ValueRange flat = loop.getRegionIterArgs();
-    for (auto [arg, dot] : llvm::zip(op.getRegionIterArgs(), carriedDots)) {
-      int64_t count = flatCount(arg, dot);
-      if (dot) {
-        fragmentTiles[arg] = Registers(flat.take_front(count));
+    bindLoopValues(op.getRegionIterArgs(), loop.getRegionIterArgs(), carriedDots,
+                   /*toBlocked=*/false);
+    for (DotOp dot : carriedDots)
+      if (dot)
         fragmentResultDots.insert(dot);
-      } else {
-        unflatten(arg, flat.take_front(count));
-      }
-      flat = flat.drop_front(count);
-    }
     if (failed(emitBlock(*op.getBody())))
       return failure();
     auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
-    SmallVector<Value> yields;
-    for (auto [value, dot] : llvm::zip(yield.getOperands(), carriedDots))
-      llvm::append_range(yields, dot ? fragmentTiles[value] : flatten(value));
-    b.create<scf::YieldOp>(loc, yields);
+    b.create<scf::YieldOp>(loc,
+                           loopValues(yield.getOperands(), carriedDots, /*fromBlocked=*/false));
   }
-  ValueRange flat = loop.getResults();
-  for (auto [result, dot] : llvm::zip(op.getResults(), carriedDots)) {
-    int64_t count = flatCount(result, dot);
-    if (dot) {
-      Registers blocked = fromFragments(dot, Registers(flat.take_front(count)), nullptr);
-      tiles[result] = std::move(blocked);
-    } else {
-      unflatten(result, flat.take_front(count));
-    }
-    flat = flat.drop_front(count);
-  }
+  bindLoopValues(op.getResults(), loop.getResults(), carriedDots, /*toBlocked=*/true);
   if (pipeline) // the groups past the end were empty; drain anyway
     inlinePTX(b, loc, "cp.async.wait_all;", "", 0, Type(), {});
   return success();

@@ -92,6 +92,15 @@ private:
   llvm::SmallVector<DotOp> fragmentCarried(mlir::scf::ForOp op);
   /// How many flat loop values `v` takes (fragments when `carriedBy` is set).
   int64_t flatCount(mlir::Value v, DotOp carriedBy);
+  /// The flat loop values of `values` (inits or yields); those `carried` by a
+  /// dot are fragments, converted from their blocked registers when
+  /// `fromBlocked` (inits) or already fragments (yields).
+  llvm::SmallVector<mlir::Value> loopValues(mlir::ValueRange values,
+                                            llvm::ArrayRef<DotOp> carried, bool fromBlocked);
+  /// Binds `originals` (iter_args, or results when `toBlocked`: fragments back
+  /// to the blocked layout) to consecutive slices of `flat`.
+  void bindLoopValues(mlir::ValueRange originals, mlir::ValueRange flat,
+                      llvm::ArrayRef<DotOp> carried, bool toBlocked);
 
   /// A loop with `kiln.stages` = S whose tile loads feed one tensor-core dot:
   /// those loads (and the scalar ops their offsets need) run S - 1 iterations

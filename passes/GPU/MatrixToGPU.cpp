@@ -1,30 +1,34 @@
 //===- MatrixToGPU.cpp - dots on tensor cores and matrix cores ------------===//
 //
-// A dot C = A * B + acc with A: M x K, B: K x N of f16/bf16 and an f32
-// accumulator runs on the warp-level matrix instructions:
+// A dot C = A * B + acc with f16/bf16 operands (or f32 ones with tf32) and an f32
+// accumulator runs on the target's matrix instructions:
 //
-//   1. A and B go to shared memory row-major (as for the FMA loop);
-//   2. the result is cut into instruction-sized tiles, dealt round-robin to the
-//      warps; each warp loops over K, loading its fragments from shared memory
-//      and issuing one matrix instruction per K step;
-//   3. each warp writes its accumulator fragments to a row-major f32 buffer in
-//      shared memory, and every thread reads back the elements its blocked
-//      layout owns, adding the incoming accumulator.
+//   1. A and B reach shared memory (registers -> st.shared, or straight from
+//      global memory with cp.async, see MemoryToGPU and PipelineToGPU), laid out
+//      for the instruction: row-major for mma.sync / MFMA / WMMA, 8 x 8 core
+//      matrices for wgmma (matrixOperandIndex);
+//   2. the result is cut into instruction tiles dealt round-robin to the workers
+//      (warps; warpgroups of four for wgmma): slot j of worker w is tile
+//      w + j * workers (FragmentLayout). Each worker loops over K from its
+//      accumulator registers (the fragment layout), issuing one instruction per
+//      K step;
+//   3. when a loop carries the accumulator only through this dot, the fragments
+//      stay in registers to the next iteration (KilnGPUToGPU's emitFor); else
+//      they go through an f32 shared buffer back to the blocked layout, where
+//      the incoming accumulator is added (fromFragments).
 //
-// NVIDIA (mma-sync, sm_80+): ldmatrix.x4 / ldmatrix.x2.trans and
-// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}, emitted as inline PTX.
-// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), with
-// g = lane / 4 and t = lane % 4:
-//   A regs a0..a3 hold A[g][2t..2t+1], A[g+8][2t..], A[g][2t+8..], A[g+8][2t+8..]
-//   B regs b0, b1 hold B[2t..2t+1][g], B[2t+8..2t+9][g]
-//   C c0..c3 are C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]
-// ldmatrix.x4 gives exactly the A registers when lane l points at row l % 16,
-// column 8 * (l / 16) of the 16 x 16 A block; ldmatrix.x2.trans gives the B
-// registers when lanes 0..15 point at rows 0..15 of the 16 x 8 B block.
-//
-// AMD (mfma, gfx90a/gfx94x, 64-lane waves): rocdl.mfma.f32.16x16x16f16 (bf16 not yet),
-// with lane l, element i (i < 4) holding A[l % 16][4 (l / 16) + i],
-// B[4 (l / 16) + i][l % 16] and C[4 (l / 16) + i][l % 16].
+// Instructions and their operand fragments (g = lane / 4, t = lane % 4):
+//   mma.sync.m16n8k16 (sm_80+), fed by ldmatrix.x4 (A: lane l points at row
+//     l % 16, column 8 (l / 16)) and ldmatrix.x2.trans (B: lanes 0..15 at rows
+//     0..15): A regs hold A[g][2t..2t+1], A[g+8][2t..], A[g][2t+8..],
+//     A[g+8][2t+8..]; B regs B[2t..2t+1][g], B[2t+8..2t+9][g];
+//   mma.sync.m16n8k8.tf32: A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4];
+//     B[t][g], B[t+4][g], each rounded by cvt.rna.tf32.f32;
+//   wgmma.mma_async.m64nNk16 (sm_90a): both operands by shared-memory
+//     descriptor (wgmmaTile);
+//   v_mfma_f32_16x16x16f16 (CDNA, wave64) and v_wmma_f32_16x16x16_f16 (gfx11,
+//     wave32): each lane gathers its elements from shared memory (amdTile).
+// fragmentElement gives each instruction's accumulator layout.
 //
 //===----------------------------------------------------------------------===//
 
