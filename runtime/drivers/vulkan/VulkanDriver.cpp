@@ -13,6 +13,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <cstring>
@@ -262,6 +263,15 @@ public:
         return Status::failure("kernel '" + k.name + "' needs " + std::to_string(p.pushBytes) +
                                " bytes of push constants; " + name() + " allows " +
                                std::to_string(props.limits.maxPushConstantsSize));
+      uint32_t threads = static_cast<uint32_t>(k.threadsPerBlock);
+      if (threads > props.limits.maxComputeWorkGroupInvocations ||
+          threads > props.limits.maxComputeWorkGroupSize[0])
+        return Status::failure(
+            "kernel '" + k.name + "' runs " + std::to_string(threads) +
+            " threads per workgroup; " + name() + " allows " +
+            std::to_string(std::min(props.limits.maxComputeWorkGroupInvocations,
+                                    props.limits.maxComputeWorkGroupSize[0])) +
+            " (lower its NUM_WARPS)");
       if (p.bindings > props.limits.maxPerStageDescriptorStorageBuffers)
         return Status::failure("kernel '" + k.name + "' needs " + std::to_string(p.bindings) +
                                " storage buffers; " + name() + " allows " +
