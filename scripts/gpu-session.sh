@@ -4,7 +4,7 @@
 # correctness of the CUDA paths first (gpu-check), then the benchmark against
 # torch and Triton (gpu-bench).
 #
-#   bash scripts/gpu-session.sh        # writes gpu-session/ (about 15 MiB)
+#   bash scripts/gpu-session.sh        # writes gpu-session/ (about 17 MiB)
 #   # on the GPU machine, from the repository root (OUT: where logs go):
 #   bash gpu-session/run.sh            # ~1 min of tests, then ~5 min of benchmarks
 #
@@ -22,7 +22,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
 mkdir -p "$out"
 # The CUDA tests (every OnDevice test on the cuda device, plus the metadata and
-# bundle checks); a failure here means the benchmark's numbers mean nothing.
+# bundle checks), then the same on mma.sync-only and FMA-only builds of the
+# kernels to localize a failure; a failure here means the benchmark's numbers
+# mean nothing.
 timeout 300 bash "$here/gpu-check/run.sh" --gtest_filter='*/cuda:Metadata*:Bundle*' \
   2>&1 | tee "$out/gpu-check.log"
 echo "gpu-check exit: ${PIPESTATUS[0]}" | tee -a "$out/gpu-check.log"
