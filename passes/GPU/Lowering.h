@@ -151,6 +151,9 @@ private:
   /// elements (LLVM pointers, 4-, 8- or 16-byte vector accesses).
   bool canAccessRuns(const TensorArg &t, int64_t numRegisters);
   mlir::Value loadElement(const TensorArg &t, mlir::Value offset);
+  /// The element at `offset` where `ok` holds, else `other` (no access made).
+  mlir::Value loadElementOr(const TensorArg &t, mlir::Value offset, mlir::Value ok,
+                            mlir::Value other);
   void storeElement(const TensorArg &t, mlir::Value offset, mlir::Value value);
   /// Loads `vec` consecutive elements at `offset` with one aligned vector access.
   mlir::Value loadRun(const TensorArg &t, mlir::Value offset, unsigned vec);

@@ -54,6 +54,14 @@ Value ThreadEmitter::loadElement(const TensorArg &t, Value offset) {
   return v;
 }
 
+Value ThreadEmitter::loadElementOr(const TensorArg &t, Value offset, Value ok, Value other) {
+  return emitIfElse(
+             ok, TypeRange{t.elementType},
+             [&]() -> SmallVector<Value> { return {loadElement(t, offset)}; },
+             [&]() -> SmallVector<Value> { return {other}; })
+      .getResult(0);
+}
+
 void ThreadEmitter::storeElement(const TensorArg &t, Value offset, Value value) {
   if (t.elementType.isInteger(1))
     value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
@@ -184,12 +192,7 @@ LogicalResult ThreadEmitter::emitLoad(Operation *op) {
     return b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
   };
   auto guardedLoad = [&](int64_t r) -> Value {
-    Value other = otherOf(r);
-    return emitIfElse(
-               acc[r].ok, TypeRange{elem},
-               [&]() -> SmallVector<Value> { return {loadElement(t, acc[r].offset)}; },
-               [&]() -> SmallVector<Value> { return {other}; })
-        .getResult(0);
+    return loadElementOr(t, acc[r].offset, acc[r].ok, otherOf(r));
   };
 
   Registers out;
@@ -271,15 +274,8 @@ void ThreadEmitter::emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand, V
         [&]() -> SmallVector<Value> {
           // A ragged, strided or unaligned chunk: element by element, zero outside.
           for (unsigned k = 0; k < vec; ++k) {
-            const Access &a = run[k];
-            Value value = emitIfElse(
-                              a.ok, TypeRange{t.elementType},
-                              [&]() -> SmallVector<Value> { return {loadElement(t, a.offset)}; },
-                              [&]() -> SmallVector<Value> {
-                                return {b.create<arith::ConstantOp>(
-                                    loc, b.getZeroAttr(t.elementType))};
-                              })
-                              .getResult(0);
+            Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(t.elementType));
+            Value value = loadElementOr(t, run[k].offset, run[k].ok, zero);
             emitIfElse(
                 registerValid(r0 + k, numElements), {},
                 [&]() -> SmallVector<Value> {
