@@ -99,6 +99,17 @@ protected:
     Status s = device->launch(m, kernel, args);
     ASSERT_TRUE(s.ok()) << s.message();
   }
+  /// Runs `m`'s matmul_f16 (f16 a: M x K, b: K x N, f32 c) and checks it against
+  /// the f64 reference on the f16-rounded inputs.
+  void expectMatmulF16(const Module &m, int64_t M, int64_t N, int64_t K, unsigned seed) {
+    auto a = randomVector(M * K, seed), b = randomVector(K * N, seed + 1);
+    Buffer ba = uploadHalf(a), bb = uploadHalf(b), bc = upload(std::vector<float>(M * N, NAN));
+    run(m, "matmul_f16", {Arg::tensor(ba, DType::F16, {M, K}), Arg::tensor(bb, DType::F16, {K, N}),
+                          Arg::tensor(bc, DType::F32, {M, N})});
+    EXPECT_TRUE(allClose(download(bc, M * N),
+                         reference::matmul(a.data(), b.data(), M, N, K, K, 1), 1e-4, 1e-4))
+        << M << "x" << N << "x" << K;
+  }
 
   std::shared_ptr<Device> device;
 };
@@ -219,15 +230,8 @@ TEST_P(OnDevice, MatmulF16EightWarps) {
   Module m = load("matmul_w8");
   if (GetParam() != "cpu")
     EXPECT_EQ(m.find("matmul_f16")->threadsPerBlock, 8 * (GetParam() == "hip" ? 64 : 32));
-  for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32}, {130, 70, 96}}) {
-    auto a = randomVector(M * K, 34), b = randomVector(K * N, 35);
-    Buffer ba = uploadHalf(a), bb = uploadHalf(b), bc = upload(std::vector<float>(M * N, NAN));
-    run(m, "matmul_f16", {Arg::tensor(ba, DType::F16, {M, K}), Arg::tensor(bb, DType::F16, {K, N}),
-                          Arg::tensor(bc, DType::F32, {M, N})});
-    EXPECT_TRUE(allClose(download(bc, M * N),
-                         reference::matmul(a.data(), b.data(), M, N, K, K, 1), 1e-4, 1e-4))
-        << M << "x" << N << "x" << K;
-  }
+  for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32}, {130, 70, 96}})
+    expectMatmulF16(m, M, N, K, 34);
 }
 
 TEST_P(OnDevice, MatmulTF32) {
@@ -258,20 +262,9 @@ TEST_P(OnDevice, MatmulF16) {
   // K step, fewer steps than stages, ragged and unaligned rows (the element
   // fallback of cp.async) and many steps (every stage reused several times).
   Module m = load("matmul");
-  struct Shape {
-    int64_t m, n, k;
-  };
-  for (Shape s : {Shape{64, 64, 32}, Shape{128, 192, 96}, Shape{100, 70, 50},
-                  Shape{64, 128, 512}}) {
-    auto a = randomVector(s.m * s.k, 30), b = randomVector(s.k * s.n, 31);
-    Buffer ba = uploadHalf(a), bb = uploadHalf(b), bc = upload(std::vector<float>(s.m * s.n, NAN));
-    run(m, "matmul_f16", {Arg::tensor(ba, DType::F16, {s.m, s.k}),
-                          Arg::tensor(bb, DType::F16, {s.k, s.n}),
-                          Arg::tensor(bc, DType::F32, {s.m, s.n})});
-    EXPECT_TRUE(allClose(download(bc, s.m * s.n),
-                         reference::matmul(a.data(), b.data(), s.m, s.n, s.k, s.k, 1), 1e-4, 1e-4))
-        << s.m << "x" << s.n << "x" << s.k;
-  }
+  for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32}, {128, 192, 96}, {100, 70, 50},
+                         {64, 128, 512}})
+    expectMatmulF16(m, M, N, K, 30);
 }
 
 TEST_P(OnDevice, MatmulBiasRelu) {
