@@ -307,11 +307,17 @@ TEST_F(SessionTest, VulkanNaNInfAndEmptyExtents) {
   EXPECT_EQ(empty[3], 1.0f);
 }
 
-/// The matmul example, tuned over tile shapes on the CPU and on Vulkan.
-void tuneMatmul(const std::string &device, const std::string &cacheDir) {
+/// examples/matmul.kiln (matmul, matmul_bias_act, matmul_f16).
+std::string matmulSource() {
   std::ifstream in(std::string(KILN_EXAMPLES_DIR) + "/matmul.kiln");
   std::stringstream source;
   source << in.rdbuf();
+  return source.str();
+}
+
+/// The matmul example, tuned over tile shapes on the CPU and on Vulkan.
+void tuneMatmul(const std::string &device, const std::string &cacheDir) {
+  const std::string source = matmulSource();
   auto candidates = Session::combinations({{"BM", {"16", "32"}}, {"BN", {"16", "32"}}});
   ASSERT_EQ(candidates.size(), 4u);
   // One candidate cannot compile (a tile shape that is not a positive size): it is
@@ -325,7 +331,7 @@ void tuneMatmul(const std::string &device, const std::string &cacheDir) {
     TuneOptions options;
     options.repeats = 2;
     options.progress = 0;
-    TuneResult r = s.autotune(source.str(), "matmul", candidates, {a.arg(), b.arg(), c.arg()},
+    TuneResult r = s.autotune(source, "matmul", candidates, {a.arg(), b.arg(), c.arg()},
                               options, "matmul.kiln");
     EXPECT_TRUE(r.kernel.ok()) << r.kernel.status().message();
     EXPECT_EQ(r.fromCache, expectCached);
@@ -378,9 +384,7 @@ TEST_F(SessionTest, AutotuneVulkanStoresItsChoice) { tuneMatmul("vulkan", dir); 
 
 TEST_F(SessionTest, AutotuneOverDeclaredValues) {
   // matmul.kiln declares BM, BN in {32, 64, 128} and BK in {32, 64}: 18 candidates.
-  std::ifstream in(std::string(KILN_EXAMPLES_DIR) + "/matmul.kiln");
-  std::stringstream source;
-  source << in.rdbuf();
+  const std::string source = matmulSource();
   int64_t m = 64, n = 64, k = 64;
   Session s("cpu");
   ASSERT_TRUE(s.ok());
@@ -389,7 +393,7 @@ TEST_F(SessionTest, AutotuneOverDeclaredValues) {
   TuneOptions options;
   options.repeats = 1;
   options.progress = 0;
-  TuneResult r = s.autotune(source.str(), "matmul", {a.arg(), b.arg(), c.arg()}, options);
+  TuneResult r = s.autotune(source, "matmul", {a.arg(), b.arg(), c.arg()}, options);
   ASSERT_TRUE(r.kernel.ok()) << r.kernel.status().message();
   EXPECT_EQ(r.trials.size(), 18u);
   EXPECT_EQ(r.params.size(), 3u);
@@ -403,9 +407,7 @@ TEST_F(SessionTest, AutotuneTimesIdenticalBinariesOnce) {
   // matmul_f16 declares STAGES in {2, 3, 4}, which only NVIDIA's pipelining
   // reads: on the CPU the three builds of each tile shape are one binary, timed
   // once and reported as the same code.
-  std::ifstream in(std::string(KILN_EXAMPLES_DIR) + "/matmul.kiln");
-  std::stringstream source;
-  source << in.rdbuf();
+  const std::string source = matmulSource();
   int64_t m = 64, n = 64, k = 32;
   Session s("cpu");
   ASSERT_TRUE(s.ok());
@@ -415,7 +417,7 @@ TEST_F(SessionTest, AutotuneTimesIdenticalBinariesOnce) {
   TuneOptions options;
   options.repeats = 1;
   options.progress = 0;
-  TuneResult r = s.autotune(source.str(), "matmul_f16", {a.arg(), b.arg(), c.arg()}, options);
+  TuneResult r = s.autotune(source, "matmul_f16", {a.arg(), b.arg(), c.arg()}, options);
   ASSERT_TRUE(r.kernel.ok()) << r.kernel.status().message();
   ASSERT_EQ(r.trials.size(), 24u);
   int timed = 0;
