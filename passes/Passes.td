@@ -260,6 +260,21 @@ def KilnBranchMemRefSelects : Pass<"kiln-branch-memref-selects", "mlir::func::Fu
   let dependentDialects = ["mlir::cf::ControlFlowDialect"];
 }
 
+def KilnBitcastBF16Casts : Pass<"kiln-bitcast-bf16-casts", "mlir::ModuleOp"> {
+  let summary = "Turn the ROCDL lowering's bf16/i16 casts into LLVM bitcasts";
+  let description = [{
+    MLIR 19's ROCDL lowering converts `bf16` to `i16`, but the LLVM dialect
+    operations Kiln's thread code already emits (loads, stores, vector inserts
+    over `bf16`) keep their types, so the conversion leaves
+    `unrealized_conversion_cast`s between the two that LLVM translation rejects.
+    Both are 16-bit values with the same bits: this pass, run after
+    `reconcile-unrealized-casts`, replaces each remaining cast between `bf16` and
+    `i16` (or vectors of them) with an `llvm.bitcast`. Arithmetic on `bf16` has
+    been widened to `f32` before the lowering, as the CPU pipeline does.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def KilnExternDynamicShared : Pass<"kiln-extern-dynamic-shared", "mlir::ModuleOp"> {
   let summary = "Declare dynamic shared memory as an extern array";
   let description = [{

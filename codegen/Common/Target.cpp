@@ -210,9 +210,11 @@ std::string kiln::devicePipeline(const Target &target) {
         .str();
   case Target::Kind::AMDGPU:
     return llvm::formatv("rocdl-attach-target{{chip={0} O=3},"
-                         "gpu.module(convert-scf-to-cf,convert-gpu-to-rocdl{{chipset={0}},"
+                         "gpu.module(convert-scf-to-cf,"
+                         "arith-emulate-unsupported-floats{{source-types=bf16 target-type=f32},"
+                         "arith-expand{{include-bf16=1},convert-gpu-to-rocdl{{chipset={0}},"
                          "convert-math-to-llvm),"
-                         "reconcile-unrealized-casts",
+                         "reconcile-unrealized-casts,kiln-bitcast-bf16-casts",
                          target.chip)
         .str();
   case Target::Kind::Vulkan:
@@ -254,9 +256,6 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     mlir::Type elem = mlir::getElementTypeOrSelf(type);
     if (spirv && elem.isBF16())
       return "bf16 is not supported on the vulkan and metal targets (SPIR-V has no bfloat16)";
-    if (target.kind == Target::Kind::AMDGPU && elem.isBF16())
-      return "bf16 is not supported on the amdgpu targets yet (MLIR 19's ROCDL lowering "
-             "turns bf16 into i16 and cannot translate the result)";
     if (target.kind == Target::Kind::Metal && elem.isF64())
       return "f64 is not supported on the metal target (Metal has no double precision)";
     return nullptr;

@@ -26,8 +26,9 @@
 //     B[t][g], B[t+4][g], each rounded by cvt.rna.tf32.f32;
 //   wgmma.mma_async.m64nNk16 (sm_90a): both operands by shared-memory
 //     descriptor (wgmmaTile);
-//   v_mfma_f32_16x16x16f16 (CDNA, wave64) and v_wmma_f32_16x16x16_f16 (gfx11,
-//     wave32): each lane gathers its elements from shared memory (amdTile).
+//   v_mfma_f32_16x16x16f16 / 16x16x16bf16_1k (CDNA, wave64) and
+//     v_wmma_f32_16x16x16_f16 / _bf16 (gfx11, wave32): each lane gathers its
+//     elements from shared memory (amdTile); bf16 goes in as i16 bits.
 // fragmentElement gives each instruction's accumulator layout.
 //
 //===----------------------------------------------------------------------===//
@@ -78,10 +79,6 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
                ? fits({MatrixUnits::MmaSync, 16, 8, 8})
                : std::nullopt;
   if (!(in.isF16() || in.isBF16()) || b.getElementType() != in || !c.getElementType().isF32())
-    return std::nullopt;
-  // bf16 on AMD stays on the FMA loop: the ROCDL lowering turns bf16 into i16
-  // and leaves casts that LLVM translation rejects (MLIR 19).
-  if ((units == MatrixUnits::Mfma || units == MatrixUnits::Wmma) && in.isBF16())
     return std::nullopt;
   switch (units) {
   case MatrixUnits::Wgmma:
@@ -318,7 +315,9 @@ SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) 
 SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueRange acc) {
   bool wmma = shape.units == MatrixUnits::Wmma;
   int64_t perLane = wmma ? 16 : 4, results = wmma ? 8 : 4;
-  auto vecIn = VectorType::get({perLane}, in);
+  // The bf16 instructions take their operands as i16 bits.
+  Type bits = in.isBF16() ? Type(b.getI16Type()) : in;
+  auto vecIn = VectorType::get({perLane}, bits);
   auto vecAcc = VectorType::get({results}, b.getF32Type());
   Value accIn = b.create<LLVM::UndefOp>(loc, vecAcc);
   for (int64_t i = 0; i < results; ++i)
@@ -334,19 +333,25 @@ SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueR
         aAt = add(stageBase, aAt);
         bAt = add(stageBase, bAt);
       }
+      auto element = [&](Value at) -> Value {
+        Value x = b.create<memref::LoadOp>(loc, operands, ValueRange{index(at)});
+        return bits == in ? x : b.create<LLVM::BitcastOp>(loc, bits, x);
+      };
       Value pos = i32(i);
-      av = b.create<LLVM::InsertElementOp>(
-          loc, av, b.create<memref::LoadOp>(loc, operands, ValueRange{index(aAt)}), pos);
-      bv = b.create<LLVM::InsertElementOp>(
-          loc, bv, b.create<memref::LoadOp>(loc, operands, ValueRange{index(bAt)}), pos);
+      av = b.create<LLVM::InsertElementOp>(loc, av, element(aAt), pos);
+      bv = b.create<LLVM::InsertElementOp>(loc, bv, element(bAt), pos);
     }
+    if (wmma && in.isBF16())
+      return {b.create<ROCDL::wmma_f32_16x16x16_bf16>(loc, vecAcc, ValueRange{av, bv, acc[0]})
+                  .getResult()};
     if (wmma)
       return {b.create<ROCDL::wmma_f32_16x16x16_f16>(loc, vecAcc, ValueRange{av, bv, acc[0]})
                   .getResult()};
     Value zero = i32(0);
-    return {b.create<ROCDL::mfma_f32_16x16x16f16>(loc, vecAcc,
-                                                  ValueRange{av, bv, acc[0], zero, zero, zero})
-                .getResult()};
+    SmallVector<Value> mfmaArgs{av, bv, acc[0], zero, zero, zero};
+    if (in.isBF16())
+      return {b.create<ROCDL::mfma_f32_16x16x16bf16_1k>(loc, vecAcc, mfmaArgs).getResult()};
+    return {b.create<ROCDL::mfma_f32_16x16x16f16>(loc, vecAcc, mfmaArgs).getResult()};
   });
   SmallVector<Value> out;
   for (int64_t i = 0; i < results; ++i)
