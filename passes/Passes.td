@@ -260,6 +260,19 @@ def KilnBranchMemRefSelects : Pass<"kiln-branch-memref-selects", "mlir::func::Fu
   let dependentDialects = ["mlir::cf::ControlFlowDialect"];
 }
 
+def KilnExpandF8 : Pass<"kiln-expand-f8"> {
+  let summary = "Lower conversions to and from fp8 to integer arithmetic";
+  let description = [{
+    `arith.extf` from and `arith.truncf` to `f8E4M3FN` / `f8E5M2` (Kiln's
+    `f8e4m3` and `f8e5m2`) become integer operations on the bits, the same on
+    every target: decoding is exact; encoding rounds to nearest even and
+    saturates to the largest finite value (448 and 57344, as NVIDIA's
+    `cvt.rn.satfinite` does), NaN stays NaN. Runs after
+    `arith-emulate-unsupported-floats` has widened other fp8 arithmetic to f32.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def KilnBitcastBF16Casts : Pass<"kiln-bitcast-bf16-casts", "mlir::ModuleOp"> {
   let summary = "Turn the ROCDL lowering's bf16/i16 casts into LLVM bitcasts";
   let description = [{

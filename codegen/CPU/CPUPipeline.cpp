@@ -53,7 +53,8 @@ const std::string &kiln::cpu::pipelineString() {
       "func.func(convert-vector-to-scf),"
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
       "func.func(kiln-branch-memref-selects,"
-      "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}),"
+      "arith-emulate-unsupported-floats{source-types=bf16,f16,f8E4M3FN,f8E5M2 "
+      "target-type=f32},kiln-expand-f8),"
       // math-to-libm scalarizes vector math it calls out for (tanh, erf, ...) with
       // vector ops, so it runs before the vector lowering.
       "convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"

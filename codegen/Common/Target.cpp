@@ -204,14 +204,18 @@ std::string kiln::devicePipeline(const Target &target) {
   switch (target.kind) {
   case Target::Kind::CUDA:
     return llvm::formatv("nvvm-attach-target{{chip={0} O=3},"
-                         "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-math-to-llvm),"
+                         "gpu.module(convert-scf-to-cf,"
+                         "arith-emulate-unsupported-floats{{source-types=f8E4M3FN,f8E5M2 "
+                         "target-type=f32},kiln-expand-f8,"
+                         "convert-gpu-to-nvvm,convert-math-to-llvm),"
                          "reconcile-unrealized-casts,kiln-extern-dynamic-shared",
                          target.ptxChip())
         .str();
   case Target::Kind::AMDGPU:
     return llvm::formatv("rocdl-attach-target{{chip={0} O=3},"
                          "gpu.module(convert-scf-to-cf,"
-                         "arith-emulate-unsupported-floats{{source-types=bf16 target-type=f32},"
+                         "arith-emulate-unsupported-floats{{source-types=bf16,f8E4M3FN,f8E5M2 "
+                         "target-type=f32},kiln-expand-f8,"
                          "arith-expand{{include-bf16=1},convert-gpu-to-rocdl{{chipset={0}},"
                          "convert-math-to-llvm),"
                          "reconcile-unrealized-casts,kiln-bitcast-bf16-casts",
@@ -256,6 +260,9 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     mlir::Type elem = mlir::getElementTypeOrSelf(type);
     if (spirv && elem.isBF16())
       return "bf16 is not supported on the vulkan and metal targets (SPIR-V has no bfloat16)";
+    if (spirv && mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(elem))
+      return "fp8 (f8e4m3, f8e5m2) is not supported on the vulkan and metal targets (SPIR-V "
+             "has no 8-bit floats)";
     if (target.kind == Target::Kind::Metal && elem.isF64())
       return "f64 is not supported on the metal target (Metal has no double precision)";
     return nullptr;

@@ -7,14 +7,17 @@
 
 namespace kiln {
 
-/// Element types of the language.
-enum class DType { I1, I8, I16, I32, I64, F16, BF16, F32, F64 };
+/// Element types of the language. The fp8 types come last so that the C API's
+/// numbering of the older ones stays put.
+enum class DType { I1, I8, I16, I32, I64, F16, BF16, F32, F64, F8E4M3, F8E5M2 };
 
 std::optional<DType> parseDType(std::string_view name);
 const char *dtypeName(DType dt);
 /// The enumerator's spelling (`F32`), for generated C++.
 const char *dtypeEnumName(DType dt);
 inline bool isFloat(DType dt) { return dt >= DType::F16; }
+/// OCP fp8: e4m3 (bias 7, no infinities, max 448) and e5m2 (bias 15, max 57344).
+inline bool isF8(DType dt) { return dt == DType::F8E4M3 || dt == DType::F8E5M2; }
 unsigned dtypeBits(DType dt);
 /// Bytes one element occupies in memory (i1 is stored as a byte).
 inline size_t dtypeBytes(DType dt) { return dt == DType::I1 ? 1 : dtypeBits(dt) / 8; }

@@ -123,6 +123,8 @@ private:
     case DType::BF16: return builder.getBF16Type();
     case DType::F32: return builder.getF32Type();
     case DType::F64: return builder.getF64Type();
+    case DType::F8E4M3: return builder.getFloat8E4M3FNType();
+    case DType::F8E5M2: return builder.getFloat8E5M2Type();
     }
     return {};
   }
@@ -230,6 +232,17 @@ private:
   MaybeValue genDot(const CallExpr &e);
   MaybeValue genShapeOp(const CallExpr &e);
 
+  /// fp8 is a storage format: loads, stores, casts, comparisons, `where`,
+  /// data movement and `dot` take it; arithmetic would round after every step,
+  /// so it asks for a wider type instead.
+  bool rejectF8(DType dt, SMLoc at, const llvm::Twine &what) {
+    if (!isF8(dt))
+      return false;
+    error(at, what + " is not defined on " + dtypeName(dt) +
+                  " (fp8 is a storage type); cast<f16>(...) or cast<f32>(...) first");
+    return true;
+  }
+
   /// Errors when a weak integer constant would change value in dtype `dt`
   /// (`x_i8 + 1000` must not silently become `x + (-24)`).
   bool constantFits(const TValue &v, DType dt, SMLoc at) {
@@ -305,8 +318,12 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
     return builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::ne, v,
                                                zeroLike(from));
   }
+  // fp8 converts to and from integers through f32 (no target converts directly).
+  if ((isF8(from) && !isFloat(to)) || (isF8(to) && !isFloat(from)))
+    return castValue(castValue(v, from, DType::F32, l), DType::F32, to, l);
   if (isFloat(from) && isFloat(to)) {
-    if (dtypeBits(from) == 16 && dtypeBits(to) == 16) {
+    // f16 <-> bf16 and e4m3 <-> e5m2 go through f32.
+    if (dtypeBits(from) == dtypeBits(to)) {
       Value wide = castValue(v, from, DType::F32, l);
       return castValue(wide, DType::F32, to, l);
     }
@@ -1018,6 +1035,8 @@ MaybeValue Generator::genUnary(const UnaryExpr &e) {
   }
   if (v->type.dtype == DType::I1)
     return error(e.loc, "unary '-' is not defined on bool");
+  if (rejectF8(v->type.dtype, e.loc, "unary '-'"))
+    return std::nullopt;
   if (isFloat(v->type.dtype)) {
     if (v->cst)
       return constant(Const::ofFloat(-v->cst->f), v->type.dtype, v->type.weak, l);
@@ -1062,6 +1081,8 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   if (!checkTileSize(*shape, at))
     return std::nullopt;
   DType dt = promote(l.type, r.type);
+  if (!compare && rejectF8(dt, at, llvm::Twine("arithmetic '") + binOpSpelling(op) + "'"))
+    return std::nullopt;
   if (!constantFits(l, dt, at) || !constantFits(r, dt, at))
     return std::nullopt;
   DType resultType = compare ? DType::I1 : dt;
@@ -1621,6 +1642,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     DType dt = promote(ab, ops[2].type);
     if (!isFloat(dt))
       dt = DType::F32;
+    if (rejectF8(dt, e.loc, "'fma'"))
+      return std::nullopt;
     Value a = convert(ops[0], dt, shape, e.loc).value;
     Value b = convert(ops[1], dt, shape, e.loc).value;
     Value c = convert(ops[2], dt, shape, e.loc).value;
@@ -1646,6 +1669,8 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
   mlir::Location l = loc(e.loc);
   if (v->type.dtype == DType::I1)
     return error(e.args[0]->loc, "'" + name + "' is not defined on bool");
+  if (rejectF8(v->type.dtype, e.args[0]->loc, "'" + name + "'"))
+    return std::nullopt;
   TValue out;
   if (name == "abs") {
     out.type = v->type;
@@ -1836,6 +1861,8 @@ MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
     return std::nullopt;
   if (v->type.kind != SType::Tile)
     return error(e.args[0]->loc, "'" + e.callee + "' reduces a tile, got " + withArticle(v->type.str()));
+  if (rejectF8(v->type.dtype, e.args[0]->loc, "'" + e.callee + "'"))
+    return std::nullopt;
   bool keepdims = false;
   if (const KeywordArg *kw = e.kwarg("keepdims")) {
     MaybeValue k = genValue(*kw->value, "keepdims");
@@ -1901,6 +1928,8 @@ MaybeValue Generator::genScan(const CallExpr &e) {
   if (v->type.kind != SType::Tile)
     return error(e.args[0]->loc, "'" + e.callee + "' scans a tile, got " +
                                      withArticle(v->type.str()));
+  if (rejectF8(v->type.dtype, e.args[0]->loc, "'" + e.callee + "'"))
+    return std::nullopt;
   TValue src = *v;
   if (src.type.dtype == DType::I1)
     src = convert(src, DType::I32, src.type.shape, e.loc); // running counts of bools
@@ -2002,6 +2031,8 @@ MaybeValue Generator::genDot(const CallExpr &e) {
       return error(e.args[2]->loc, "dot accumulator " + c->type.str() +
                                        " does not match operands of " +
                                        dtypeName(a->type.dtype));
+    if (rejectF8(c->type.dtype, e.args[2]->loc, "accumulating a dot"))
+      return std::nullopt;
     acc = *c;
   } else {
     acc = convert(constant(Const::ofInt(0), accType, false, l), accType, shape, e.loc);

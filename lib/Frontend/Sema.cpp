@@ -58,6 +58,8 @@ DType kiln::promote(const SType &a, const SType &b) {
     return fa ? a.dtype : b.dtype;
   if (fa && dtypeBits(a.dtype) == 16 && dtypeBits(b.dtype) == 16)
     return DType::F32; // f16 with bf16
+  if (fa && dtypeBits(a.dtype) == 8 && dtypeBits(b.dtype) == 8)
+    return DType::F16; // e4m3 with e5m2: f16 holds both exactly
   return dtypeBits(a.dtype) >= dtypeBits(b.dtype) ? a.dtype : b.dtype;
 }
 

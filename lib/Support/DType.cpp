@@ -11,7 +11,7 @@ std::optional<DType> kiln::parseDType(std::string_view name) {
       {"i1", DType::I1},   {"bool", DType::I1}, {"i8", DType::I8},
       {"i16", DType::I16}, {"i32", DType::I32}, {"i64", DType::I64},
       {"f16", DType::F16}, {"bf16", DType::BF16}, {"f32", DType::F32},
-      {"f64", DType::F64}};
+      {"f64", DType::F64}, {"f8e4m3", DType::F8E4M3}, {"f8e5m2", DType::F8E5M2}};
   for (auto &[spelling, dt] : table)
     if (spelling == name)
       return dt;
@@ -29,6 +29,8 @@ const char *kiln::dtypeName(DType dt) {
   case DType::BF16: return "bf16";
   case DType::F32: return "f32";
   case DType::F64: return "f64";
+  case DType::F8E4M3: return "f8e4m3";
+  case DType::F8E5M2: return "f8e5m2";
   }
   return "?";
 }
@@ -36,7 +38,9 @@ const char *kiln::dtypeName(DType dt) {
 unsigned kiln::dtypeBits(DType dt) {
   switch (dt) {
   case DType::I1: return 1;
-  case DType::I8: return 8;
+  case DType::I8:
+  case DType::F8E4M3:
+  case DType::F8E5M2: return 8;
   case DType::I16:
   case DType::F16:
   case DType::BF16: return 16;
@@ -59,6 +63,8 @@ const char *kiln::dtypeEnumName(DType dt) {
   case DType::BF16: return "BF16";
   case DType::F32: return "F32";
   case DType::F64: return "F64";
+  case DType::F8E4M3: return "F8E4M3";
+  case DType::F8E5M2: return "F8E5M2";
   }
   return "F32";
 }

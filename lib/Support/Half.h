@@ -1,5 +1,7 @@
-//===- Half.h - f16 and bf16 bit conversions on the host --------*- C++ -*-===//
+//===- Half.h - f16, bf16 and fp8 bit conversions on the host ---*- C++ -*-===//
 #pragma once
+
+#include "kiln/DType.h"
 
 #include <cmath>
 #include <cstdint>
@@ -71,6 +73,46 @@ inline float bf16BitsToFloat(uint16_t b) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
+}
+
+/// OCP fp8 (`f8e4m3`: 4 exponent bits, bias 7, no infinities, 0x7f is NaN;
+/// `f8e5m2`: 5 exponent bits, bias 15, IEEE-like infinities and NaNs). This is
+/// the host's reference: written from the definitions, independently of the
+/// compiler's bit-twiddling lowering, which the tests compare it with.
+inline float f8BitsToFloat(uint8_t b, DType dt) {
+  bool e4m3 = dt == DType::F8E4M3;
+  int mantBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, expMax = e4m3 ? 15 : 31;
+  int exp = (b & 0x7f) >> mantBits, mant = b & ((1 << mantBits) - 1);
+  float sign = (b & 0x80) ? -1.0f : 1.0f;
+  if (e4m3 && (b & 0x7f) == 0x7f)
+    return std::nanf("");
+  if (!e4m3 && exp == expMax)
+    return mant ? std::nanf("") : sign * INFINITY;
+  if (exp == 0)
+    return sign * std::ldexp(static_cast<float>(mant), 1 - bias - mantBits);
+  return sign * std::ldexp(static_cast<float>((1 << mantBits) | mant), exp - bias - mantBits);
+}
+
+/// Rounds to the nearest fp8 value, ties to the even code, and saturates: values
+/// beyond the largest finite one (infinities too) become it, as NVIDIA's
+/// `cvt.rn.satfinite` does. NaN stays NaN.
+inline uint8_t floatToF8Bits(float f, DType dt) {
+  uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  if (std::isnan(f))
+    return sign | 0x7f;
+  uint8_t maxCode = dt == DType::F8E4M3 ? 0x7e : 0x7b;
+  double a = std::fabs(static_cast<double>(f));
+  if (a >= f8BitsToFloat(maxCode, dt))
+    return sign | maxCode;
+  // Positive codes are ordered like their values: find lo with lo <= a < lo + 1.
+  uint8_t lo = 0, hi = maxCode;
+  while (hi - lo > 1) {
+    uint8_t mid = static_cast<uint8_t>((lo + hi) / 2);
+    (f8BitsToFloat(mid, dt) <= a ? lo : hi) = mid;
+  }
+  double below = a - f8BitsToFloat(lo, dt), above = f8BitsToFloat(hi, dt) - a;
+  bool up = above < below || (above == below && (lo & 1));
+  return sign | (up ? hi : lo);
 }
 
 } // namespace kiln

@@ -34,6 +34,8 @@ struct PackedArgs {
     case DType::I64: w = a.scalar.i; break; // little-endian: low bytes come first
     case DType::F16: w = floatToHalfBits(static_cast<float>(a.scalar.f)); break;
     case DType::BF16: w = floatToBF16Bits(static_cast<float>(a.scalar.f)); break;
+    case DType::F8E4M3:
+    case DType::F8E5M2: w = floatToF8Bits(static_cast<float>(a.scalar.f), a.dtype); break;
     case DType::F32: {
       float f = static_cast<float>(a.scalar.f);
       std::memcpy(&w, &f, 4);

@@ -148,8 +148,11 @@ SmallVector<Type> kiln::gpu::sharedBufferTypes(func::FuncOp kernel, Attribute me
 //===----------------------------------------------------------------------===//
 
 /// The type an element has in global memory: bools are bytes.
+/// Global memory holds bools as bytes, and fp8 as bytes too: LLVM has no 8-bit
+/// float type for its loads and stores.
 static Type storageOf(Type elementType) {
-  return elementType.isInteger(1) ? IntegerType::get(elementType.getContext(), 8) : elementType;
+  bool byte = elementType.isInteger(1) || isa<Float8E4M3FNType, Float8E5M2Type>(elementType);
+  return byte ? IntegerType::get(elementType.getContext(), 8) : elementType;
 }
 
 int64_t kiln::gpu::pushConstantWords(TypeRange kernelArgs) {

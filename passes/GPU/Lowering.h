@@ -35,8 +35,12 @@ enum class MemoryModel { LLVMPointers, SPIRVBuffers };
 struct TensorArg {
   mlir::Value base;
   mlir::Type elementType;       // the element type in the tile
-  mlir::Type storageType;       // the element type in memory (i1 is stored as i8)
+  mlir::Type storageType;       // the element type in memory (i1 and fp8 as i8)
   llvm::SmallVector<mlir::Value> sizes, strides;
+
+  /// A tile element as it is stored, and a stored element as the tile holds it.
+  mlir::Value toStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) const;
+  mlir::Value fromStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) const;
 };
 
 /// One shared-memory buffer type per element type the kernel exchanges, sized by

@@ -27,6 +27,23 @@ struct Access {
 };
 } // namespace
 
+Value TensorArg::toStorage(OpBuilder &b, Location loc, Value v) const {
+  if (elementType.isInteger(1))
+    return b.create<arith::ExtUIOp>(loc, storageType, v);
+  if (elementType != storageType)
+    return b.create<arith::BitcastOp>(loc, storageType, v);
+  return v;
+}
+
+Value TensorArg::fromStorage(OpBuilder &b, Location loc, Value v) const {
+  if (elementType.isInteger(1))
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v,
+                                   b.create<arith::ConstantIntOp>(loc, 0, storageType));
+  if (elementType != storageType)
+    return b.create<arith::BitcastOp>(loc, elementType, v);
+  return v;
+}
+
 static unsigned storageBytes(const TensorArg &t) {
   return std::max(1u, t.storageType.getIntOrFloatBitWidth() / 8);
 }
@@ -48,10 +65,7 @@ Value ThreadEmitter::loadElement(const TensorArg &t, Value offset) {
     Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), offset);
     v = b.create<memref::LoadOp>(loc, t.base, index);
   }
-  if (t.elementType.isInteger(1))
-    v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v,
-                                b.create<arith::ConstantIntOp>(loc, 0, 8));
-  return v;
+  return t.fromStorage(b, loc, v);
 }
 
 Value ThreadEmitter::loadElementOr(const TensorArg &t, Value offset, Value ok, Value other) {
@@ -63,8 +77,7 @@ Value ThreadEmitter::loadElementOr(const TensorArg &t, Value offset, Value ok, V
 }
 
 void ThreadEmitter::storeElement(const TensorArg &t, Value offset, Value value) {
-  if (t.elementType.isInteger(1))
-    value = b.create<arith::ExtUIOp>(loc, b.getI8Type(), value);
+  value = t.toStorage(b, loc, value);
   if (memory == MemoryModel::LLVMPointers) {
     Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
                                       ValueRange{offset});
@@ -97,9 +110,7 @@ void ThreadEmitter::storeRun(const TensorArg &t, Value offset, ValueRange values
   auto vecType = VectorType::get({vec}, t.storageType);
   Value v = b.create<LLVM::UndefOp>(loc, vecType);
   for (auto [k, value] : llvm::enumerate(values)) {
-    Value lane = t.elementType.isInteger(1) ? b.create<arith::ExtUIOp>(loc, b.getI8Type(), value)
-                                            : value;
-    v = b.create<LLVM::InsertElementOp>(loc, v, lane, i32(k));
+    v = b.create<LLVM::InsertElementOp>(loc, v, t.toStorage(b, loc, value), i32(k));
   }
   Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
                                     ValueRange{offset});
@@ -215,19 +226,14 @@ LogicalResult ThreadEmitter::emitLoad(Operation *op) {
         [&]() -> SmallVector<Value> {
           Value lanes = b.create<LLVM::UndefOp>(loc, vecType);
           for (unsigned k = 0; k < vec; ++k) {
-            Value lane = guardedLoad(r0 + k);
-            if (t.elementType.isInteger(1))
-              lane = b.create<arith::ExtUIOp>(loc, b.getI8Type(), lane);
+            Value lane = t.toStorage(b, loc, guardedLoad(r0 + k));
             lanes = b.create<LLVM::InsertElementOp>(loc, lanes, lane, i32(k));
           }
           return {lanes};
         });
     for (unsigned k = 0; k < vec; ++k) {
       Value lane = b.create<LLVM::ExtractElementOp>(loc, ifOp.getResult(0), i32(k));
-      if (t.elementType.isInteger(1))
-        lane = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, lane,
-                                       b.create<arith::ConstantIntOp>(loc, 0, 8));
-      out.push_back(lane);
+      out.push_back(t.fromStorage(b, loc, lane));
     }
   }
   if (tile)

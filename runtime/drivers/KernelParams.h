@@ -40,6 +40,8 @@ std::vector<uint64_t> packKernelParams(const std::vector<LaunchArg> &args,
     case DType::F64: std::memcpy(&word, &a.scalar.f, 8); break;
     case DType::F16: word = floatToHalfBits(static_cast<float>(a.scalar.f)); break;
     case DType::BF16: word = floatToBF16Bits(static_cast<float>(a.scalar.f)); break;
+    case DType::F8E4M3:
+    case DType::F8E5M2: word = floatToF8Bits(static_cast<float>(a.scalar.f), a.info->dtype); break;
     case DType::I1: word = a.scalar.i != 0; break;
     default: word = static_cast<uint64_t>(a.scalar.i); break;
     }

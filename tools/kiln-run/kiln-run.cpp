@@ -67,6 +67,10 @@ static std::pair<double, double> tolerance(DType dt) {
   case DType::BF16: return {5e-2, 5e-2};
   case DType::F32: return {1e-4, 1e-5};
   case DType::F64: return {1e-10, 1e-12};
+  // One fp8 step (2^-3 and 2^-2 relative): a sum that lands near a rounding
+  // boundary may round either way depending on the order it was added in.
+  case DType::F8E4M3: return {0.125, 1.0 / 64};
+  case DType::F8E5M2: return {0.25, 1.0 / 64};
   default: return {0, 0};
   }
 }
@@ -83,6 +87,8 @@ static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
   case DType::BF16: return bf16BitsToFloat(*reinterpret_cast<const uint16_t *>(p));
   case DType::F32: return *reinterpret_cast<const float *>(p);
   case DType::F64: return *reinterpret_cast<const double *>(p);
+  case DType::F8E4M3:
+  case DType::F8E5M2: return f8BitsToFloat(*reinterpret_cast<const uint8_t *>(p), dt);
   }
   return 0;
 }
@@ -102,6 +108,8 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
     case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(real(gen)); break;
     case DType::F32: *reinterpret_cast<float *>(p) = real(gen); break;
     case DType::F64: *reinterpret_cast<double *>(p) = real(gen); break;
+    case DType::F8E4M3:
+    case DType::F8E5M2: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(real(gen), dt); break;
     }
   }
 }

@@ -388,7 +388,10 @@ public:
         break;
       }
       case DType::BF16:
-        return Status::failure("bf16 arguments are not supported on Vulkan");
+      case DType::F8E4M3:
+      case DType::F8E5M2:
+        return Status::failure(std::string(dtypeName(a.info->dtype)) +
+                               " arguments are not supported on Vulkan");
       case DType::F32: {
         float v = static_cast<float>(a.scalar.f);
         pushScalar(&v, 4);

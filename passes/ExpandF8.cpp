@@ -1,0 +1,178 @@
+//===- ExpandF8.cpp - fp8 conversions as integer arithmetic ---------------===//
+//
+// No target Kiln compiles for has fp8 arithmetic that LLVM or SPIR-V can name
+// (LLVM 19 has no 8-bit float type), so conversions to and from fp8 become
+// integer operations on the bits, identical on every target: decoding is exact,
+// encoding rounds to nearest even and saturates to the largest finite value (as
+// NVIDIA's cvt.rn.satfinite does), NaN stays NaN. Other arithmetic on fp8 has
+// been widened by arith-emulate-unsupported-floats before this pass runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNEXPANDF8
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+/// The fields of an OCP fp8 format.
+struct F8Format {
+  int64_t mantBits, bias;
+  bool ieeeSpecials;      // e5m2: exponent 31 is inf/NaN; e4m3: only 0x7f is NaN
+  int64_t maxFiniteCode;  // 0x7e (448) or 0x7b (57344)
+};
+
+std::optional<F8Format> f8Format(Type t) {
+  if (isa<Float8E4M3FNType>(t))
+    return F8Format{3, 7, false, 0x7e};
+  if (isa<Float8E5M2Type>(t))
+    return F8Format{2, 15, true, 0x7b};
+  return std::nullopt;
+}
+
+/// Builds element-wise integer and float code over scalars or vectors of one
+/// shape.
+struct BitBuilder {
+  OpBuilder &b;
+  Location loc;
+  Type shapeOf; // a scalar or vector type whose shape the values share
+
+  Type like(Type elem) const {
+    if (auto v = dyn_cast<VectorType>(shapeOf))
+      return v.clone(elem);
+    return elem;
+  }
+  Type i32() const { return like(b.getI32Type()); }
+  Value constI32(int64_t v) {
+    Type t = i32();
+    auto attr = b.getI32IntegerAttr(static_cast<int32_t>(v));
+    if (auto vt = dyn_cast<VectorType>(t))
+      return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(vt, attr.getValue()));
+    return b.create<arith::ConstantOp>(loc, attr);
+  }
+  Value bitcast(Value v, Type elem) { return b.create<arith::BitcastOp>(loc, like(elem), v); }
+  Value add(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.create<arith::SubIOp>(loc, x, y); }
+  Value band(Value x, int64_t m) { return b.create<arith::AndIOp>(loc, x, constI32(m)); }
+  Value bor(Value x, Value y) { return b.create<arith::OrIOp>(loc, x, y); }
+  Value shl(Value x, int64_t s) { return b.create<arith::ShLIOp>(loc, x, constI32(s)); }
+  Value shr(Value x, int64_t s) { return b.create<arith::ShRUIOp>(loc, x, constI32(s)); }
+  Value cmp(arith::CmpIPredicate p, Value x, int64_t y) {
+    return b.create<arith::CmpIOp>(loc, p, x, constI32(y));
+  }
+  Value select(Value c, Value x, Value y) { return b.create<arith::SelectOp>(loc, c, x, y); }
+  Value f32(Value bits) { return bitcast(bits, b.getF32Type()); }
+  Value bits(Value f) { return bitcast(f, b.getI32Type()); }
+};
+
+/// f8 bits (in i32 lanes) -> f32.
+Value decode(BitBuilder &bb, Value code, const F8Format &f) {
+  using P = arith::CmpIPredicate;
+  Value sign = bb.shl(bb.band(code, 0x80), 24);
+  Value mag = bb.band(code, 0x7f);
+  Value mant = bb.band(mag, (1 << f.mantBits) - 1);
+  // Normal: the exponent and mantissa fields move up as one, and the exponent
+  // is rebiased.
+  Value normal = bb.add(bb.shl(mag, 23 - f.mantBits), bb.constI32((127 - f.bias) << 23));
+  // Subnormal (exponent field 0): mant x 2^(1 - bias - mantBits), exactly.
+  Value scaled = bb.b.create<arith::MulFOp>(
+      bb.loc, bb.b.create<arith::UIToFPOp>(bb.loc, bb.like(bb.b.getF32Type()), mant),
+      bb.f32(bb.constI32((127 + 1 - f.bias - f.mantBits) << 23)));
+  Value isSubnormal = bb.cmp(P::ult, mag, 1 << f.mantBits);
+  Value value = bb.select(isSubnormal, bb.bits(scaled), normal);
+  Value special =
+      f.ieeeSpecials
+          ? bb.bor(bb.constI32(0x7f800000), bb.shl(mant, 23 - f.mantBits)) // inf or NaN
+          : bb.constI32(0x7fc00000);
+  Value isSpecial = f.ieeeSpecials ? bb.cmp(P::uge, mag, 0x7c) : bb.cmp(P::eq, mag, 0x7f);
+  return bb.f32(bb.bor(bb.select(isSpecial, special, value), sign));
+}
+
+/// f32 -> f8 bits (in i32 lanes): round to nearest even, saturate, keep NaN.
+Value encode(BitBuilder &bb, Value x, const F8Format &f) {
+  using P = arith::CmpIPredicate;
+  Value bits = bb.bits(x);
+  Value sign = bb.band(bb.shr(bits, 24), 0x80);
+  Value abs = bb.band(bits, 0x7fffffff);
+  int64_t shift = 23 - f.mantBits;
+  // Results below the smallest normal: adding 2^(24 - bias - mantBits), whose
+  // f32 ulp is fp8's smallest subnormal, lets the FPU round to nearest even.
+  int64_t magic = (127 - f.bias + shift + 1) << 23;
+  Value sum = bb.b.create<arith::AddFOp>(bb.loc, bb.f32(abs), bb.f32(bb.constI32(magic)));
+  Value subnormal = bb.sub(bb.bits(sum), bb.constI32(magic));
+  // Normal results: rebias, then round the dropped bits to nearest even.
+  Value odd = bb.band(bb.shr(abs, shift), 1);
+  Value rounded = bb.add(bb.add(abs, bb.constI32(((f.bias - 127) << 23) + (1 << (shift - 1)) - 1)),
+                         odd);
+  Value normal = bb.shr(rounded, shift);
+  Value code = bb.select(bb.cmp(P::ult, abs, (127 - f.bias + 1) << 23), subnormal, normal);
+  // Past the largest finite value (infinity included) saturates.
+  code = bb.b.create<arith::MinUIOp>(bb.loc, code, bb.constI32(f.maxFiniteCode));
+  code = bb.select(bb.cmp(P::ugt, abs, 0x7f800000), bb.constI32(0x7f), code);
+  return bb.bor(code, sign);
+}
+
+/// `v` as f32: widened from f16/bf16 or narrowed from f64 (f64 therefore rounds
+/// twice, through f32, on its way to fp8).
+Value toF32(OpBuilder &b, Location loc, Value v, Type f32Like) {
+  Type elem = getElementTypeOrSelf(v.getType());
+  if (elem.isF32())
+    return v;
+  if (elem.getIntOrFloatBitWidth() < 32)
+    return b.create<arith::ExtFOp>(loc, f32Like, v);
+  return b.create<arith::TruncFOp>(loc, f32Like, v);
+}
+
+Value fromF32(OpBuilder &b, Location loc, Value v, Type to) {
+  Type elem = getElementTypeOrSelf(to);
+  if (elem.isF32())
+    return v;
+  if (elem.getIntOrFloatBitWidth() > 32)
+    return b.create<arith::ExtFOp>(loc, to, v);
+  return b.create<arith::TruncFOp>(loc, to, v); // exact: fp8 values fit f16 and bf16
+}
+
+struct ExpandF8 : kiln::impl::KilnExpandF8Base<ExpandF8> {
+  void runOnOperation() override {
+    SmallVector<Operation *> casts;
+    getOperation()->walk([&](Operation *op) {
+      if (auto ext = dyn_cast<arith::ExtFOp>(op);
+          ext && f8Format(getElementTypeOrSelf(ext.getIn().getType())))
+        casts.push_back(op);
+      if (auto trunc = dyn_cast<arith::TruncFOp>(op);
+          trunc && f8Format(getElementTypeOrSelf(trunc.getType())))
+        casts.push_back(op);
+    });
+    for (Operation *op : casts) {
+      OpBuilder b(op);
+      Value in = op->getOperand(0);
+      Type out = op->getResult(0).getType();
+      BitBuilder bb{b, op->getLoc(), in.getType()};
+      Value result;
+      if (isa<arith::ExtFOp>(op)) {
+        F8Format f = *f8Format(getElementTypeOrSelf(in.getType()));
+        Value code = b.create<arith::ExtUIOp>(bb.loc, bb.i32(), bb.bitcast(in, b.getI8Type()));
+        result = fromF32(b, bb.loc, decode(bb, code, f), out);
+      } else {
+        F8Format f = *f8Format(getElementTypeOrSelf(out));
+        Value x = toF32(b, bb.loc, in, bb.like(b.getF32Type()));
+        Value code = encode(bb, x, f);
+        Value byte = b.create<arith::TruncIOp>(bb.loc, bb.like(b.getI8Type()), code);
+        result = b.create<arith::BitcastOp>(bb.loc, out, byte);
+      }
+      op->getResult(0).replaceAllUsesWith(result);
+      op->erase();
+    }
+  }
+};
+} // namespace
