@@ -203,13 +203,15 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
 std::string kiln::devicePipeline(const Target &target) {
   switch (target.kind) {
   case Target::Kind::CUDA:
-    return llvm::formatv("nvvm-attach-target{{chip={0} O=3},"
+    // PTX ISA 8.4 (CUDA 12.4) is the first with fp8 mma.sync; sm_90 code
+    // declares it, older architectures keep LLVM's default.
+    return llvm::formatv("nvvm-attach-target{{chip={0} O=3{1}},"
                          "gpu.module(convert-scf-to-cf,"
                          "arith-emulate-unsupported-floats{{source-types=f8E4M3FN,f8E5M2 "
                          "target-type=f32},kiln-expand-f8,"
                          "convert-gpu-to-nvvm,convert-math-to-llvm),"
                          "reconcile-unrealized-casts,kiln-extern-dynamic-shared",
-                         target.ptxChip())
+                         target.ptxChip(), target.smVersion() >= 90 ? " features=+ptx84" : "")
         .str();
   case Target::Kind::AMDGPU:
     return llvm::formatv("rocdl-attach-target{{chip={0} O=3},"

@@ -78,6 +78,14 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
                    (units == MatrixUnits::MmaSync || units == MatrixUnits::Wgmma)
                ? fits({MatrixUnits::MmaSync, 16, 8, 8})
                : std::nullopt;
+  // fp8 (e4m3, e5m2): mma.sync.m16n8k32 exists from sm_89; Kiln uses it on the
+  // sm_90 family (whose units are wgmma; wgmma's fp8 form wants B K-major in
+  // shared memory, which the operand staging does not produce yet).
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(in))
+    return units == MatrixUnits::Wgmma && b.getElementType() == in &&
+                   c.getElementType().isF32()
+               ? fits({MatrixUnits::MmaSync, 16, 8, 32})
+               : std::nullopt;
   if (!(in.isF16() || in.isBF16()) || b.getElementType() != in || !c.getElementType().isF32())
     return std::nullopt;
   switch (units) {
@@ -147,7 +155,7 @@ struct MatrixDot {
   OpBuilder &b;
   Location loc;
   int64_t m, n, k;
-  Type in; // f16 or bf16
+  Type in; // f16, bf16, fp8, or f32 (tf32)
   MatrixShape shape;
   Value operands;  // shared memory: A at stage, B at stage + m * k, laid out per instruction
   Value stageBase; // i32 element offset of the pipeline stage (null: 0)
@@ -187,6 +195,7 @@ struct MatrixDot {
 
   Value coreMatrixOffset(Value mn, Value kk, int64_t rows, bool kMajor);
   SmallVector<Value> mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc);
+  SmallVector<Value> mmaSyncF8Tile(Value lane, Value row0, Value col0, ValueRange acc);
   SmallVector<Value> wgmmaTile(Value row0, Value col0, ValueRange acc);
   SmallVector<Value> amdTile(Value lane, Value row0, Value col0, ValueRange acc);
 };
@@ -223,6 +232,8 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
     });
     return loop.getResults();
   }
+  if (shape.k == 32)
+    return mmaSyncF8Tile(lane, row0, col0, acc);
   const char *kind = in.isF16() ? "f16" : "bf16";
   std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." + kind +
                     ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
@@ -237,6 +248,48 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
     Value bIndex = add(i32(m * k), add(mul(add(k0, lane16), i32(n)), col0));
     args.append(ptx("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {$0,$1}, [$2];",
                     "=r,=r,r", 2, b.getI32Type(), {sharedAddress(bIndex)}));
+    args.append(acc.begin(), acc.end());
+    return ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
+  });
+  return loop.getResults();
+}
+
+// mma.sync.m16n8k32 with fp8 operands (PTX ISA, "Matrix Fragments for
+// mma.m16n8k32"), g = lane / 4, t = lane % 4, four 8-bit elements per register:
+// A regs hold A[g][4t..4t+3], A[g+8][4t..], A[g][16+4t..], A[g+8][16+4t..], the
+// rows' 16-byte halves that ldmatrix.x4 (b16) delivers when lane l points at row
+// l % 16, byte 16 (l / 16); B regs hold B[4t..4t+3][g], B[16+4t..][g], columns of
+// row-major B that ldmatrix cannot transpose at 8 bits, so each thread gathers
+// its eight bytes. The accumulator layout is m16n8k16's.
+SmallVector<Value> MatrixDot::mmaSyncF8Tile(Value lane, Value row0, Value col0, ValueRange acc) {
+  Type f32 = b.getF32Type(), i32Type = b.getI32Type();
+  const char *kind = isa<Float8E4M3FNType>(in) ? "e4m3" : "e5m2";
+  std::string mma = std::string("mma.sync.aligned.m16n8k32.row.col.f32.") + kind + "." + kind +
+                    ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  Value lane16 = rem(lane, 16), half = mul(div(lane, 16), i32(16));
+  Value g = div(lane, 4), t = rem(lane, 4);
+  auto byteAt = [&](Value element) -> Value {
+    if (stageBase)
+      element = add(stageBase, element);
+    Value v = b.create<memref::LoadOp>(loc, operands, ValueRange{index(element)});
+    Value bits = b.create<arith::BitcastOp>(loc, b.getI8Type(), v);
+    return b.create<arith::ExtUIOp>(loc, i32Type, bits);
+  };
+  auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
+    Value aIndex = add(mul(add(row0, lane16), i32(k)), add(k0, half));
+    SmallVector<Value> args =
+        ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];", "=r,=r,=r,=r,r",
+            4, i32Type, {sharedAddress(aIndex)});
+    for (int64_t reg = 0; reg < 2; ++reg) { // B rows 16 reg + 4t .. + 3, column g
+      Value word = i32(0);
+      for (int64_t i = 0; i < 4; ++i) {
+        Value kk = add(k0, add(mul(t, i32(4)), i32(16 * reg + i)));
+        Value byte = byteAt(add(i32(m * k), add(mul(kk, i32(n)), add(col0, g))));
+        word = b.create<arith::OrIOp>(loc, word,
+                                      b.create<arith::ShLIOp>(loc, byte, i32(8 * i)));
+      }
+      args.push_back(word);
+    }
     args.append(acc.begin(), acc.end());
     return ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
   });
