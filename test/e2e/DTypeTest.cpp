@@ -10,18 +10,6 @@ using namespace kiln::test;
 
 namespace {
 
-std::unique_ptr<cpu::Executable> compileSource(const std::string &source,
-                                               const std::string &kernel) {
-  GenOptions options;
-  options.kernel = kernel;
-  auto exe = compileForCPU(source, kernel + ".kiln", options);
-  if (!exe) {
-    ADD_FAILURE() << llvm::toString(exe.takeError());
-    return nullptr;
-  }
-  return std::move(*exe);
-}
-
 TEST(DTypes, HalfInHalfOut) {
   // f16 loads, an f16 scalar argument, f16 arithmetic (done in f32 and rounded).
   auto exe = compileSource(R"(

@@ -17,18 +17,6 @@ using namespace kiln::test;
 
 namespace {
 
-std::unique_ptr<cpu::Executable> compileSource(const std::string &source,
-                                               const std::string &kernel) {
-  GenOptions options;
-  options.kernel = kernel;
-  auto exe = compileForCPU(source, kernel + ".kiln", options);
-  if (!exe) {
-    ADD_FAILURE() << llvm::toString(exe.takeError());
-    return nullptr;
-  }
-  return std::move(*exe);
-}
-
 /// y = cast<TO>(x) over a 1-D tensor, in 64-element blocks.
 std::unique_ptr<cpu::Executable> castKernel(const char *from, const char *to) {
   return compileSource(std::string("kernel k(x: tensor<") + from + ">[N], y: tensor<" + to +

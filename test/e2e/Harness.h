@@ -23,19 +23,33 @@ inline std::string readExample(const std::string &name) {
   return (*buffer)->getBuffer().str();
 }
 
-/// Compiles `kernel` from examples/`file` with `defines`; fails the test on error.
+/// Compiles `kernel` from `source` (named `file` in diagnostics) with `defines`;
+/// fails the test on error.
 inline std::unique_ptr<cpu::Executable>
-compileExample(const std::string &file, const std::string &kernel,
-               std::map<std::string, std::string> defines = {}) {
+compileSource(const std::string &source, const std::string &file, const std::string &kernel,
+              std::map<std::string, std::string> defines = {}) {
   GenOptions options;
   options.kernel = kernel;
   options.defines = std::move(defines);
-  auto exe = compileForCPU(readExample(file), file, options);
+  auto exe = compileForCPU(source, file, options);
   if (!exe) {
     ADD_FAILURE() << llvm::toString(exe.takeError());
     return nullptr;
   }
   return std::move(*exe);
+}
+
+/// Compiles `kernel` from inline test source (named `kernel`.kiln).
+inline std::unique_ptr<cpu::Executable> compileSource(const std::string &source,
+                                                      const std::string &kernel) {
+  return compileSource(source, kernel + ".kiln", kernel);
+}
+
+/// Compiles `kernel` from examples/`file` with `defines`; fails the test on error.
+inline std::unique_ptr<cpu::Executable>
+compileExample(const std::string &file, const std::string &kernel,
+               std::map<std::string, std::string> defines = {}) {
+  return compileSource(readExample(file), file, kernel, std::move(defines));
 }
 
 inline void launchOrFail(cpu::Executable &exe, const std::string &kernel,
