@@ -4,7 +4,8 @@
 // (LLVM 19 has no 8-bit float type), so conversions to and from fp8 become
 // integer operations on the bits, identical on every target: decoding is exact,
 // encoding rounds to nearest even and saturates to the largest finite value (as
-// NVIDIA's cvt.rn.satfinite does), NaN stays NaN. Other arithmetic on fp8 has
+// NVIDIA's cvt.rn.satfinite does), NaN stays NaN; f64 sources round once (via
+// round-to-odd f32). Other arithmetic on fp8 has
 // been widened by arith-emulate-unsupported-floats before this pass runs.
 //
 //===----------------------------------------------------------------------===//
@@ -122,15 +123,30 @@ Value encode(BitBuilder &bb, Value x, const F8Format &f) {
   return bb.bor(code, sign);
 }
 
-/// `v` as f32: widened from f16/bf16 or narrowed from f64 (f64 therefore rounds
-/// twice, through f32, on its way to fp8).
-Value toF32(OpBuilder &b, Location loc, Value v, Type f32Like) {
+/// `v` as f32: widened from f16/bf16 exactly, or narrowed from f64 with
+/// round-to-odd (an inexact result keeps its last bit set), so that the one
+/// rounding to fp8 that follows is correct: f32 carries 20 more bits than fp8,
+/// and round-to-odd never lands on an fp8 midpoint it did not start on.
+Value toF32(BitBuilder &bb, Value v, Type f32Like) {
+  OpBuilder &b = bb.b;
+  Location loc = bb.loc;
   Type elem = getElementTypeOrSelf(v.getType());
   if (elem.isF32())
     return v;
   if (elem.getIntOrFloatBitWidth() < 32)
     return b.create<arith::ExtFOp>(loc, f32Like, v);
-  return b.create<arith::TruncFOp>(loc, f32Like, v);
+  using P = arith::CmpFPredicate;
+  Value nearest = b.create<arith::TruncFOp>(loc, f32Like, v);
+  Value back = b.create<arith::ExtFOp>(loc, v.getType(), nearest);
+  Value inexact = b.create<arith::CmpFOp>(loc, P::ONE, back, v); // false for NaN
+  Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(v.getType()));
+  // Rounded away from zero: step back toward it (the bits are sign-magnitude).
+  Value away = b.create<arith::XOrIOp>(loc, b.create<arith::CmpFOp>(loc, P::OGT, back, v),
+                                       b.create<arith::CmpFOp>(loc, P::OLT, v, zero));
+  Value bits = bb.bits(nearest);
+  Value truncated = bb.select(away, bb.sub(bits, bb.constI32(1)), bits);
+  Value odd = bb.bor(truncated, bb.constI32(1));
+  return bb.f32(bb.select(inexact, odd, bits));
 }
 
 Value fromF32(OpBuilder &b, Location loc, Value v, Type to) {
@@ -146,6 +162,9 @@ struct ExpandF8 : kiln::impl::KilnExpandF8Base<ExpandF8> {
   void runOnOperation() override {
     SmallVector<Operation *> casts;
     getOperation()->walk([&](Operation *op) {
+      // Scalars and vectors only: tensors are bufferized before this runs.
+      if (llvm::any_of(op->getOperandTypes(), llvm::IsaPred<TensorType>))
+        return;
       if (auto ext = dyn_cast<arith::ExtFOp>(op);
           ext && f8Format(getElementTypeOrSelf(ext.getIn().getType())))
         casts.push_back(op);
@@ -165,7 +184,7 @@ struct ExpandF8 : kiln::impl::KilnExpandF8Base<ExpandF8> {
         result = fromF32(b, bb.loc, decode(bb, code, f), out);
       } else {
         F8Format f = *f8Format(getElementTypeOrSelf(out));
-        Value x = toF32(b, bb.loc, in, bb.like(b.getF32Type()));
+        Value x = toF32(bb, in, bb.like(b.getF32Type()));
         Value code = encode(bb, x, f);
         Value byte = b.create<arith::TruncIOp>(bb.loc, bb.like(b.getI8Type()), code);
         result = b.create<arith::BitcastOp>(bb.loc, out, byte);

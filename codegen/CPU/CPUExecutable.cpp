@@ -41,7 +41,12 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
   // The options hold a function_ref: the transformer must outlive create(),
   // which runs it. It also keeps the optimized module as bitcode, from which
   // writeObject emits an object file without the JIT's own (unchecked) dump.
-  auto optimizeLLVM = mlir::makeOptimizingTransformer(optLevel, 0, nullptr);
+  // The host's target machine gives the optimizer its cost models (vector width
+  // above all); the JIT generates code for the same host.
+  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine();
+  if (!machine)
+    return makeError("no LLVM target for the host");
+  auto optimizeLLVM = mlir::makeOptimizingTransformer(optLevel, 0, machine.get());
   std::function<llvm::Error(llvm::Module *)> optimize = [&](llvm::Module *m) -> llvm::Error {
     if (llvm::Error err = optimizeLLVM(m))
       return err;

@@ -12,6 +12,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <mutex>
 
@@ -85,6 +86,22 @@ void kiln::cpu::initializeHostTarget() {
   });
 }
 
+std::unique_ptr<llvm::TargetMachine> kiln::cpu::createHostTargetMachine() {
+  initializeHostTarget();
+  std::string error;
+  std::string triple = llvm::sys::getProcessTriple();
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) {
+    llvm::errs() << "error: no LLVM target for " << triple << ": " << error << "\n";
+    return nullptr;
+  }
+  llvm::SubtargetFeatures features;
+  for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(feature, enabled);
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(), {}, std::nullopt));
+}
+
 std::unique_ptr<llvm::Module> kiln::cpu::translateToLLVMIR(ModuleOp module,
                                                            llvm::LLVMContext &llvmContext,
                                                            unsigned optLevel) {
@@ -94,17 +111,11 @@ std::unique_ptr<llvm::Module> kiln::cpu::translateToLLVMIR(ModuleOp module,
   auto llvmModule = translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule)
     return nullptr;
-  std::string error;
-  std::string triple = llvm::sys::getProcessTriple();
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) {
-    llvm::errs() << "error: no LLVM target for " << triple << ": " << error << "\n";
+  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine();
+  if (!machine)
     return nullptr;
-  }
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), "", {}, std::nullopt));
   llvmModule->setDataLayout(machine->createDataLayout());
-  llvmModule->setTargetTriple(triple);
+  llvmModule->setTargetTriple(machine->getTargetTriple().str());
   auto optimize = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine.get());
   if (auto err = optimize(llvmModule.get())) {
     llvm::errs() << "error: LLVM optimization failed: " << llvm::toString(std::move(err)) << "\n";

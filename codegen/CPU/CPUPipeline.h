@@ -6,6 +6,7 @@
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <memory>
 #include <string>
@@ -25,6 +26,11 @@ mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, bool timePasses = 
 
 /// Initializes the host target once (idempotent).
 void initializeHostTarget();
+
+/// A target machine for the host CPU (its name and features), for the LLVM
+/// optimization pipeline's cost models: without one the loop vectorizer sees no
+/// vector registers. Null, with an error printed, if the host has no target.
+std::unique_ptr<llvm::TargetMachine> createHostTargetMachine();
 
 /// Translates an LLVM-dialect module to LLVM IR, optimized at `optLevel` for the host.
 std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,

@@ -96,12 +96,12 @@ inline float f8BitsToFloat(uint8_t b, DType dt) {
 /// Rounds to the nearest fp8 value, ties to the even code, and saturates: values
 /// beyond the largest finite one (infinities too) become it, as NVIDIA's
 /// `cvt.rn.satfinite` does. NaN stays NaN.
-inline uint8_t floatToF8Bits(float f, DType dt) {
+inline uint8_t floatToF8Bits(double f, DType dt) {
   uint8_t sign = std::signbit(f) ? 0x80 : 0;
   if (std::isnan(f))
     return sign | 0x7f;
   uint8_t maxCode = dt == DType::F8E4M3 ? 0x7e : 0x7b;
-  double a = std::fabs(static_cast<double>(f));
+  double a = std::fabs(f);
   if (a >= f8BitsToFloat(maxCode, dt))
     return sign | maxCode;
   // Positive codes are ordered like their values: find lo with lo <= a < lo + 1.
@@ -110,8 +110,9 @@ inline uint8_t floatToF8Bits(float f, DType dt) {
     uint8_t mid = static_cast<uint8_t>((lo + hi) / 2);
     (f8BitsToFloat(mid, dt) <= a ? lo : hi) = mid;
   }
-  double below = a - f8BitsToFloat(lo, dt), above = f8BitsToFloat(hi, dt) - a;
-  bool up = above < below || (above == below && (lo & 1));
+  // The midpoint of two fp8 neighbours is exact in double.
+  double mid = (double(f8BitsToFloat(lo, dt)) + f8BitsToFloat(hi, dt)) / 2;
+  bool up = a > mid || (a == mid && (lo & 1));
   return sign | (up ? hi : lo);
 }
 

@@ -117,6 +117,33 @@ TEST_P(F8, HalfPrecisionRoundTrips) {
   }
 }
 
+TEST_P(F8, DoublesRoundOnce) {
+  // f64 -> fp8 narrows to f32 with round-to-odd first: a value just past an fp8
+  // midpoint that f32 would round onto the midpoint still rounds away from it.
+  DType dt = GetParam();
+  auto exe = castKernel("f64", dtypeName(dt));
+  ASSERT_TRUE(exe);
+  std::vector<double> x;
+  for (int code = 0; code < 0x7b; ++code) {
+    double v = f8BitsToFloat(static_cast<uint8_t>(code), dt);
+    double mid = (v + f8BitsToFloat(static_cast<uint8_t>(code + 1), dt)) / 2;
+    for (double d : {mid, mid + std::ldexp(mid, -40), mid - std::ldexp(mid, -40)})
+      x.insert(x.end(), {d, -d});
+  }
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<double> real(-500, 500);
+  for (int i = 0; i < 500; ++i)
+    x.push_back(real(gen));
+  x.insert(x.end(), {1e300, -1e300, 1e-300, INFINITY, NAN});
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> y(n, 0x55);
+  launchOrFail(*exe, "k",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F64, {n})),
+                KernelArg::of(TensorRef::contiguous(y.data(), dt, {n}))});
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_EQ(int(y[i]), int(floatToF8Bits(x[i], dt))) << std::hexfloat << x[i];
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, F8, ::testing::Values(DType::F8E4M3, DType::F8E5M2),
                          [](const auto &info) { return std::string(dtypeName(info.param)); });
 
