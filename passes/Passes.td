@@ -42,10 +42,12 @@ def KilnSimplifyMasks : Pass<"kiln-simplify-masks", "mlir::ModuleOp"> {
 def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncOp"> {
   let summary = "Turn elementwise linalg ops on tiles into vector ops";
   let description = [{
-    A `linalg.generic` on statically shaped tiles whose iterators are all parallel and
-    whose body is straight-line arithmetic (no memory access, no nested regions)
-    becomes vector ops over the whole tile. Ops that read memory under masks stay
-    scalar; tiles above `max-elements` are left alone.
+    A `linalg.generic` on statically shaped tiles whose body is straight-line
+    arithmetic (no memory access, no nested regions) becomes vector ops over the
+    whole tile: elementwise ops, and reductions (`vector.multi_reduction`, which
+    the CPU pipeline lowers with reassociation, so sums add in trees as on GPUs).
+    Ops that read memory under masks stay scalar; tiles above `max-elements` are
+    left alone.
   }];
   let options = [
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"4096",
@@ -258,6 +260,18 @@ def KilnBranchMemRefSelects : Pass<"kiln-branch-memref-selects", "mlir::func::Fu
     chooses the buffer with `cf.cond_br` to a block argument instead.
   }];
   let dependentDialects = ["mlir::cf::ControlFlowDialect"];
+}
+
+def KilnCPUVectorMath : Pass<"kiln-cpu-vector-math"> {
+  let summary = "Polynomial exp, log and tanh for f32 vectors on the CPU";
+  let description = [{
+    `convert-math-to-libm` scalarizes vector math into one libm call per lane.
+    This pass rewrites f32 vector `math.exp`, `math.log` and `math.tanh` with
+    MLIR's polynomial approximations (vector arithmetic, a few ulp from the
+    correctly rounded result); scalar math still calls libm.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 def KilnExpandF8 : Pass<"kiln-expand-f8"> {

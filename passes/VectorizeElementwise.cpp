@@ -16,14 +16,17 @@ namespace kiln {
 
 using namespace mlir;
 
-/// Straight-line scalar arithmetic on a static tile small enough for one vector.
+/// Straight-line scalar arithmetic on a static tile small enough for one vector,
+/// elementwise or reducing it along some dimensions (Kiln leaves the order of a
+/// reduction's terms unspecified, as GPUs add in trees).
 static bool isVectorizable(linalg::GenericOp op, int64_t maxElements) {
-  if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0)
+  if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 || op.getNumDpsInits() != 1)
     return false;
-  if (!llvm::all_of(op.getIteratorTypesArray(), linalg::isParallelIterator))
-    return false;
-  auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
-  if (!type || !type.hasStaticShape() || type.getNumElements() > maxElements)
+  auto shape = op.getStaticLoopRanges();
+  int64_t elements = 1;
+  for (int64_t size : shape)
+    elements = ShapedType::isDynamic(size) ? maxElements + 1 : elements * size;
+  if (elements > maxElements)
     return false;
   // Bool tiles stay scalar: a vector<Nxi1> is stored bit-packed, while the
   // tensor<Nxi1> it would land in is read back one byte per element.

@@ -51,14 +51,15 @@ const std::string &kiln::cpu::pipelineString() {
       "buffer-deallocation-pipeline,"
       "func.func(kiln-cpu-matmul-microkernel{" + hostVectorOptions() + "}),"
       "func.func(convert-linalg-to-loops),canonicalize,cse,"
-      "func.func(convert-vector-to-scf),"
+      "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction},convert-vector-to-scf),"
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
       "func.func(kiln-branch-memref-selects,"
       "arith-emulate-unsupported-floats{source-types=bf16,f16,f8E4M3FN,f8E5M2 "
       "target-type=f32},kiln-expand-f8),"
       // math-to-libm scalarizes vector math it calls out for (tanh, erf, ...) with
       // vector ops, so it runs before the vector lowering.
-      "convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,"
+      "func.func(kiln-cpu-vector-math),convert-math-to-llvm,convert-math-to-libm,"
+      "convert-vector-to-llvm{reassociate-fp-reductions=1},"
       "arith-expand{include-bf16=1},"
       "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,"
       "convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts,"
