@@ -44,16 +44,22 @@ def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::F
   let description = [{
     A `linalg.generic` on statically shaped tiles whose body is straight-line
     arithmetic (no memory access, no nested regions) becomes vector ops over the
-    whole tile: elementwise ops, and reductions (`vector.multi_reduction`, which
-    the CPU pipeline lowers with reassociation, so sums add in trees as on GPUs).
+    tile: elementwise ops, and reductions (`vector.multi_reduction`, which the CPU
+    pipeline lowers with reassociation, so sums add in trees as on GPUs). Tiles
+    above `chunk-elements` first become loops over chunks of that many elements
+    (whole-tile reductions accumulate chunk-wide partial results, then reduce those
+    once), so that each vector op spans a few registers.
     Ops that read memory under masks stay scalar; tiles above `max-elements` are
     left alone.
   }];
   let options = [
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"4096",
-           "Largest tile (in elements) turned into one vector op">
+           "Largest tile (in elements) turned into vector ops">,
+    Option<"chunkElements", "chunk-elements", "int64_t", /*default=*/"64",
+           "Elements one vector op covers: larger tiles become loops over chunks">
   ];
-  let dependentDialects = ["mlir::vector::VectorDialect"];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect", "mlir::linalg::LinalgDialect"];
 }
 
 def KilnReuseInputBuffers : Pass<"kiln-reuse-input-buffers", "mlir::func::FuncOp"> {

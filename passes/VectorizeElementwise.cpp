@@ -5,6 +5,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -40,6 +45,91 @@ static bool isVectorizable(linalg::GenericOp op, int64_t maxElements) {
   return succeeded(linalg::vectorizeOpPrecondition(op));
 }
 
+/// The largest divisor of `n` that is at most `limit`.
+static int64_t divisorUpTo(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; --d)
+    if (n % d == 0)
+      return d;
+  return 1;
+}
+
+/// Splits `op` into a loop over pieces of at most `chunk` elements along its
+/// innermost dimensions, so that each vector op spans a few registers instead
+/// of the whole tile (a 1024-lane vector op becomes 64 machine operations that
+/// LLVM must schedule one by one). Returns the ops to vectorize: `op` itself when
+/// it is small enough or cannot be split.
+static SmallVector<Operation *> splitIntoChunks(IRRewriter &rewriter, linalg::GenericOp op,
+                                                int64_t chunk) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  int64_t total = 1, reduced = 1;
+  for (auto [range, iterator] : llvm::zip(ranges, iterators)) {
+    total *= range;
+    if (iterator == utils::IteratorType::reduction)
+      reduced *= range;
+  }
+  if (total <= chunk)
+    return {op};
+  rewriter.setInsertionPoint(op);
+  SmallVector<int64_t> sizes(ranges.size(), 0);
+  if (reduced == total) {
+    // A whole-tile reduction: partial results in a chunk-sized accumulator, one
+    // final reduction of it.
+    int64_t inner = ranges.size() - 1;
+    sizes[inner] = divisorUpTo(ranges[inner], chunk);
+    if (sizes[inner] == 1 || sizes[inner] == ranges[inner])
+      return {op};
+    FailureOr<scf::SCFReductionTilingResult> tiled = scf::tileReductionUsingScf(
+        rewriter, cast<PartialReductionOpInterface>(op.getOperation()),
+        getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+    if (failed(tiled))
+      return {op}; // tileReductionUsingScf replaces `op` itself
+    SmallVector<Operation *> pieces(tiled->parallelTiledOps);
+    llvm::append_range(pieces, tiled->mergeOps);
+    return pieces;
+  }
+  // Otherwise one parallel dimension becomes the loop: the outermost one whose
+  // inner extent fits `chunk` (rows stay contiguous), else the innermost one.
+  int64_t dim = -1, inner = total;
+  for (int64_t d = 0; d < static_cast<int64_t>(ranges.size()); ++d) {
+    inner /= ranges[d];
+    if (iterators[d] == utils::IteratorType::parallel && (inner <= chunk || dim < 0)) {
+      dim = d;
+      if (inner <= chunk)
+        break;
+    }
+  }
+  int64_t perStep = std::max<int64_t>(1, chunk / std::max<int64_t>(1, inner));
+  sizes[dim] = divisorUpTo(ranges[dim], perStep);
+  if (sizes[dim] == ranges[dim])
+    return {op};
+  scf::SCFTilingOptions options;
+  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(tiled) || tiled->loops.size() != 1 || tiled->tiledOps.size() != 1)
+    return {op};
+  rewriter.replaceOp(op, tiled->replacements);
+  // An input that is also the result's buffer (kiln-reuse-input-buffers) and is
+  // read at the element being written: read it through the loop's iteration
+  // argument, as the chunk not yet written holds the original values. Reading
+  // the loop's initial value instead would make bufferization copy the tile.
+  auto loop = dyn_cast<scf::ForOp>(tiled->loops[0].getOperation());
+  auto piece = dyn_cast<linalg::GenericOp>(tiled->tiledOps[0]);
+  if (loop && piece) {
+    AffineMap written = piece.getMatchingIndexingMap(piece.getDpsInitOperand(0));
+    for (OpOperand *input : piece.getDpsInputOperands()) {
+      auto slice = input->get().getDefiningOp<tensor::ExtractSliceOp>();
+      if (!slice || piece.getMatchingIndexingMap(input) != written)
+        continue;
+      for (auto [init, iterArg] : llvm::zip(loop.getInitArgs(), loop.getRegionIterArgs()))
+        if (slice.getSource() == init)
+          rewriter.modifyOpInPlace(slice, [&] { slice.getSourceMutable().assign(iterArg); });
+    }
+  }
+  return tiled->tiledOps;
+}
+
 namespace {
 struct VectorizeElementwise
     : kiln::impl::KilnVectorizeElementwiseBase<VectorizeElementwise> {
@@ -51,10 +141,15 @@ struct VectorizeElementwise
         candidates.push_back(op);
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::GenericOp op : candidates) {
-      rewriter.setInsertionPoint(op);
-      // Failure leaves the op as it was, to be lowered to loops.
-      (void)linalg::vectorize(rewriter, op);
+    for (linalg::GenericOp candidate : candidates) {
+      for (Operation *op : splitIntoChunks(rewriter, candidate, chunkElements)) {
+        auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        if (!linalgOp || failed(linalg::vectorizeOpPrecondition(op)))
+          continue;
+        rewriter.setInsertionPoint(op);
+        // Failure leaves the op as it was, to be lowered to loops.
+        (void)linalg::vectorize(rewriter, op);
+      }
     }
   }
 };

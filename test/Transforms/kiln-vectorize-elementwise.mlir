@@ -3,7 +3,7 @@
 
 #id = affine_map<(d0) -> (d0)>
 
-// Straight-line math on a tile becomes whole-tile vector ops.
+// Straight-line math on a tile of up to 64 elements becomes whole-tile vector ops.
 // CHECK-LABEL: func @elementwise
 // CHECK: vector.transfer_read %{{.*}} : tensor<64xf32>, vector<64xf32>
 // CHECK: math.exp %{{.*}} : vector<64xf32>
@@ -69,4 +69,71 @@ func.func @bool_result(%a: tensor<64xf32>, %lo: f32) -> tensor<64xi1> {
     linalg.yield %c : i1
   } -> tensor<64xi1>
   return %r : tensor<64xi1>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+
+// A whole-tile reduction above the chunk size accumulates 64-wide partial
+// results in a loop, then reduces those once.
+// CHECK-LABEL: func @sum_1024
+// CHECK: linalg.fill {{.*}} -> tensor<64xf32>
+// CHECK: scf.for {{.*}} step %c64
+// CHECK: arith.addf %{{.*}} : vector<64xf32>
+// CHECK: vector.multi_reduction <add>, %{{.*}} [0] : vector<64xf32> to f32
+// CHECK-NOT: vector<1024xf32>
+func.func @sum_1024(%a: tensor<1024xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %r = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]}
+      ins(%a : tensor<1024xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// Elementwise math on a 256-element tile becomes a loop of 64-wide vector ops.
+// An input that is also the output buffer (kiln-reuse-input-buffers' doing) is
+// read through the loop's iteration argument, so that bufferization updates
+// it in place instead of copying the tile.
+// CHECK-LABEL: func @update_in_place
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64 iter_args(%[[ACC:.*]] = %arg0)
+// CHECK: %[[OLD:.*]] = tensor.extract_slice %[[ACC]]
+// CHECK: vector.transfer_read %[[OLD]]
+// CHECK: arith.addf %{{.*}} : vector<64xf32>
+// CHECK-NOT: vector<256xf32>
+func.func @update_in_place(%acc: tensor<256xf32>, %x: tensor<256xf32>) -> tensor<256xf32> {
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%acc, %x : tensor<256xf32>, tensor<256xf32>) outs(%acc : tensor<256xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<256xf32>
+  return %r : tensor<256xf32>
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// Row reductions of a 2-D tile: rows go one at a time (each row, 64 wide, is
+// one chunk), the reduction stays whole inside it.
+// CHECK-LABEL: func @row_max
+// CHECK: scf.for {{.*}} step %c1
+// CHECK: vector.multi_reduction <maximumf>, %{{.*}} [1] : vector<1x64xf32> to vector<1xf32>
+func.func @row_max(%a: tensor<32x64xf32>, %init: tensor<32xf32>) -> tensor<32xf32> {
+  %r = linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<32x64xf32>) outs(%init : tensor<32xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %m = arith.maximumf %x, %acc : f32
+    linalg.yield %m : f32
+  } -> tensor<32xf32>
+  return %r : tensor<32xf32>
 }
