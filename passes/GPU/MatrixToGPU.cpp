@@ -28,7 +28,8 @@
 //     descriptor (wgmmaTile);
 //   v_mfma_f32_16x16x16f16 / 16x16x16bf16_1k (CDNA, wave64) and
 //     v_wmma_f32_16x16x16_f16 / _bf16 (gfx11, wave32): each lane gathers its
-//     elements from shared memory (amdTile); bf16 goes in as i16 bits.
+//     elements from shared memory (amdTile); bf16 goes in as i16 bits, fp8
+//     widened to f16.
 // fragmentElement gives each instruction's accumulator layout.
 //
 //===----------------------------------------------------------------------===//
@@ -81,11 +82,18 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
   // fp8 (e4m3, e5m2): mma.sync.m16n8k32 exists from sm_89; Kiln uses it on the
   // sm_90 family (whose units are wgmma; wgmma's fp8 form wants B K-major in
   // shared memory, which the operand staging does not produce yet).
-  if (isa<Float8E4M3FNType, Float8E5M2Type>(in))
-    return units == MatrixUnits::Wgmma && b.getElementType() == in &&
-                   c.getElementType().isF32()
-               ? fits({MatrixUnits::MmaSync, 16, 8, 32})
-               : std::nullopt;
+  // On AMD, fp8 operands are widened to f16 as each lane gathers them (exact:
+  // every e4m3 and e5m2 value is an f16 value) and run on the f16 instructions;
+  // CDNA3's own fp8 MFMA reads the FNUZ encodings, not OCP's.
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(in)) {
+    if (b.getElementType() != in || !c.getElementType().isF32())
+      return std::nullopt;
+    if (units == MatrixUnits::Wgmma)
+      return fits({MatrixUnits::MmaSync, 16, 8, 32});
+    if (units == MatrixUnits::Mfma || units == MatrixUnits::Wmma)
+      return fits({units, 16, 16, 16});
+    return std::nullopt;
+  }
   if (!(in.isF16() || in.isBF16()) || b.getElementType() != in || !c.getElementType().isF32())
     return std::nullopt;
   switch (units) {
@@ -368,8 +376,9 @@ SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) 
 SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueRange acc) {
   bool wmma = shape.units == MatrixUnits::Wmma;
   int64_t perLane = wmma ? 16 : 4, results = wmma ? 8 : 4;
-  // The bf16 instructions take their operands as i16 bits.
-  Type bits = in.isBF16() ? Type(b.getI16Type()) : in;
+  // The bf16 instructions take their operands as i16 bits; fp8 goes in as f16.
+  bool f8 = isa<Float8E4M3FNType, Float8E5M2Type>(in);
+  Type bits = in.isBF16() ? Type(b.getI16Type()) : f8 ? Type(b.getF16Type()) : in;
   auto vecIn = VectorType::get({perLane}, bits);
   auto vecAcc = VectorType::get({results}, b.getF32Type());
   Value accIn = b.create<LLVM::UndefOp>(loc, vecAcc);
@@ -388,6 +397,8 @@ SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueR
       }
       auto element = [&](Value at) -> Value {
         Value x = b.create<memref::LoadOp>(loc, operands, ValueRange{index(at)});
+        if (f8)
+          return b.create<arith::ExtFOp>(loc, bits, x);
         return bits == in ? x : b.create<LLVM::BitcastOp>(loc, bits, x);
       };
       Value pos = i32(i);
