@@ -61,6 +61,8 @@ struct Bench {
       } else if (dtype == DType::BF16) {
         uint16_t h = floatToBF16Bits(v);
         std::memcpy(&bytes[i * 2], &h, 2);
+      } else if (isF8(dtype)) {
+        bytes[i] = static_cast<char>(floatToF8Bits(v, dtype));
       } else {
         std::memcpy(&bytes[i * 4], &v, 4);
       }
@@ -173,6 +175,24 @@ int main(int argc, char **argv) {
         best = t;
     }
     bench.report(std::string("gemm-") + dtypeName(dtype), std::to_string(n) + "^3", best,
+                 2.0 * n * n * n, 0);
+  }
+
+  // fp8 GEMM (e4m3 in, f32 accumulation, scaled bf16 out: test/Target/fp8.test.kiln),
+  // on sm_90's mma.sync.m16n8k32; CUDA only, like the bf16 kernel.
+  if (bench.ext == "cuda.ptx") {
+    auto a = bench.random(n * n, DType::F8E4M3, 1), b = bench.random(n * n, DType::F8E4M3, 2);
+    auto c = bench.device->allocate(n * n * 2);
+    auto m = bench.load("matmul_f8");
+    if (!a || !b || !c)
+      return fail(Status::failure("out of device memory for the fp8 GEMM"));
+    if (!m)
+      return fail(m.status());
+    std::vector<Arg> args{Arg::tensor(*a, DType::F8E4M3, {n, n}),
+                          Arg::tensor(*b, DType::F8E4M3, {n, n}),
+                          Arg::tensor(*c, DType::BF16, {n, n}), Arg::f32(1.0)};
+    bench.report("gemm-f8e4m3", std::to_string(n) + "^3",
+                 bench.time([&] { return bench.device->launch(*m, "matmul_f8", args); }),
                  2.0 * n * n * n, 0);
   }
 

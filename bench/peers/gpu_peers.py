@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The peers of bench/kiln-gpu-bench.cpp on the same shapes, on the same GPU:
-torch.matmul (cuBLAS) in f16 and bf16, torch's scaled_dot_product_attention,
+torch.matmul (cuBLAS) in f16 and bf16, torch._scaled_mm in fp8 (e4m3),
+torch's scaled_dot_product_attention,
 torch.softmax / layer_norm / rms-norm written in torch, a Triton row softmax and
 layernorm written here for the comparison, and the device copy bandwidth.
 Prints one JSON object per line, like kiln-gpu-bench. Exits 0 with a message
@@ -63,6 +64,20 @@ for dtype, name in ((torch.float16, "f16"), (torch.bfloat16, "bf16")):
     b = torch.randn(n, n, device=dev, dtype=dtype)
     ms = median_ms(lambda: torch.matmul(a, b))
     report(f"gemm-{name}", f"{n}^3", "torch.matmul (cuBLAS)", ms, flops=2.0 * n ** 3)
+
+# fp8 (e4m3) GEMM with a bf16 result: torch._scaled_mm (cuBLASLt), whose B must be
+# column-major. Its signature moved between torch releases; a failure is reported,
+# not fatal.
+if hasattr(torch, "float8_e4m3fn"):
+    try:
+        a8 = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn)
+        b8 = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn).t().contiguous().t()
+        one = torch.tensor(1.0, device=dev)
+        ms = median_ms(lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one,
+                                                out_dtype=torch.bfloat16))
+        report("gemm-f8e4m3", f"{n}^3", "torch._scaled_mm (cuBLASLt)", ms, flops=2.0 * n ** 3)
+    except Exception as e:  # noqa: BLE001 - any torch error means no peer figure
+        print("gpu_peers: fp8 GEMM peer failed:", e, file=sys.stderr)
 
 rows, cols = (64, 1024) if small else (16384, 4096)
 x = torch.randn(rows, cols, device=dev)
