@@ -273,8 +273,11 @@ def KilnCPUVectorMath : Pass<"kiln-cpu-vector-math"> {
   let description = [{
     `convert-math-to-libm` scalarizes vector math into one libm call per lane.
     This pass rewrites f32 vector `math.exp`, `math.log` and `math.tanh` with
-    MLIR's polynomial approximations (vector arithmetic, a few ulp from the
-    correctly rounded result); scalar math still calls libm.
+    MLIR's polynomial approximations (vector arithmetic: exp and log within 1
+    ulp of the correctly rounded result in the normal range, 4 near exp's
+    overflow, tanh within 4 ulp). Lanes whose exp result or log argument is
+    subnormal, which the approximations flush, go through a scaled argument
+    (`x + 64 ln 2`, `x * 2^64`). Scalar math still calls libm.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::vector::VectorDialect"];

@@ -74,7 +74,11 @@ static SmallVector<Operation *> splitIntoChunks(IRRewriter &rewriter, linalg::Ge
   SmallVector<int64_t> sizes(ranges.size(), 0);
   if (reduced == total) {
     // A whole-tile reduction: partial results in a chunk-sized accumulator, one
-    // final reduction of it.
+    // final reduction of it. MLIR 19's tileReductionUsingScf does not offset
+    // linalg.index in the chunks (every chunk would see 0..63: `arange` fused
+    // into a reduction, as in argmax idioms), so those stay whole.
+    if (op.hasIndexSemantics())
+      return {op};
     int64_t inner = ranges.size() - 1;
     sizes[inner] = divisorUpTo(ranges[inner], chunk);
     if (sizes[inner] == 1 || sizes[inner] == ranges[inner])
@@ -83,13 +87,14 @@ static SmallVector<Operation *> splitIntoChunks(IRRewriter &rewriter, linalg::Ge
         rewriter, cast<PartialReductionOpInterface>(op.getOperation()),
         getAsIndexOpFoldResult(rewriter.getContext(), sizes));
     if (failed(tiled))
-      return {op}; // tileReductionUsingScf replaces `op` itself
+      return {op};
+    // Unlike tileUsingSCF, tileReductionUsingScf has replaced `op` already.
     SmallVector<Operation *> pieces(tiled->parallelTiledOps);
     llvm::append_range(pieces, tiled->mergeOps);
     return pieces;
   }
   // Otherwise one parallel dimension becomes the loop: the outermost one whose
-  // inner extent fits `chunk` (rows stay contiguous), else the innermost one.
+  // inner extent fits `chunk` (rows stay contiguous), else the outermost one.
   int64_t dim = -1, inner = total;
   for (int64_t d = 0; d < static_cast<int64_t>(ranges.size()); ++d) {
     inner /= ranges[d];

@@ -137,3 +137,29 @@ func.func @row_max(%a: tensor<32x64xf32>, %init: tensor<32xf32>) -> tensor<32xf3
   } -> tensor<32xf32>
   return %r : tensor<32xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+
+// A reduction that reads its element index (an arange fused into it) is not
+// split: MLIR 19's reduction tiling would restart the index at 0 in every chunk.
+// CHECK-LABEL: func @indexed_max
+// CHECK-NOT: scf.for
+// CHECK: vector.step : vector<1024xindex>
+// CHECK: vector.multi_reduction <maxsi>
+func.func @indexed_max(%a: tensor<1024xf32>, %m: f32, %init: tensor<i32>) -> tensor<i32> {
+  %r = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]}
+      ins(%a : tensor<1024xf32>) outs(%init : tensor<i32>) {
+  ^bb0(%x: f32, %acc: i32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i32
+    %hit = arith.cmpf oeq, %x, %m : f32
+    %none = arith.constant -1 : i32
+    %v = arith.select %hit, %ii, %none : i32
+    %best = arith.maxsi %v, %acc : i32
+    linalg.yield %best : i32
+  } -> tensor<i32>
+  return %r : tensor<i32>
+}

@@ -197,3 +197,70 @@ TEST(Numerics, EmptyAndSingleElementExtents) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Reductions, ArangeInsideAWideReduction) {
+  // `arange` fused into a 1024-element reduction (an argmax idiom and a prefix
+  // mask): the CPU's chunked reductions must see each element's own index.
+  auto exe = compileSource(R"(
+    kernel k(x: tensor<f32>[N], out: tensor<f32>[2]) grid(1) {
+      let v = load(x.tile([1024], [0]));
+      store(out[0], cast<f32>(max(where(v == max(v), arange(0, 1024), -1))));
+      store(out[1], sum(where(arange(0, 1024) < 100, v, 0.0)));
+    })", "k");
+  ASSERT_TRUE(exe);
+  const int64_t n = 1024;
+  std::vector<float> x(n), out(2, -5.0f);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = static_cast<float>(i);
+  launchOrFail(*exe, "k",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(out.data(), DType::F32, {2}))});
+  EXPECT_EQ(out[0], 1023.0f);
+  EXPECT_EQ(out[1], 4950.0f);
+}
+
+} // namespace
+
+namespace {
+
+TEST(VectorMath, ExpAndLogCoverTheSubnormalRange) {
+  // Tile exp/log are polynomial vector code on the CPU (kiln-cpu-vector-math);
+  // results and arguments in the subnormal range must not be flushed, so the
+  // tile lanes agree with libm (which the scalar lanes call).
+  auto exe = compileSource(R"(
+    kernel k(x: tensor<f32>[N], e: tensor<f32>[N], l: tensor<f32>[N]) grid(1) {
+      let i = arange(0, 256);
+      let v = load(x[i], mask=i < N, other=1.0);
+      store(e[i], exp(v), mask=i < N);
+      store(l[i], log(v), mask=i < N);
+    })", "k");
+  ASSERT_TRUE(exe);
+  std::vector<float> x;
+  for (int i = 0; i < 100; ++i)
+    x.push_back(-110.0f + 0.25f * i); // exp from 0 through subnormal into normal
+  for (int i = 0; i < 100; ++i)
+    x.push_back(std::ldexp(1.0f, -149 + i)); // log over subnormal and small normal
+  x.insert(x.end(), {0.0f, -0.0f, 1.0f, 88.0f, 89.0f, -1.0f, INFINITY, -INFINITY, NAN});
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> e(n), l(n);
+  launchOrFail(*exe, "k",
+               {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(e.data(), DType::F32, {n})),
+                KernelArg::of(TensorRef::contiguous(l.data(), DType::F32, {n}))});
+  auto close = [](float got, float want) {
+    if (std::isnan(want))
+      return std::isnan(got);
+    if (std::isinf(want))
+      return got == want;
+    // 4 ulp relative, or two subnormal steps absolute.
+    return std::fabs(got - want) <= 4.8e-7f * std::fabs(want) + 2.9e-45f;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_TRUE(close(e[i], std::exp(x[i]))) << "exp(" << x[i] << ") = " << e[i];
+    EXPECT_TRUE(close(l[i], std::log(x[i]))) << "log(" << x[i] << ") = " << l[i];
+  }
+}
+
+} // namespace
