@@ -113,8 +113,9 @@ Value encode(BitBuilder &bb, Value x, const F8Format &f) {
   Value subnormal = bb.sub(bb.bits(sum), bb.constI32(magic));
   // Normal results: rebias, then round the dropped bits to nearest even.
   Value odd = bb.band(bb.shr(abs, shift), 1);
-  Value rounded = bb.add(bb.add(abs, bb.constI32(((f.bias - 127) << 23) + (1 << (shift - 1)) - 1)),
-                         odd);
+  int64_t rebias = (f.bias - 127) * (int64_t(1) << 23); // negative: no shift
+  Value rounded =
+      bb.add(bb.add(abs, bb.constI32(rebias + (int64_t(1) << (shift - 1)) - 1)), odd);
   Value normal = bb.shr(rounded, shift);
   Value code = bb.select(bb.cmp(P::ult, abs, (127 - f.bias + 1) << 23), subnormal, normal);
   // Past the largest finite value (infinity included) saturates.
