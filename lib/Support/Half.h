@@ -3,6 +3,7 @@
 
 #include "kiln/DType.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -79,7 +80,7 @@ inline float bf16BitsToFloat(uint16_t b) {
 /// `f8e5m2`: 5 exponent bits, bias 15, IEEE-like infinities and NaNs). This is
 /// the host's reference: written from the definitions, independently of the
 /// compiler's bit-twiddling lowering, which the tests compare it with.
-inline float f8BitsToFloat(uint8_t b, DType dt) {
+inline float f8Decode(uint8_t b, DType dt) {
   bool e4m3 = dt == DType::F8E4M3;
   int mantBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, expMax = e4m3 ? 15 : 31;
   int exp = (b & 0x7f) >> mantBits, mant = b & ((1 << mantBits) - 1);
@@ -91,6 +92,19 @@ inline float f8BitsToFloat(uint8_t b, DType dt) {
   if (exp == 0)
     return sign * std::ldexp(static_cast<float>(mant), 1 - bias - mantBits);
   return sign * std::ldexp(static_cast<float>((1 << mantBits) | mant), exp - bias - mantBits);
+}
+
+/// f8Decode through a table per format (encoding searches it, and the GPU
+/// benchmark converts 2 x 8192^2 values).
+inline float f8BitsToFloat(uint8_t b, DType dt) {
+  auto table = [](DType format) {
+    std::array<float, 256> t;
+    for (int code = 0; code < 256; ++code)
+      t[code] = f8Decode(static_cast<uint8_t>(code), format);
+    return t;
+  };
+  static const std::array<float, 256> e4m3 = table(DType::F8E4M3), e5m2 = table(DType::F8E5M2);
+  return (dt == DType::F8E4M3 ? e4m3 : e5m2)[b];
 }
 
 /// Rounds to the nearest fp8 value, ties to the even code, and saturates: values
