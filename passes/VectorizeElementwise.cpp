@@ -148,8 +148,7 @@ struct VectorizeElementwise
     IRRewriter rewriter(&getContext());
     for (linalg::GenericOp candidate : candidates) {
       for (Operation *op : splitIntoChunks(rewriter, candidate, chunkElements)) {
-        auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-        if (!linalgOp || failed(linalg::vectorizeOpPrecondition(op)))
+        if (!isa<linalg::LinalgOp>(op))
           continue;
         rewriter.setInsertionPoint(op);
         // Failure leaves the op as it was, to be lowered to loops.

@@ -202,6 +202,7 @@ struct MatrixDot {
   }
 
   Value coreMatrixOffset(Value mn, Value kk, int64_t rows, bool kMajor);
+  SmallVector<Value> ldmatrixA(Value lane, Value row0, Value k0);
   SmallVector<Value> mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc);
   SmallVector<Value> mmaSyncF8Tile(Value lane, Value row0, Value col0, ValueRange acc);
   SmallVector<Value> wgmmaTile(Value row0, Value col0, ValueRange acc);
@@ -245,14 +246,11 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
   const char *kind = in.isF16() ? "f16" : "bf16";
   std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." + kind +
                     ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
-  // Lane addresses for ldmatrix: A row lane % 16 at column 8 * (lane / 16);
-  // B rows 0..15 (lanes 16..31 repeat lanes 0..15; .x2 ignores them).
-  Value lane16 = rem(lane, 16), half = mul(div(lane, 16), i32(8));
+  // Lane addresses for ldmatrix.x2.trans: B rows 0..15 (lanes 16..31 repeat
+  // lanes 0..15; .x2 ignores them).
+  Value lane16 = rem(lane, 16);
   auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
-    Value aIndex = add(mul(add(row0, lane16), i32(k)), add(k0, half));
-    SmallVector<Value> args =
-        ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];", "=r,=r,=r,=r,r",
-            4, b.getI32Type(), {sharedAddress(aIndex)});
+    SmallVector<Value> args = ldmatrixA(lane, row0, k0);
     Value bIndex = add(i32(m * k), add(mul(add(k0, lane16), i32(n)), col0));
     args.append(ptx("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {$0,$1}, [$2];",
                     "=r,=r,r", 2, b.getI32Type(), {sharedAddress(bIndex)}));
@@ -260,6 +258,17 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
     return ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
   });
   return loop.getResults();
+}
+
+/// The four A registers of an mma.sync tile at rows row0.., K columns k0..:
+/// ldmatrix.x4 with lane l pointing at row l % 16, 16 bytes into the row when
+/// l >= 16 (8 f16/bf16 elements or 16 fp8 ones).
+SmallVector<Value> MatrixDot::ldmatrixA(Value lane, Value row0, Value k0) {
+  int64_t perHalf = 16 / (in.getIntOrFloatBitWidth() / 8);
+  Value aIndex = add(mul(add(row0, rem(lane, 16)), i32(k)),
+                     add(k0, mul(div(lane, 16), i32(perHalf))));
+  return ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];", "=r,=r,=r,=r,r",
+             4, b.getI32Type(), {sharedAddress(aIndex)});
 }
 
 // mma.sync.m16n8k32 with fp8 operands (PTX ISA, "Matrix Fragments for
@@ -274,7 +283,6 @@ SmallVector<Value> MatrixDot::mmaSyncF8Tile(Value lane, Value row0, Value col0, 
   const char *kind = isa<Float8E4M3FNType>(in) ? "e4m3" : "e5m2";
   std::string mma = std::string("mma.sync.aligned.m16n8k32.row.col.f32.") + kind + "." + kind +
                     ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
-  Value lane16 = rem(lane, 16), half = mul(div(lane, 16), i32(16));
   Value g = div(lane, 4), t = rem(lane, 4);
   auto byteAt = [&](Value element) -> Value {
     if (stageBase)
@@ -284,10 +292,7 @@ SmallVector<Value> MatrixDot::mmaSyncF8Tile(Value lane, Value row0, Value col0, 
     return b.create<arith::ExtUIOp>(loc, i32Type, bits);
   };
   auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
-    Value aIndex = add(mul(add(row0, lane16), i32(k)), add(k0, half));
-    SmallVector<Value> args =
-        ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];", "=r,=r,=r,=r,r",
-            4, i32Type, {sharedAddress(aIndex)});
+    SmallVector<Value> args = ldmatrixA(lane, row0, k0);
     for (int64_t reg = 0; reg < 2; ++reg) { // B rows 16 reg + 4t .. + 3, column g
       Value word = i32(0);
       for (int64_t i = 0; i < 4; ++i) {
