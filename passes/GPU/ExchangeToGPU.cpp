@@ -281,22 +281,73 @@ void ThreadEmitter::emitDot(DotOp op) {
     return isFloatAcc ? (Value)b.create<arith::ExtFOp>(loc, accType, v)
                       : b.create<arith::ExtSIOp>(loc, accType, v);
   };
-  Registers out;
-  const Registers &acc = regs(op.getAcc());
-  for (int64_t r = 0, count = registers(c); r < count; ++r) {
-    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, c.getNumElements()));
-    SmallVector<Value> ij = delinearize(e, c.getShape());
-    Value rowBase = b.create<arith::MulIOp>(loc, ij[0], i32(k));
-    out.push_back(foldLoop(b, loc, i32(k), acc[r], [&](Value kk, Value sum) -> Value {
-      Value x = extend(readShared(b.create<arith::AddIOp>(loc, rowBase, kk), in));
-      Value bIndex = b.create<arith::AddIOp>(
-          loc, b.create<arith::MulIOp>(loc, kk, i32(n)), b.create<arith::AddIOp>(loc, ij[1], i32(m * k)));
-      Value y = extend(readShared(bIndex, in));
-      if (isFloatAcc)
-        return b.create<math::FmaOp>(loc, x, y, sum);
-      return b.create<arith::AddIOp>(loc, sum, b.create<arith::MulIOp>(loc, x, y));
-    }));
+
+  // Where each result register's row of A starts and its column of B lies in
+  // shared memory. In the usual case (every register inside the tile, and the
+  // blocked layout's rows and columns repeating evenly) a thread's registers are
+  // the product of a few rows and a few columns: register r sits at the thread's
+  // first element plus a constant offset, so one A load per distinct row and one
+  // B load per distinct column serve all of them, each step of k. Otherwise every
+  // register reads its own (past-the-end registers read element 0).
+  int64_t count = registers(c), threads = layout.getThreads(), vec = layout.getVec();
+  int64_t span = threads * vec;
+  bool product = n % vec == 0 && (span % n == 0 || n % span == 0);
+  for (int64_t r = 0; r < count && product; ++r)
+    product = layout.elementOfRegister(r) + span - vec < c.getNumElements();
+  SmallVector<Value> aRow(count), bColumn(count);
+  if (product) {
+    Value first = elementIndex(0);
+    Value row = b.create<arith::DivUIOp>(loc, first, i32(n));
+    Value column = b.create<arith::RemUIOp>(loc, first, i32(n));
+    llvm::DenseMap<int64_t, Value> rows, columns;
+    for (int64_t r = 0; r < count; ++r) {
+      int64_t offset = layout.elementOfRegister(r);
+      Value &rowStart = rows[offset / n];
+      if (!rowStart)
+        rowStart = b.create<arith::MulIOp>(
+            loc, b.create<arith::AddIOp>(loc, row, i32(offset / n)), i32(k));
+      Value &col = columns[offset % n];
+      if (!col)
+        col = b.create<arith::AddIOp>(loc, column, i32(offset % n + m * k));
+      aRow[r] = rowStart;
+      bColumn[r] = col;
+    }
+  } else {
+    for (int64_t r = 0; r < count; ++r) {
+      Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, c.getNumElements()));
+      SmallVector<Value> ij = delinearize(e, c.getShape());
+      aRow[r] = b.create<arith::MulIOp>(loc, ij[0], i32(k));
+      bColumn[r] = b.create<arith::AddIOp>(loc, ij[1], i32(m * k));
+    }
+  }
+
+  // One loop over k carries every accumulator: c[i][j] += a[i][kk] * b[kk][j], in
+  // the order of k, as the other targets add.
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value end = b.create<arith::ConstantIndexOp>(loc, k);
+  auto loop = b.create<scf::ForOp>(loc, zero, end, one, regs(op.getAcc()));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kk = b.create<arith::IndexCastOp>(loc, b.getI32Type(), loop.getInductionVar());
+    Value bRow = b.create<arith::MulIOp>(loc, kk, i32(n));
+    llvm::DenseMap<Value, Value> aValues, bValues;
+    SmallVector<Value> sums;
+    for (int64_t r = 0; r < count; ++r) {
+      Value &x = aValues[aRow[r]];
+      if (!x)
+        x = extend(readShared(b.create<arith::AddIOp>(loc, aRow[r], kk), in));
+      Value &y = bValues[bColumn[r]];
+      if (!y)
+        y = extend(readShared(b.create<arith::AddIOp>(loc, bRow, bColumn[r]), in));
+      Value sum = loop.getRegionIterArgs()[r];
+      sums.push_back(isFloatAcc ? (Value)b.create<math::FmaOp>(loc, x, y, sum)
+                                : b.create<arith::AddIOp>(loc, sum,
+                                                          b.create<arith::MulIOp>(loc, x, y)));
+    }
+    b.create<scf::YieldOp>(loc, sums);
   }
   barrier();
-  tiles[op.getResult()] = out;
+  tiles[op.getResult()] = Registers(loop.getResults().begin(), loop.getResults().end());
 }

@@ -379,6 +379,35 @@ void tuneMatmul(const std::string &device, const std::string &cacheDir) {
   EXPECT_EQ(third.cacheStats().compiles, 0); // the candidates themselves were cached
 }
 
+TEST_F(SessionTest, VulkanDotEveryTileShapeAgrees) {
+  // The FMA dot reads one A value per distinct row and one B value per distinct
+  // column of a thread's registers when the layout repeats evenly (32 x 32: rows
+  // repeat within the 512-element span of 128 threads; 1 x 1024: columns do), and
+  // per register otherwise (16 x 16 leaves threads past the tile; 48 columns do
+  // not divide the span; 3 x 5 x 7 is ragged everywhere). All must agree.
+  Session s("vulkan");
+  if (!s.ok())
+    GTEST_SKIP() << "no Vulkan device: " << s.status().message();
+  const std::string source = matmulSource();
+  int64_t m = 70, n = 530, k = 45;
+  auto ha = test::randomVector(m * k, 3), hb = test::randomVector(k * n, 4);
+  auto want = reference::matmul(ha.data(), hb.data(), m, n, k, k, 1);
+  Tensor a = s.upload(ha, {m, k}), b = s.upload(hb, {k, n});
+  for (auto [bm, bn, bk] : {std::tuple{32, 32, 32}, {1, 1024, 2}, {16, 16, 16}, {64, 48, 16},
+                            {3, 5, 7}}) {
+    Kernel kernel = s.compile(source, "matmul",
+                              {{"BM", std::to_string(bm)}, {"BN", std::to_string(bn)},
+                               {"BK", std::to_string(bk)}},
+                              "matmul.kiln");
+    ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+    Tensor c = s.upload(std::vector<float>(m * n, NAN), {m, n});
+    ASSERT_TRUE(kernel(a, b, c).ok());
+    std::vector<float> out;
+    ASSERT_TRUE(c.download(out).ok());
+    EXPECT_TRUE(test::allClose(out, want, 1e-4, 1e-4)) << bm << "x" << bn << "x" << bk;
+  }
+}
+
 TEST_F(SessionTest, AutotuneCPUStoresItsChoice) { tuneMatmul("cpu", dir); }
 TEST_F(SessionTest, AutotuneVulkanStoresItsChoice) { tuneMatmul("vulkan", dir); }
 
