@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -200,29 +201,47 @@ void vulkanBenchmarks(const std::string &examples, const std::string &peerDir,
     return m;
   };
   // One row: Kiln's `kernel` from examples/`file` against the GLSL peer of the same
-  // name, both launched through this device with `args`, moving `bytes` per launch.
+  // name, both launched through this device with `args`, doing `work` per launch
+  // (bytes moved for GB/s, flops for GFLOP/s). Both must write the same `out`.
   auto compare = [&](const std::string &file, const std::string &kernel, const std::string &size,
-                     const std::vector<rt::Arg> &args, double bytes) {
+                     const std::vector<rt::Arg> &args, const Tensor &out, double work,
+                     const std::string &unit = "GB/s") {
     Kernel k = s.compile(slurp(examples + "/" + file), kernel, {}, file);
     auto m = peer(kernel);
     if (!m || !k.ok())
       return;
     Timing tk = measure([&] { (void)k.launch(args); }, 5, 1);
+    std::vector<float> kilnOut, peerOut;
+    (void)out.download(kilnOut);
     Timing tp = measure([&] { (void)d.launch(*m, kernel, args); }, 5, 1);
-    double gk = bytes / tk.medianMs / 1e6, gp = bytes / tp.medianMs / 1e6;
-    report({"vulkan", kernel, size, "GB/s", gk, gp, "GLSL", 100 * gk / bandwidth});
+    (void)out.download(peerOut);
+    double worst = 0;
+    for (size_t i = 0; i < kilnOut.size() && i < peerOut.size(); ++i)
+      worst = std::max(worst, (double)std::abs(kilnOut[i] - peerOut[i]) /
+                                  (1e-3 + std::abs((double)peerOut[i])));
+    if (kilnOut.empty() || kilnOut.size() != peerOut.size() || !(worst < 1e-3))
+      std::fprintf(stderr, "%s: Kiln and its GLSL peer disagree (worst relative difference %g)\n",
+                   kernel.c_str(), worst);
+    double gk = work / tk.medianMs / 1e6, gp = work / tp.medianMs / 1e6;
+    report({"vulkan", kernel, size, unit, gk, gp, "GLSL",
+            unit == "GB/s" ? 100 * gk / bandwidth : -1});
   };
 
   int64_t n = 1 << 22;
   auto x = randomVector(n, 6);
   Tensor a = s.upload(x, {n}), b = s.upload(x, {n}), c = s.empty<float>({n});
-  compare("vector_add.kiln", "vector_add", "4194304", {a.arg(), b.arg(), c.arg()}, 3.0 * n * 4);
+  compare("vector_add.kiln", "vector_add", "4194304", {a.arg(), b.arg(), c.arg()}, c, 3.0 * n * 4);
   const int64_t rowsM = 4096, cols = 1024;
   auto xm = randomVector(rowsM * cols, 7);
   Tensor tx = s.upload(xm, {rowsM, cols}), ty = s.empty<float>({rowsM, cols}),
          tr = s.empty<float>({rowsM});
-  compare("softmax.kiln", "softmax", "4096x1024", {tx.arg(), ty.arg()}, 2.0 * rowsM * cols * 4);
-  compare("reduce.kiln", "row_sum", "4096x1024", {tx.arg(), tr.arg()}, 1.0 * rowsM * cols * 4);
+  compare("softmax.kiln", "softmax", "4096x1024", {tx.arg(), ty.arg()}, ty, 2.0 * rowsM * cols * 4);
+  compare("reduce.kiln", "row_sum", "4096x1024", {tx.arg(), tr.arg()}, tr, 1.0 * rowsM * cols * 4);
+  const int64_t mm = 512;
+  auto xa = randomVector(mm * mm, 8), xb = randomVector(mm * mm, 9);
+  Tensor ma = s.upload(xa, {mm, mm}), mb = s.upload(xb, {mm, mm}), mc = s.empty<float>({mm, mm});
+  compare("matmul.kiln", "matmul", "512^3", {ma.arg(), mb.arg(), mc.arg()}, mc, 2.0 * mm * mm * mm,
+          "GFLOP/s");
 }
 
 double runCommandMs(const std::string &cmd) {
@@ -328,15 +347,23 @@ void writeJson(const std::string &path, double bandwidth) {
 
 int main(int argc, char **argv) {
   std::string examples = KILN_EXAMPLES_DIR, peers = KILN_PEERS_DIR, bin = KILN_BIN_DIR;
+  // kiln-bench [OUT.json [GROUP...]]: GROUP is cpu, vulkan or compile (default all).
   std::string json = argc > 1 ? argv[1] : "bench-results.json";
+  std::vector<std::string> groups(argv + std::min(argc, 2), argv + argc);
+  auto wanted = [&](const char *group) {
+    return groups.empty() || std::find(groups.begin(), groups.end(), group) != groups.end();
+  };
   double bandwidth = copyBandwidthGBs();
   std::printf("Kiln benchmarks: %u threads, host copy bandwidth %.1f GB/s\n\n", defaultThreadCount(),
               bandwidth);
   std::printf("%-8s %-11s %-14s %10s %10s %-14s %7s  %s\n", "group", "op", "size", "kiln", "peer",
               "peer name", "ratio", "% of copy bw / unit");
-  cpuBenchmarks(examples, bandwidth);
-  vulkanBenchmarks(examples, peers, bandwidth);
-  compileBenchmarks(examples, bin, peers);
+  if (wanted("cpu"))
+    cpuBenchmarks(examples, bandwidth);
+  if (wanted("vulkan"))
+    vulkanBenchmarks(examples, peers, bandwidth);
+  if (wanted("compile"))
+    compileBenchmarks(examples, bin, peers);
   writeJson(json, bandwidth);
   std::printf("\nratio = Kiln / peer (higher is better for Kiln); JSON: %s\n", json.c_str());
   return 0;

@@ -121,12 +121,18 @@ def ConvertKilnToKilnGPU : Pass<"convert-kiln-to-kiln-gpu", "mlir::ModuleOp"> {
   let description = [{
     Attaches `#kiln_gpu.blocked<vec = 1, ...>` to each tensor type in `kiln.kernel`
     functions and records the program's thread count. `kiln-gpu-coalesce` then
-    widens `vec` for the memory accesses.
+    widens `vec` for the memory accesses. Targets whose barriers and shared-memory
+    exchanges are dear (Vulkan on a CPU) give elementwise kernels a different
+    warp count from the rest (`elementwise-warps`).
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
            "Warps (subgroups) per program, unless the kernel sets kiln.num_warps "
            "(its NUM_WARPS param)">,
+    Option<"elementwiseWarps", "elementwise-warps", "unsigned", /*default=*/"0",
+           "Warps per program for kernels whose threads never exchange elements "
+           "(no reduce, scan, dot, trans or broadcast), unless the kernel sets "
+           "kiln.num_warps; 0 means num-warps">,
     Option<"warpSize", "warp-size", "unsigned", /*default=*/"32",
            "Threads per warp: 32 on NVIDIA, 64 on AMD CDNA, the subgroup size on Vulkan">
   ];

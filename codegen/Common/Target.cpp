@@ -52,14 +52,24 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
   }
   if (name == "vulkan" || name == "metal") {
     t.kind = name == "vulkan" ? Kind::Vulkan : Kind::Metal;
-    llvm::StringRef version = chip.empty() ? "1.2" : chip;
+    // vulkan[:VERSION][:cpu]; `cpu` tunes for an implementation on the host CPU.
+    llvm::StringRef version = chip;
+    if (t.kind == Kind::Vulkan && (version == "cpu" || version.consume_back(":cpu"))) {
+      t.vulkanOnCPU = true;
+      if (version == "cpu")
+        version = "";
+    }
+    if (version.empty())
+      version = "1.2";
     if (version != "1.1" && version != "1.2" && version != "1.3")
-      return targetError("unknown Vulkan version '" + version + "' (expected 1.1, 1.2 or 1.3)");
+      return targetError("unknown Vulkan version '" + version +
+                         "' (expected 1.1, 1.2 or 1.3, optionally followed by :cpu)");
     t.chip = ("vulkan" + version).str();
     return t;
   }
   return targetError("unknown target '" + spec +
-                     "' (expected cpu, cuda:sm_XX, amdgpu:gfxXXX, vulkan[:1.1|1.2|1.3], metal)");
+                     "' (expected cpu, cuda:sm_XX, amdgpu:gfxXXX, vulkan[:1.1|1.2|1.3][:cpu], "
+                     "metal)");
 }
 
 std::string Target::str() const {
@@ -67,7 +77,7 @@ std::string Target::str() const {
   case Kind::CPU: return "cpu";
   case Kind::CUDA: return "cuda:" + chip;
   case Kind::AMDGPU: return "amdgpu:" + chip;
-  case Kind::Vulkan: return "vulkan:" + chip.substr(6);
+  case Kind::Vulkan: return "vulkan:" + chip.substr(6) + (vulkanOnCPU ? ":cpu" : "");
   case Kind::Metal: return "metal";
   }
   return "?";
@@ -176,13 +186,18 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
     return cpu::pipelineString();
   bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
   std::string units = target.matrixUnits();
-  std::string passes = llvm::formatv("inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
-                                     "convert-kiln-to-kiln-gpu{{num-warps=4 warp-size={0}},"
-                                     "kiln-gpu-coalesce,"
-                                     "kiln-gpu-allocate-shared-memory{{max-bytes={1} "
-                                     "matrix-units={2}}",
-                                     target.warpSize(), target.sharedMemoryBytes(), units)
-                           .str();
+  // Vulkan on the CPU (lavapipe) runs a workgroup's invocations as SIMD batches on
+  // one core and a barrier switches between them, so kernels that exchange
+  // elements run fastest with one warp; the rest with eight (four elements each).
+  unsigned warps = target.vulkanOnCPU ? 1 : 4, elementwiseWarps = target.vulkanOnCPU ? 8 : 0;
+  std::string passes =
+      llvm::formatv("inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
+                    "convert-kiln-to-kiln-gpu{{num-warps={3} elementwise-warps={4} "
+                    "warp-size={0}},kiln-gpu-coalesce,"
+                    "kiln-gpu-allocate-shared-memory{{max-bytes={1} matrix-units={2}}",
+                    target.warpSize(), target.sharedMemoryBytes(), units, warps,
+                    elementwiseWarps)
+          .str();
   // CUDA declares up to 48 KiB of shared memory statically; beyond that it is
   // requested at launch.
   int64_t dynamicAbove = target.kind == Target::Kind::CUDA ? 48 * 1024 : 0;

@@ -13,11 +13,15 @@
 namespace kiln {
 
 /// A code generation target as written on the command line: `cpu`,
-/// `cuda:sm_90`, `amdgpu:gfx942`, `vulkan` (or `vulkan:1.3`), `metal`.
+/// `cuda:sm_90`, `amdgpu:gfx942`, `vulkan` (or `vulkan:1.3`, `vulkan:1.3:cpu`),
+/// `metal`.
 struct Target {
   enum class Kind { CPU, CUDA, AMDGPU, Vulkan, Metal };
   Kind kind = Kind::CPU;
   std::string chip; // sm_90, gfx942, vulkan1.2, ...
+  /// `vulkan:1.x:cpu`: a Vulkan implementation on the host CPU (lavapipe,
+  /// SwiftShader). Same SPIR-V rules; only the thread counts differ.
+  bool vulkanOnCPU = false;
   /// `matrix-units` chosen by the user (kilnc --matrix-units, KILN_MATRIX_UNITS
   /// for the JIT); empty picks the chip's best.
   std::string matrixUnitsOverride;

@@ -160,7 +160,8 @@ public:
   Backend backend() const;
   /// A human-readable name (e.g. "llvmpipe (LLVM 15.0.6, 256 bits)").
   std::string name() const;
-  /// The kilnc target that produces code for this device (e.g. "vulkan:1.2").
+  /// The kilnc target that produces code for this device (e.g. "cuda:sm_90",
+  /// "vulkan:1.2", or "vulkan:1.3:cpu" for a Vulkan implementation on the CPU).
   std::string target() const;
 
   Result<Buffer> allocate(size_t bytes);

@@ -48,7 +48,8 @@ const char *kiln_last_error(void);
  * KILN_DEVICE or the best device present. */
 int kiln_device_open(const char *spec, kiln_device **out);
 void kiln_device_close(kiln_device *device);
-/* The kilnc target for this device, e.g. "vulkan:1.3"; owned by the device. */
+/* The kilnc target for this device, e.g. "vulkan:1.3" ("vulkan:1.3:cpu" on
+   lavapipe); owned by the device. */
 const char *kiln_device_target(const kiln_device *device);
 
 int kiln_buffer_alloc(kiln_device *device, size_t bytes, kiln_buffer **out);

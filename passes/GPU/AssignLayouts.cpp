@@ -15,6 +15,17 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
+/// Whether some op of `func` moves elements between threads (through shared
+/// memory or subgroup operations once laid out).
+static bool exchangesElements(func::FuncOp func) {
+  return func
+      .walk([](Operation *op) {
+        return isa<ReduceOp, ScanOp, DotOp, TransOp, BroadcastOp>(op) ? WalkResult::interrupt()
+                                                                      : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 namespace {
 struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
   using Base::Base;
@@ -25,6 +36,8 @@ struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
         continue;
       // A kernel's NUM_WARPS param overrides the pipeline's warp count.
       unsigned warps = numWarps;
+      if (elementwiseWarps && !exchangesElements(func))
+        warps = elementwiseWarps;
       if (auto attr = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
         warps = attr.getInt();
       if (failed(kiln::gpu::BlockedEncodingAttr::verify([&] { return func.emitError(); }, 1,

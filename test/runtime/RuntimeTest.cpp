@@ -228,8 +228,9 @@ TEST_P(OnDevice, MatmulF16EightWarps) {
   // NUM_WARPS=8: 256-thread programs (two wgmma warpgroups on sm_90, where a
   // 64 x 64 tile leaves the second one idle; the FMA loop on Vulkan).
   Module m = load("matmul_w8");
-  if (GetParam() != "cpu")
+  if (GetParam() != "cpu") {
     EXPECT_EQ(m.find("matmul_f16")->threadsPerBlock, 8 * (GetParam() == "hip" ? 64 : 32));
+  }
   for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32}, {130, 70, 96}})
     expectMatmulF16(m, M, N, K, 34);
 }
@@ -592,6 +593,10 @@ TEST(Bundle, RoundTripAndDamage) {
   EXPECT_EQ(back.entries[0].binary, b.entries[0].binary);
   EXPECT_EQ(back.find("vulkan:1.3")->target, "vulkan:1.2"); // older profiles run on newer
   EXPECT_EQ(back.find("vulkan:1.1"), nullptr);
+  // Code tuned for Vulkan on the CPU (lavapipe) and for GPUs runs on either.
+  EXPECT_EQ(back.find("vulkan:1.3:cpu")->target, "vulkan:1.2");
+  EXPECT_TRUE(targetRuns("vulkan:1.3:cpu", "vulkan:1.3"));
+  EXPECT_FALSE(targetRuns("vulkan:1.3:cpu", "vulkan:1.2:cpu"));
 
   EXPECT_FALSE(readBundle(bytes.substr(0, bytes.size() - 5), back, error));
   EXPECT_NE(error.find("checksum mismatch"), std::string::npos) << error;

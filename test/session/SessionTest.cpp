@@ -381,10 +381,11 @@ void tuneMatmul(const std::string &device, const std::string &cacheDir) {
 
 TEST_F(SessionTest, VulkanDotEveryTileShapeAgrees) {
   // The FMA dot reads one A value per distinct row and one B value per distinct
-  // column of a thread's registers when the layout repeats evenly (32 x 32: rows
-  // repeat within the 512-element span of 128 threads; 1 x 1024: columns do), and
-  // per register otherwise (16 x 16 leaves threads past the tile; 48 columns do
-  // not divide the span; 3 x 5 x 7 is ragged everywhere). All must agree.
+  // column of a thread's registers when the layout repeats evenly: 32 x 32 (rows
+  // repeat within a span of threads x 4 elements), 1 x 1024 (columns do). Other
+  // shapes read per register: 64 x 48 (48 divides no span), 3 x 5 x 7 (ragged),
+  // 16 x 16 on the generic Vulkan target (its 512-element span leaves threads
+  // past the tile; the 32 threads of vulkan:*:cpu do not). All must agree.
   Session s("vulkan");
   if (!s.ok())
     GTEST_SKIP() << "no Vulkan device: " << s.status().message();

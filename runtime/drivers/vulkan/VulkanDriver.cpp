@@ -176,8 +176,10 @@ public:
   Backend backend() const override { return Backend::Vulkan; }
   std::string name() const override { return props.deviceName; }
   std::string target() const override {
+    // An implementation on the host CPU (lavapipe) gets code tuned for it.
     unsigned minor = std::min(3u, VK_API_VERSION_MINOR(props.apiVersion));
-    return "vulkan:1." + std::to_string(minor);
+    return "vulkan:1." + std::to_string(minor) +
+           (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ":cpu" : "");
   }
 
   Result<VkBuf *> createBuffer(size_t bytes) {
