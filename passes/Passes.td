@@ -253,6 +253,17 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   }];
 }
 
+def KilnSPIRVSignedRemainder : Pass<"kiln-spirv-signed-remainder", "mlir::ModuleOp"> {
+  let summary = "Signed remainder for SPIR-V that keeps the sign of INT_MIN";
+  let description = [{
+    MLIR 19's arith-to-spirv emulates `arith.remsi` as `UMod(SAbs(x), SAbs(y))`,
+    negated unless `x == SAbs(x)`; for x = INT_MIN, `SAbs(x)` is x itself, so
+    `INT_MIN % 1000` came out as 648 instead of -648. This pass rewrites
+    `arith.remsi` first as `select(x < 0, -r, r)` with `r = remui(|x|, |y|)`,
+    the same arithmetic with the sign read from x.
+  }];
+}
+
 def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mlir::ModuleOp"> {
   let summary = "Drop descriptor bindings from push-constant variables";
   let description = [{

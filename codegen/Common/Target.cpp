@@ -241,6 +241,7 @@ std::string kiln::devicePipeline(const Target &target) {
   case Target::Kind::Vulkan:
   case Target::Kind::Metal:
     return llvm::formatv("kiln-attach-spirv-target{{client={0}},kiln-approximate-math,"
+                         "kiln-spirv-signed-remainder,"
                          "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
                          "convert-gpu-to-spirv,"
                          "spirv.module(spirv-lower-abi-attrs,spirv-update-vce),"

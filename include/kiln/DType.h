@@ -16,6 +16,8 @@ const char *dtypeName(DType dt);
 /// The enumerator's spelling (`F32`), for generated C++.
 const char *dtypeEnumName(DType dt);
 inline bool isFloat(DType dt) { return dt >= DType::F16; }
+/// i8 ... i64 (not i1).
+inline bool isInteger(DType dt) { return dt >= DType::I8 && dt <= DType::I64; }
 /// OCP fp8: e4m3 (bias 7, no infinities, max 448) and e5m2 (bias 15, max 57344).
 inline bool isF8(DType dt) { return dt == DType::F8E4M3 || dt == DType::F8E5M2; }
 unsigned dtypeBits(DType dt);

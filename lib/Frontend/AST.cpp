@@ -17,6 +17,8 @@ const char *kiln::binOpSpelling(BinOp op) {
   case BinOp::And: return "&";
   case BinOp::Or: return "|";
   case BinOp::Xor: return "^";
+  case BinOp::Shl: return "<<";
+  case BinOp::Shr: return ">>";
   case BinOp::LAnd: return "&&";
   case BinOp::LOr: return "||";
   case BinOp::Eq: return "==";

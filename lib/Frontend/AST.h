@@ -51,11 +51,11 @@ struct NameExpr : Expr {
 struct UnaryExpr : Expr {
   UnaryExpr(llvm::SMLoc loc, char op, ExprPtr operand)
       : Expr(Unary, loc), op(op), operand(std::move(operand)) {}
-  char op; // '-' or '!'
+  char op; // '-', '!' or '~'
   ExprPtr operand;
 };
 
-enum class BinOp { Add, Sub, Mul, Div, Rem, And, Or, Xor, LAnd, LOr, Eq, Ne, Lt, Le, Gt, Ge };
+enum class BinOp { Add, Sub, Mul, Div, Rem, And, Or, Xor, Shl, Shr, LAnd, LOr, Eq, Ne, Lt, Le, Gt, Ge };
 const char *binOpSpelling(BinOp op);
 
 struct BinaryExpr : Expr {

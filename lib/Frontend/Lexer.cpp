@@ -46,6 +46,12 @@ const char *kiln::tokSpelling(Tok kind) {
   case Tok::MinusAssign: return "'-='";
   case Tok::StarAssign: return "'*='";
   case Tok::SlashAssign: return "'/='";
+  case Tok::PercentAssign: return "'%='";
+  case Tok::AmpAssign: return "'&='";
+  case Tok::PipeAssign: return "'|='";
+  case Tok::CaretAssign: return "'^='";
+  case Tok::ShlAssign: return "'<<='";
+  case Tok::ShrAssign: return "'>>='";
   case Tok::Plus: return "'+'";
   case Tok::Minus: return "'-'";
   case Tok::Star: return "'*'";
@@ -55,6 +61,9 @@ const char *kiln::tokSpelling(Tok kind) {
   case Tok::Pipe: return "'|'";
   case Tok::Caret: return "'^'";
   case Tok::Bang: return "'!'";
+  case Tok::Tilde: return "'~'";
+  case Tok::Shl: return "'<<'";
+  case Tok::Shr: return "'>>'";
   case Tok::AmpAmp: return "'&&'";
   case Tok::PipePipe: return "'||'";
   case Tok::Eq: return "'=='";
@@ -91,6 +100,20 @@ void Lexer::skipTrivia() {
 }
 
 Token Lexer::lexNumber(const char *start) {
+  // Hexadecimal integers: 0x1F, 0xFFFF_0000.
+  if (*start == '0' && cur + 1 < buf.end() && (*cur == 'x' || *cur == 'X') &&
+      isxdigit(static_cast<unsigned char>(cur[1]))) {
+    ++cur;
+    while (cur != buf.end() && (isxdigit(static_cast<unsigned char>(*cur)) || *cur == '_'))
+      ++cur;
+    if (cur != buf.end() && (isalnum(static_cast<unsigned char>(*cur)) || *cur == '.')) {
+      while (cur != buf.end() && isalnum(static_cast<unsigned char>(*cur)))
+        ++cur;
+      error = "invalid hexadecimal number";
+      return make(Tok::Error, start);
+    }
+    return make(Tok::Int, start);
+  }
   bool isFloat = *start == '.';
   while (cur != buf.end() && (isdigit(static_cast<unsigned char>(*cur)) || *cur == '_'))
     ++cur;
@@ -181,8 +204,9 @@ Token Lexer::next() {
   case ':': return make(Tok::Colon, start);
   case ';': return make(Tok::Semi, start);
   case '.': return make(Tok::Dot, start);
-  case '^': return make(Tok::Caret, start);
-  case '%': return make(Tok::Percent, start);
+  case '~': return make(Tok::Tilde, start);
+  case '^': return make(follows('=') ? Tok::CaretAssign : Tok::Caret, start);
+  case '%': return make(follows('=') ? Tok::PercentAssign : Tok::Percent, start);
   case '+': return make(follows('=') ? Tok::PlusAssign : Tok::Plus, start);
   case '*': return make(follows('=') ? Tok::StarAssign : Tok::Star, start);
   case '/': return make(follows('=') ? Tok::SlashAssign : Tok::Slash, start);
@@ -192,10 +216,22 @@ Token Lexer::next() {
     return make(follows('=') ? Tok::MinusAssign : Tok::Minus, start);
   case '=': return make(follows('=') ? Tok::Eq : Tok::Assign, start);
   case '!': return make(follows('=') ? Tok::Ne : Tok::Bang, start);
-  case '<': return make(follows('=') ? Tok::Le : Tok::Lt, start);
-  case '>': return make(follows('=') ? Tok::Ge : Tok::Gt, start);
-  case '&': return make(follows('&') ? Tok::AmpAmp : Tok::Amp, start);
-  case '|': return make(follows('|') ? Tok::PipePipe : Tok::Pipe, start);
+  case '<':
+    if (follows('<'))
+      return make(follows('=') ? Tok::ShlAssign : Tok::Shl, start);
+    return make(follows('=') ? Tok::Le : Tok::Lt, start);
+  case '>':
+    if (follows('>'))
+      return make(follows('=') ? Tok::ShrAssign : Tok::Shr, start);
+    return make(follows('=') ? Tok::Ge : Tok::Gt, start);
+  case '&':
+    if (follows('&'))
+      return make(Tok::AmpAmp, start);
+    return make(follows('=') ? Tok::AmpAssign : Tok::Amp, start);
+  case '|':
+    if (follows('|'))
+      return make(Tok::PipePipe, start);
+    return make(follows('=') ? Tok::PipeAssign : Tok::Pipe, start);
   default:
     unsigned char byte = static_cast<unsigned char>(c);
     if (isprint(byte)) {

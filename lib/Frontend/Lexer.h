@@ -15,9 +15,10 @@ enum class Tok {
   KwElse, KwReturn, KwTrue, KwFalse,
   // Punctuation and operators.
   LParen, RParen, LBracket, RBracket, LBrace, RBrace, Comma, Colon, Semi, Dot,
-  Arrow, Assign, PlusAssign, MinusAssign, StarAssign, SlashAssign,
-  Plus, Minus, Star, Slash, Percent, Amp, Pipe, Caret, Bang, AmpAmp, PipePipe,
-  Eq, Ne, Lt, Le, Gt, Ge,
+  Arrow, Assign, PlusAssign, MinusAssign, StarAssign, SlashAssign, PercentAssign,
+  AmpAssign, PipeAssign, CaretAssign, ShlAssign, ShrAssign,
+  Plus, Minus, Star, Slash, Percent, Amp, Pipe, Caret, Bang, Tilde, AmpAmp, PipePipe,
+  Shl, Shr, Eq, Ne, Lt, Le, Gt, Ge,
 };
 
 const char *tokSpelling(Tok kind);

@@ -208,6 +208,8 @@ private:
   MaybeValue genValue(const Expr &e, const char *what);
   MaybeValue genName(const NameExpr &e);
   MaybeValue genUnary(const UnaryExpr &e);
+  /// `x << amount` or `x >> amount` (arithmetic) with every amount defined.
+  Value shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape &shape, SMLoc where);
   MaybeValue genBinary(const BinaryExpr &e);
   MaybeValue binary(BinOp op, const TValue &l, const TValue &r, SMLoc at);
   MaybeValue genIndex(const IndexExpr &e);
@@ -1033,6 +1035,19 @@ MaybeValue Generator::genUnary(const UnaryExpr &e) {
     out.value = builder.create<mlir::arith::XOrIOp>(l, v->value, t.value);
     return out;
   }
+  if (e.op == '~') {
+    if (!isInteger(v->type.dtype))
+      return error(e.loc, "'~' needs an integer operand, got " + v->type.str() +
+                              (v->type.dtype == DType::I1 ? " (use '!' for bool)" : ""));
+    if (v->cst)
+      return constant(convertConst(Const::ofInt(~v->cst->i), v->type.dtype), v->type.dtype,
+                      v->type.weak, l);
+    TValue ones = convert(constant(Const::ofInt(-1), v->type.dtype, true, l), v->type.dtype,
+                          v->type.shape, e.loc);
+    TValue out = *v;
+    out.value = builder.create<mlir::arith::XOrIOp>(l, v->value, ones.value);
+    return out;
+  }
   if (v->type.dtype == DType::I1)
     return error(e.loc, "unary '-' is not defined on bool");
   if (rejectF8(v->type.dtype, e.loc, "unary '-'"))
@@ -1061,7 +1076,11 @@ MaybeValue Generator::genBinary(const BinaryExpr &e) {
 MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc at) {
   bool logical = op == BinOp::LAnd || op == BinOp::LOr;
   bool bitwise = op == BinOp::And || op == BinOp::Or || op == BinOp::Xor;
+  bool shift = op == BinOp::Shl || op == BinOp::Shr;
   bool compare = op >= BinOp::Eq;
+  if (shift && (!isInteger(l.type.dtype) || !isInteger(r.type.dtype)))
+    return error(at, llvm::Twine("'") + binOpSpelling(op) + "' needs integer operands, got " +
+                         l.type.str() + " and " + r.type.str());
   if (logical && (l.type.dtype != DType::I1 || r.type.dtype != DType::I1))
     return error(at, llvm::Twine("'") + binOpSpelling(op) + "' needs bool operands, got " +
                          l.type.str() + " and " + r.type.str());
@@ -1110,6 +1129,8 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   case BinOp::Or:
   case BinOp::LOr: out = builder.create<OrIOp>(loc_, x, y); break;
   case BinOp::Xor: out = builder.create<XOrIOp>(loc_, x, y); break;
+  case BinOp::Shl:
+  case BinOp::Shr: out = shiftBy(op, x, y, dt, *shape, at); break;
   default: {
     static const std::pair<CmpFPredicate, CmpIPredicate> preds[] = {
         {CmpFPredicate::OEQ, CmpIPredicate::eq},  {CmpFPredicate::UNE, CmpIPredicate::ne},
@@ -1123,6 +1144,24 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   result.type = SType::value(resultType, *shape);
   result.value = out;
   return result;
+}
+
+Value Generator::shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape &shape,
+                         SMLoc where) {
+  // LLVM and SPIR-V leave amounts outside [0, bits) undefined; Kiln defines them
+  // as shifting every bit out: '<<' gives 0, '>>' (arithmetic) the sign.
+  using namespace mlir::arith;
+  mlir::Location at = loc(where);
+  auto splat = [&](int64_t v) {
+    return convert(constant(Const::ofInt(v), dt, true, at), dt, shape, where).value;
+  };
+  int64_t bits = dtypeBits(dt);
+  Value inRange = builder.create<CmpIOp>(at, CmpIPredicate::ult, amount, splat(bits));
+  if (op == BinOp::Shl)
+    return builder.create<SelectOp>(at, inRange, builder.create<ShLIOp>(at, x, amount),
+                                    splat(0));
+  Value clamped = builder.create<SelectOp>(at, inRange, amount, splat(bits - 1));
+  return builder.create<ShRSIOp>(at, x, clamped);
 }
 
 MaybeValue Generator::genIndex(const IndexExpr &e) {

@@ -104,6 +104,16 @@ private:
 
 } // namespace
 
+/// The value of an integer token (decimal or 0x hexadecimal, `_` separators);
+/// false if it does not fit in 64 bits.
+static bool intLiteralValue(llvm::StringRef text, unsigned long long &value) {
+  std::string digits = text.str();
+  llvm::erase(digits, '_');
+  llvm::StringRef ref(digits);
+  unsigned radix = ref.consume_front_insensitive("0x") ? 16 : 10;
+  return !llvm::getAsUnsignedInteger(ref, radix, value);
+}
+
 std::unique_ptr<Module> Parser::parseModule() {
   auto module = std::make_unique<Module>();
   llvm::StringSet<> names;
@@ -176,8 +186,7 @@ bool Parser::parseArg(ArgDecl &arg) {
         dim.name = tok.text.str();
       } else if (is(Tok::Int)) {
         unsigned long long value;
-        if (llvm::getAsUnsignedInteger(tok.text, 10, value) || value == 0 ||
-            value > (1ull << 40)) {
+        if (!intLiteralValue(tok.text, value) || value == 0 || value > (1ull << 40)) {
           errorHere("tensor size must be a positive integer, got " + tok.text, false);
           return false;
         }
@@ -379,10 +388,12 @@ StmtPtr Parser::parseStmt() {
   // Assignment: IDENT ('=' | 'op=') expr ';'
   if (is(Tok::Ident)) {
     Tok after = peekNext().kind;
-    static const std::pair<Tok, BinOp> compound[] = {{Tok::PlusAssign, BinOp::Add},
-                                                     {Tok::MinusAssign, BinOp::Sub},
-                                                     {Tok::StarAssign, BinOp::Mul},
-                                                     {Tok::SlashAssign, BinOp::Div}};
+    static const std::pair<Tok, BinOp> compound[] = {
+        {Tok::PlusAssign, BinOp::Add},    {Tok::MinusAssign, BinOp::Sub},
+        {Tok::StarAssign, BinOp::Mul},    {Tok::SlashAssign, BinOp::Div},
+        {Tok::PercentAssign, BinOp::Rem}, {Tok::AmpAssign, BinOp::And},
+        {Tok::PipeAssign, BinOp::Or},     {Tok::CaretAssign, BinOp::Xor},
+        {Tok::ShlAssign, BinOp::Shl},     {Tok::ShrAssign, BinOp::Shr}};
     if (after == Tok::Assign ||
         llvm::any_of(compound, [&](auto &c) { return c.first == after; })) {
       std::string name = tok.text.str();
@@ -492,11 +503,13 @@ static int precedence(Tok kind, BinOp &op) {
   case Tok::Le: op = BinOp::Le; return 7;
   case Tok::Gt: op = BinOp::Gt; return 7;
   case Tok::Ge: op = BinOp::Ge; return 7;
-  case Tok::Plus: op = BinOp::Add; return 8;
-  case Tok::Minus: op = BinOp::Sub; return 8;
-  case Tok::Star: op = BinOp::Mul; return 9;
-  case Tok::Slash: op = BinOp::Div; return 9;
-  case Tok::Percent: op = BinOp::Rem; return 9;
+  case Tok::Shl: op = BinOp::Shl; return 8;
+  case Tok::Shr: op = BinOp::Shr; return 8;
+  case Tok::Plus: op = BinOp::Add; return 9;
+  case Tok::Minus: op = BinOp::Sub; return 9;
+  case Tok::Star: op = BinOp::Mul; return 10;
+  case Tok::Slash: op = BinOp::Div; return 10;
+  case Tok::Percent: op = BinOp::Rem; return 10;
   default: return -1;
   }
 }
@@ -525,9 +538,9 @@ ExprPtr Parser::parseUnary() {
   DepthGuard guard(*this);
   if (tooDeep())
     return nullptr;
-  if (is(Tok::Minus) || is(Tok::Bang)) {
+  if (is(Tok::Minus) || is(Tok::Bang) || is(Tok::Tilde)) {
     SMLoc loc = tok.loc();
-    char op = is(Tok::Minus) ? '-' : '!';
+    char op = is(Tok::Minus) ? '-' : is(Tok::Bang) ? '!' : '~';
     advance();
     ExprPtr operand = parseUnary();
     if (!operand)
@@ -625,10 +638,8 @@ ExprPtr Parser::parsePrimary() {
   SMLoc loc = tok.loc();
   switch (tok.kind) {
   case Tok::Int: {
-    std::string digits = tok.text.str();
-    llvm::erase(digits, '_');
     unsigned long long value;
-    if (llvm::getAsUnsignedInteger(digits, 10, value) || value > INT64_MAX) {
+    if (!intLiteralValue(tok.text, value) || value > INT64_MAX) {
       errorHere("integer literal " + tok.text + " does not fit in 64 bits", false);
       return nullptr;
     }

@@ -132,6 +132,10 @@ std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,
   case BinOp::Or:
   case BinOp::LOr: return wrap(a | b);
   case BinOp::Xor: return wrap(a ^ b);
+  // Amounts outside [0, bits) shift everything out: 0, or the sign for '>>'.
+  case BinOp::Shl: return wrap(b >= 0 && b < dtypeBits(dt) ? uint64_t(a) << b : 0);
+  case BinOp::Shr:
+    return Const::ofInt(b >= 0 && b < dtypeBits(dt) ? a >> b : (a < 0 ? -1 : 0));
   case BinOp::Eq: return Const::ofInt(a == b);
   case BinOp::Ne: return Const::ofInt(a != b);
   case BinOp::Lt: return Const::ofInt(a < b);

@@ -409,6 +409,87 @@ TEST_F(SessionTest, VulkanDotEveryTileShapeAgrees) {
   }
 }
 
+TEST_F(SessionTest, ShiftsAndBitwiseOperatorsOnEveryDevice) {
+  // Shift amounts outside [0, bits) are defined (0 for <<, the sign for >>),
+  // where LLVM and SPIR-V leave them undefined; ~, hex literals and the compound
+  // assignments lower the same on the CPU and on Vulkan.
+  const char *source = R"(
+kernel bits(x: tensor<i32>[N], s: tensor<i32>[N], l: tensor<i32>[N], r: tensor<i32>[N],
+            m: tensor<i32>[N], b: tensor<i8>[N], c: tensor<i8>[N])
+    params(BLOCK: i32 = 64) grid(cdiv(N, BLOCK)) {
+  let i = program_id(0) * BLOCK + arange(0, BLOCK);
+  let v = load(x[i]);
+  let a = load(s[i]);
+  store(l[i], v << a);
+  store(r[i], v >> a);
+  var t = ~v;
+  t %= 1000;
+  t <<= 3;
+  t >>= 1;
+  t &= 0x7FFF_FF0F;
+  t |= 0x100;
+  t ^= 0x55;
+  store(m[i], t);
+  let w = load(b[i]);
+  store(c[i], (w << cast<i8>(a)) + (w >> cast<i8>(a)));
+}
+)";
+  const std::vector<int32_t> amounts = {0, 1, 5, 7, 8, 31, 32, 33, 100, -1, INT32_MIN};
+  std::vector<int32_t> xs, ss;
+  for (int32_t v : {0, 1, -1, 0x1234567, -0x7654321, INT32_MAX, INT32_MIN})
+    for (int32_t a : amounts) {
+      xs.push_back(v);
+      ss.push_back(a);
+    }
+  const int64_t n = xs.size();
+  std::vector<int8_t> bs(n);
+  for (int64_t k = 0; k < n; ++k)
+    bs[k] = static_cast<int8_t>(xs[k] ^ (xs[k] >> 8));
+  auto shl = [](int64_t v, int64_t a, int bits) -> int64_t {
+    if (a < 0 || a >= bits)
+      return 0;
+    uint64_t u = uint64_t(v) << a, mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    u &= mask;
+    return (u >> (bits - 1)) & 1 ? int64_t(u | ~mask) : int64_t(u);
+  };
+  auto shr = [](int64_t v, int64_t a, int bits) -> int64_t {
+    return a >= 0 && a < bits ? v >> a : (v < 0 ? -1 : 0);
+  };
+  for (const char *device : {"cpu", "vulkan"}) {
+    Session s(device);
+    if (!s.ok()) {
+      std::printf("skipping %s: %s\n", device, s.status().message().c_str());
+      continue;
+    }
+    Kernel k = s.compile(source, "bits");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor x = s.upload(xs, {n}), sh = s.upload(ss, {n}), l = s.empty<int32_t>({n}),
+           r = s.empty<int32_t>({n}), m = s.empty<int32_t>({n}), b = s.upload(bs, {n}),
+           c = s.empty<int8_t>({n});
+    ASSERT_TRUE(k(x, sh, l, r, m, b, c).ok()) << device;
+    std::vector<int32_t> lo, ro, mo;
+    std::vector<int8_t> co;
+    ASSERT_TRUE(l.download(lo).ok() && r.download(ro).ok() && m.download(mo).ok() &&
+                c.download(co).ok());
+    for (int64_t e = 0; e < n; ++e) {
+      int32_t v = xs[e], a = ss[e];
+      EXPECT_EQ(lo[e], shl(v, a, 32)) << device << ": " << v << " << " << a;
+      EXPECT_EQ(ro[e], shr(v, a, 32)) << device << ": " << v << " >> " << a;
+      int32_t t = ~v;
+      t %= 1000;
+      t = int32_t(shl(t, 3, 32));
+      t >>= 1;
+      t &= 0x7FFFFF0F;
+      t |= 0x100;
+      t ^= 0x55;
+      EXPECT_EQ(mo[e], t) << device << ": " << v;
+      int8_t a8 = static_cast<int8_t>(a), w = bs[e];
+      EXPECT_EQ(co[e], static_cast<int8_t>(shl(w, a8, 8) + shr(w, a8, 8)))
+          << device << ": " << int(w) << " and " << int(a8);
+    }
+  }
+}
+
 TEST_F(SessionTest, AutotuneCPUStoresItsChoice) { tuneMatmul("cpu", dir); }
 TEST_F(SessionTest, AutotuneVulkanStoresItsChoice) { tuneMatmul("vulkan", dir); }
 
