@@ -490,6 +490,74 @@ kernel bits(x: tensor<i32>[N], s: tensor<i32>[N], l: tensor<i32>[N], r: tensor<i
   }
 }
 
+TEST_F(SessionTest, IntegerEdgeCasesAgreeOnEveryDevice) {
+  // Division, remainder, min/max/abs, wrapping casts and 64-bit products at the
+  // extremes, on the CPU and on Vulkan, against C++ (divisors 0, and -1 with
+  // INT_MIN, are undefined and replaced by 1).
+  const char *source = R"(
+kernel ints(a: tensor<i32>[N], b: tensor<i32>[N], q: tensor<i32>[N], r: tensor<i32>[N],
+            lo: tensor<i32>[N], hi: tensor<i32>[N], ab: tensor<i32>[N], narrow: tensor<i8>[N],
+            wide: tensor<i64>[N], half: tensor<i16>[N])
+    params(BLOCK: i32 = 64) grid(cdiv(N, BLOCK)) {
+  let i = program_id(0) * BLOCK + arange(0, BLOCK);
+  let x = load(a[i]);
+  let y0 = load(b[i]);
+  let y = where(y0 == 0 || (y0 == -1 && x == -2147483648), 1, y0);
+  store(q[i], x / y);
+  store(r[i], x % y);
+  store(lo[i], min(x, y0));
+  store(hi[i], max(x, y0));
+  store(ab[i], abs(x));
+  store(narrow[i], cast<i8>(x));
+  store(wide[i], cast<i64>(x) * cast<i64>(y0) - 1);
+  store(half[i], cast<i16>(x) * cast<i16>(y0));
+}
+)";
+  const std::vector<int32_t> values = {0, 1, -1, 2, -2, 7, -7, 1000, -1000, 255, 256, -129,
+                                       0x12345678, INT32_MAX, INT32_MIN, INT32_MIN + 1};
+  std::vector<int32_t> as, bs;
+  for (int32_t x : values)
+    for (int32_t y : values) {
+      as.push_back(x);
+      bs.push_back(y);
+    }
+  const int64_t n = as.size();
+  for (const char *device : {"cpu", "vulkan"}) {
+    Session s(device);
+    if (!s.ok()) {
+      std::printf("skipping %s: %s\n", device, s.status().message().c_str());
+      continue;
+    }
+    Kernel k = s.compile(source, "ints");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor a = s.upload(as, {n}), b = s.upload(bs, {n}), q = s.empty<int32_t>({n}),
+           r = s.empty<int32_t>({n}), lo = s.empty<int32_t>({n}), hi = s.empty<int32_t>({n}),
+           ab = s.empty<int32_t>({n}), narrow = s.empty<int8_t>({n}),
+           wide = s.empty<int64_t>({n}), half = s.empty<int16_t>({n});
+    ASSERT_TRUE(k(a, b, q, r, lo, hi, ab, narrow, wide, half).ok()) << device;
+    std::vector<int32_t> qo, ro, loo, hio, abo;
+    std::vector<int8_t> no;
+    std::vector<int64_t> wo;
+    std::vector<int16_t> ho;
+    ASSERT_TRUE(q.download(qo).ok() && r.download(ro).ok() && lo.download(loo).ok() &&
+                hi.download(hio).ok() && ab.download(abo).ok() && narrow.download(no).ok() &&
+                wide.download(wo).ok() && half.download(ho).ok());
+    for (int64_t e = 0; e < n; ++e) {
+      int32_t x = as[e], y0 = bs[e];
+      int32_t y = y0 == 0 || (y0 == -1 && x == INT32_MIN) ? 1 : y0;
+      std::string at = std::string(device) + ": " + std::to_string(x) + ", " + std::to_string(y0);
+      EXPECT_EQ(qo[e], x / y) << at;
+      EXPECT_EQ(ro[e], x % y) << at;
+      EXPECT_EQ(loo[e], std::min(x, y0)) << at;
+      EXPECT_EQ(hio[e], std::max(x, y0)) << at;
+      EXPECT_EQ(abo[e], x == INT32_MIN ? INT32_MIN : std::abs(x)) << at;
+      EXPECT_EQ(no[e], static_cast<int8_t>(x)) << at;
+      EXPECT_EQ(wo[e], int64_t(x) * int64_t(y0) - 1) << at;
+      EXPECT_EQ(ho[e], static_cast<int16_t>(uint16_t(x) * uint16_t(y0))) << at;
+    }
+  }
+}
+
 TEST_F(SessionTest, AutotuneCPUStoresItsChoice) { tuneMatmul("cpu", dir); }
 TEST_F(SessionTest, AutotuneVulkanStoresItsChoice) { tuneMatmul("vulkan", dir); }
 
