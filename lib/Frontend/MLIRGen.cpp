@@ -228,7 +228,19 @@ private:
   /// null when absent. False after reporting an error.
   bool maskArg(const CallExpr &e, const TValue &view, Value &mask);
   MaybeValue genUnaryMath(const CallExpr &e);
+  /// A reduction's operand (bools widened to i32; flattened when no axis is
+  /// given), its axis and keepdims.
+  struct ReductionArgs {
+    TValue src;
+    int64_t axis = 0;
+    bool keepdims = false;
+  };
+  std::optional<ReductionArgs> reductionArgs(const CallExpr &e);
+  TValue reduceAlong(const TValue &src, ReduceKind kind, int64_t axis, bool keepdims,
+                     mlir::Location l);
   MaybeValue genReduce(const CallExpr &e, ReduceKind kind);
+  /// argmax / argmin: the i32 index of the first largest / smallest element.
+  MaybeValue genArgReduce(const CallExpr &e, bool isMax);
   MaybeValue genMinMax(const CallExpr &e, bool isMax);
   MaybeValue genScan(const CallExpr &e);
   MaybeValue genDot(const CallExpr &e);
@@ -1599,6 +1611,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genReduce(e, ReduceKind::Prod);
   if (name == "min" || name == "max")
     return genMinMax(e, name == "max");
+  if (name == "argmin" || name == "argmax")
+    return genArgReduce(e, name == "argmax");
   if (name == "cumsum" || name == "cumprod" || name == "cummax" || name == "cummin")
     return genScan(e);
   if (name == "dot")
@@ -1892,7 +1906,7 @@ MaybeValue Generator::genAtomic(const CallExpr &e, ReduceKind kind) {
   return out;
 }
 
-MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
+std::optional<Generator::ReductionArgs> Generator::reductionArgs(const CallExpr &e) {
   if (!checkArity(e, 1, 1, {"axis", "keepdims"}))
     return std::nullopt;
   MaybeValue v = genValue(*e.args[0], "reduction operand");
@@ -1902,42 +1916,47 @@ MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
     return error(e.args[0]->loc, "'" + e.callee + "' reduces a tile, got " + withArticle(v->type.str()));
   if (rejectF8(v->type.dtype, e.args[0]->loc, "'" + e.callee + "'"))
     return std::nullopt;
-  bool keepdims = false;
+  ReductionArgs r;
   if (const KeywordArg *kw = e.kwarg("keepdims")) {
     MaybeValue k = genValue(*kw->value, "keepdims");
     if (!k)
       return std::nullopt;
     if (!k->cst || k->type.dtype != DType::I1)
       return error(kw->value->loc, "keepdims must be true or false");
-    keepdims = k->cst->i;
+    r.keepdims = k->cst->i;
   }
   mlir::Location l = loc(e.loc);
-  TValue src = *v;
-  // Sums of bools count; they are done in i32.
-  if (src.type.dtype == DType::I1)
-    src = convert(src, DType::I32, src.type.shape, e.loc);
-  DType dt = src.type.dtype;
-  Shape shape = src.type.shape;
-  int64_t axis;
+  r.src = *v;
+  // Reductions of bools are done in i32 (sums count).
+  if (r.src.type.dtype == DType::I1)
+    r.src = convert(r.src, DType::I32, r.src.type.shape, e.loc);
+  DType dt = r.src.type.dtype;
+  Shape &shape = r.src.type.shape;
   if (const KeywordArg *kw = e.kwarg("axis")) {
     auto a = axisArg(*kw->value, shape.size());
     if (!a)
       return std::nullopt;
-    axis = *a;
-  } else {
-    // No axis: reduce every element.
-    int64_t total = 1;
-    for (int64_t d : shape)
-      total *= d;
-    if (shape.size() > 1)
-      src.value = builder.create<ReshapeOp>(
-          l, mlir::RankedTensorType::get({total}, mlirType(dt)), src.value);
-    shape = {total};
-    axis = 0;
-    if (keepdims)
-      return error(e.loc, "keepdims needs an axis");
+    r.axis = *a;
+    return r;
   }
-  Shape resultShape = shape;
+  // No axis: reduce every element, in row-major order.
+  if (r.keepdims)
+    return error(e.loc, "keepdims needs an axis");
+  int64_t total = 1;
+  for (int64_t d : shape)
+    total *= d;
+  if (shape.size() > 1)
+    r.src.value = builder.create<ReshapeOp>(
+        l, mlir::RankedTensorType::get({total}, mlirType(dt)), r.src.value);
+  shape = {total};
+  r.axis = 0;
+  return r;
+}
+
+TValue Generator::reduceAlong(const TValue &src, ReduceKind kind, int64_t axis, bool keepdims,
+                              mlir::Location l) {
+  DType dt = src.type.dtype;
+  Shape resultShape = src.type.shape;
   resultShape.erase(resultShape.begin() + axis);
   TValue out;
   out.type = SType::value(dt, resultShape);
@@ -1945,17 +1964,64 @@ MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
                                        ReduceKindAttr::get(&ctx, kind), src.value,
                                        builder.getI32IntegerAttr(axis));
   if (keepdims) {
-    Shape kept = shape;
+    Shape kept = src.type.shape;
     kept[axis] = 1;
+    auto type = mlir::RankedTensorType::get(kept, mlirType(dt));
     out.value = resultShape.empty()
-                    ? (Value)builder.create<SplatOp>(l, mlir::RankedTensorType::get(kept, mlirType(dt)),
-                                                     out.value)
-                    : builder.create<ExpandDimsOp>(
-                          l, mlir::RankedTensorType::get(kept, mlirType(dt)), out.value,
-                          builder.getI32IntegerAttr(axis));
+                    ? (Value)builder.create<SplatOp>(l, type, out.value)
+                    : builder.create<ExpandDimsOp>(l, type, out.value,
+                                                   builder.getI32IntegerAttr(axis));
     out.type = SType::tile(dt, kept);
   }
   return out;
+}
+
+MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
+  auto r = reductionArgs(e);
+  if (!r)
+    return std::nullopt;
+  return reduceAlong(r->src, kind, r->axis, r->keepdims, loc(e.loc));
+}
+
+MaybeValue Generator::genArgReduce(const CallExpr &e, bool isMax) {
+  auto r = reductionArgs(e);
+  if (!r)
+    return std::nullopt;
+  // The index of the first extreme along the axis: reduce to the extreme, mark
+  // the lanes equal to it (or NaN, which max and min propagate), and take the
+  // smallest marked index. Unmarked lanes hold the extent, which never wins.
+  mlir::Location l = loc(e.loc);
+  const TValue &src = r->src;
+  const Shape &shape = src.type.shape;
+  DType dt = src.type.dtype;
+  int64_t axis = r->axis, extent = shape[axis];
+  TValue extreme = reduceAlong(src, isMax ? ReduceKind::Max : ReduceKind::Min, axis,
+                               /*keepdims=*/true, l);
+  Value spread = broadcastValue(extreme.value, extreme.type.shape, shape, dt, l);
+  using namespace mlir::arith;
+  Value hit;
+  if (isFloat(dt)) {
+    hit = builder.create<CmpFOp>(l, CmpFPredicate::OEQ, src.value, spread);
+    Value nan = builder.create<CmpFOp>(l, CmpFPredicate::UNO, src.value, src.value);
+    hit = builder.create<OrIOp>(l, hit, nan);
+  } else {
+    hit = builder.create<CmpIOp>(l, CmpIPredicate::eq, src.value, spread);
+  }
+  Value lanes = builder.create<ArangeOp>(
+      l, mlir::RankedTensorType::get({extent}, builder.getI32Type()), 0, extent);
+  Shape along(shape.size(), 1);
+  along[axis] = extent;
+  if (shape.size() > 1)
+    lanes = builder.create<ReshapeOp>(l, mlir::RankedTensorType::get(along, builder.getI32Type()),
+                                      lanes);
+  lanes = broadcastValue(lanes, along, shape, DType::I32, l);
+  Value none = convert(constant(Const::ofInt(extent), DType::I32, true, l), DType::I32, shape,
+                       e.loc)
+                   .value;
+  TValue candidates;
+  candidates.type = SType::tile(DType::I32, shape);
+  candidates.value = builder.create<SelectOp>(l, hit, lanes, none);
+  return reduceAlong(candidates, ReduceKind::Min, axis, r->keepdims, l);
 }
 
 MaybeValue Generator::genScan(const CallExpr &e) {

@@ -558,6 +558,92 @@ kernel ints(a: tensor<i32>[N], b: tensor<i32>[N], q: tensor<i32>[N], r: tensor<i
   }
 }
 
+TEST_F(SessionTest, ArgMaxAndArgMinOnEveryDevice) {
+  // The first index of the largest / smallest element; NaN counts as the extreme
+  // (as max and min propagate it), ties go to the lowest index. Rows of 1024
+  // cover the CPU's chunked reductions; the i32 kernel has no NaN.
+  const char *source = R"(
+kernel arg(x: tensor<f32>[M, N], rmax: tensor<i32>[M], cmin: tensor<i32>[N],
+           flat: tensor<i32>[1], kept: tensor<i32>[M])
+    params(BM: i32 = 2, BN: i32 = 1024) grid(1) {
+  let r = arange(0, BM);
+  let c = arange(0, BN);
+  let t = load(x[expand_dims(r, 1), expand_dims(c, 0)], other = -inf);
+  store(rmax[r], argmax(t, axis = 1));
+  store(cmin[c], argmin(t, axis = -2));
+  store(flat[0], argmax(t));
+  let k = argmin(t, axis = 1, keepdims = true);
+  store(kept[expand_dims(r, 1)], k);
+}
+kernel iarg(x: tensor<i32>[N], out: tensor<i32>[2]) params(B: i32 = 64) grid(1) {
+  let v = load(x[arange(0, B)], other = 0);
+  store(out[0], argmax(v));
+  store(out[1], argmin(v, axis = 0));
+}
+)";
+  const int64_t m = 2, n = 1024;
+  std::vector<float> x(m * n);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-50, 50);
+  for (float &v : x)
+    v = float(small(rng)); // many ties
+  x[1 * n + 700] = NAN;    // row 1: NaN wins argmax and argmin
+  x[1 * n + 900] = NAN;
+  x[0 * n + 5] = 1000;     // row 0: a clear maximum
+  x[0 * n + 6] = 1000;     // tied later: index 5 wins
+  auto first = [&](int64_t count, auto at, bool isMax) {
+    int64_t best = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      float v = at(i), b = at(best);
+      if (std::isnan(b))
+        break;
+      if (std::isnan(v) || (isMax ? v > b : v < b))
+        best = i;
+    }
+    return int32_t(best);
+  };
+  std::vector<int32_t> xi(50);
+  for (size_t i = 0; i < xi.size(); ++i)
+    xi[i] = (int32_t(i) * 7919) % 61 - 30;
+  for (const char *device : {"cpu", "vulkan"}) {
+    Session s(device);
+    if (!s.ok()) {
+      std::printf("skipping %s: %s\n", device, s.status().message().c_str());
+      continue;
+    }
+    Kernel k = s.compile(source, "arg"), ki = s.compile(source, "iarg");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    ASSERT_TRUE(ki.ok()) << ki.status().message();
+    Tensor tx = s.upload(x, {m, n}), rmax = s.empty<int32_t>({m}), cmin = s.empty<int32_t>({n}),
+           flat = s.empty<int32_t>({1}), kept = s.empty<int32_t>({m});
+    ASSERT_TRUE(k(tx, rmax, cmin, flat, kept).ok()) << device;
+    std::vector<int32_t> ro, co, fo, ko;
+    ASSERT_TRUE(rmax.download(ro).ok() && cmin.download(co).ok() && flat.download(fo).ok() &&
+                kept.download(ko).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      auto row = [&](int64_t j) { return x[i * n + j]; };
+      EXPECT_EQ(ro[i], first(n, row, true)) << device << " row " << i;
+      EXPECT_EQ(ko[i], first(n, row, false)) << device << " row " << i;
+    }
+    EXPECT_EQ(ro[1], 700) << device;
+    EXPECT_EQ(ro[0], 5) << device;
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_EQ(co[j], first(m, [&](int64_t i) { return x[i * n + j]; }, false))
+          << device << " column " << j;
+    EXPECT_EQ(fo[0], first(m * n, [&](int64_t e) { return x[e]; }, true)) << device;
+    EXPECT_EQ(fo[0], 1 * n + 700) << device;
+
+    Tensor ti = s.upload(xi, {int64_t(xi.size())}), out = s.empty<int32_t>({2});
+    ASSERT_TRUE(ki(ti, out).ok()) << device;
+    std::vector<int32_t> io;
+    ASSERT_TRUE(out.download(io).ok());
+    // Lanes past the 50 loaded read 0, which neither wins nor ties first.
+    auto lane = [&](int64_t i) { return float(i < 50 ? xi[i] : 0); };
+    EXPECT_EQ(io[0], first(64, lane, true)) << device;
+    EXPECT_EQ(io[1], first(64, lane, false)) << device;
+  }
+}
+
 TEST_F(SessionTest, AutotuneCPUStoresItsChoice) { tuneMatmul("cpu", dir); }
 TEST_F(SessionTest, AutotuneVulkanStoresItsChoice) { tuneMatmul("vulkan", dir); }
 
