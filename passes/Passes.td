@@ -122,8 +122,9 @@ def ConvertKilnToKilnGPU : Pass<"convert-kiln-to-kiln-gpu", "mlir::ModuleOp"> {
     Attaches `#kiln_gpu.blocked<vec = 1, ...>` to each tensor type in `kiln.kernel`
     functions and records the program's thread count. `kiln-gpu-coalesce` then
     widens `vec` for the memory accesses. Targets whose barriers and shared-memory
-    exchanges are dear (Vulkan on a CPU) give elementwise kernels a different
-    warp count from the rest (`elementwise-warps`).
+    exchanges are dear (Vulkan on a CPU) give elementwise kernels their own warp
+    count (`elementwise-warps`) and kernels that exchange as few warps as their
+    tiles allow (`exchange-registers`).
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
@@ -133,6 +134,10 @@ def ConvertKilnToKilnGPU : Pass<"convert-kiln-to-kiln-gpu", "mlir::ModuleOp"> {
            "Warps per program for kernels whose threads never exchange elements "
            "(no reduce, scan, dot, trans or broadcast), unless the kernel sets "
            "kiln.num_warps; 0 means num-warps">,
+    Option<"exchangeRegisters", "exchange-registers", "unsigned", /*default=*/"0",
+           "When nonzero, kernels that exchange elements get the fewest warps (a "
+           "power of two, at most num-warps) that keep every tile at or under "
+           "this many elements per thread, unless the kernel sets kiln.num_warps">,
     Option<"warpSize", "warp-size", "unsigned", /*default=*/"32",
            "Threads per warp: 32 on NVIDIA, 64 on AMD CDNA, the subgroup size on Vulkan">
   ];

@@ -188,15 +188,19 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
   std::string units = target.matrixUnits();
   // Vulkan on the CPU (lavapipe) runs a workgroup's invocations as SIMD batches on
   // one core and a barrier switches between them, so kernels that exchange
-  // elements run fastest with one warp; the rest with eight (four elements each).
-  unsigned warps = target.vulkanOnCPU ? 1 : 4, elementwiseWarps = target.vulkanOnCPU ? 8 : 0;
+  // elements run fastest with few warps, down to one, as long as no thread holds
+  // more than 32 elements of a tile (beyond that lavapipe's shader compile time
+  // explodes: 33 s instead of 1.5 s for a 4 x 1024 argmax); elementwise kernels
+  // run fastest with eight (four elements each).
+  unsigned elementwiseWarps = target.vulkanOnCPU ? 8 : 0;
+  unsigned exchangeRegisters = target.vulkanOnCPU ? 32 : 0;
   std::string passes =
       llvm::formatv("inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
-                    "convert-kiln-to-kiln-gpu{{num-warps={3} elementwise-warps={4} "
-                    "warp-size={0}},kiln-gpu-coalesce,"
+                    "convert-kiln-to-kiln-gpu{{num-warps=4 elementwise-warps={3} "
+                    "exchange-registers={4} warp-size={0}},kiln-gpu-coalesce,"
                     "kiln-gpu-allocate-shared-memory{{max-bytes={1} matrix-units={2}}",
-                    target.warpSize(), target.sharedMemoryBytes(), units, warps,
-                    elementwiseWarps)
+                    target.warpSize(), target.sharedMemoryBytes(), units, elementwiseWarps,
+                    exchangeRegisters)
           .str();
   // CUDA declares up to 48 KiB of shared memory statically; beyond that it is
   // requested at launch.

@@ -19,8 +19,8 @@ using namespace mlir;
 using namespace kiln;
 
 Type kiln::gpu::sharedStorageType(Type elementType) {
-  if (elementType.isInteger(1))
-    return IntegerType::get(elementType.getContext(), 32);
+  if (elementType.isInteger(1) || elementType.isInteger(32))
+    return Float32Type::get(elementType.getContext());
   return elementType;
 }
 

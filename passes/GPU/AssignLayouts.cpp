@@ -26,6 +26,17 @@ static bool exchangesElements(func::FuncOp func) {
       .wasInterrupted();
 }
 
+/// The element count of the largest tile in `func`.
+static int64_t largestTile(func::FuncOp func) {
+  int64_t largest = 1;
+  func.walk([&](Operation *op) {
+    for (Value v : op->getResults())
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+        largest = std::max(largest, t.getNumElements());
+  });
+  return largest;
+}
+
 namespace {
 struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
   using Base::Base;
@@ -36,8 +47,15 @@ struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
         continue;
       // A kernel's NUM_WARPS param overrides the pipeline's warp count.
       unsigned warps = numWarps;
-      if (elementwiseWarps && !exchangesElements(func))
+      bool exchanges = exchangesElements(func);
+      if (elementwiseWarps && !exchanges)
         warps = elementwiseWarps;
+      if (exchangeRegisters && exchanges) {
+        int64_t largest = largestTile(func);
+        warps = 1;
+        while (warps < numWarps && largest > int64_t(exchangeRegisters) * warpSize * warps)
+          warps *= 2;
+      }
       if (auto attr = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
         warps = attr.getInt();
       if (failed(kiln::gpu::BlockedEncodingAttr::verify([&] { return func.emitError(); }, 1,

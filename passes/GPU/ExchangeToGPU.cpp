@@ -32,8 +32,11 @@ void ThreadEmitter::barrier() { b.create<mlir::gpu::BarrierOp>(loc); }
 void ThreadEmitter::writeShared(const Registers &regs, int64_t numElements, Type type,
                                 int64_t base, function_ref<Value(Value)> place) {
   Value buffer = sharedBuffer(type);
+  Type storage = sharedStorageType(type);
   for (auto [r, v] : llvm::enumerate(regs)) {
     Value value = type.isInteger(1) ? b.create<arith::ExtUIOp>(loc, b.getI32Type(), v) : v;
+    if (value.getType() != storage)
+      value = b.create<arith::BitcastOp>(loc, storage, value);
     Value at = place ? place(elementIndex(r)) : elementIndex(r);
     Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(),
                                                b.create<arith::AddIOp>(loc, at, i32(base)));
@@ -51,6 +54,8 @@ void ThreadEmitter::writeShared(const Registers &regs, int64_t numElements, Type
 Value ThreadEmitter::readShared(Value index, Type type) {
   Value i = b.create<arith::IndexCastOp>(loc, b.getIndexType(), index);
   Value v = b.create<memref::LoadOp>(loc, sharedBuffer(type), i);
+  if (type.isInteger(1) || type.isInteger(32))
+    v = b.create<arith::BitcastOp>(loc, b.getI32Type(), v);
   if (type.isInteger(1))
     v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
   return v;
@@ -146,7 +151,7 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
     partial = combine(kind, x, partial);
   }
 
-  Value buffer = sharedBuffer(type == wide ? type : type); // exchange in the tile's type
+  Value buffer = sharedBuffer(type); // exchange in the tile's type
   Value lane, group, groups;
   if (nativeSubgroupReduce) {
     // SPIR-V's GroupNonUniformFMax/FMin leave NaN inputs undefined (lavapipe
@@ -209,6 +214,8 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
                        : (Value)b.create<arith::ConstantIntOp>(loc, 1, 1);
   Value slot = b.create<arith::IndexCastOp>(loc, b.getIndexType(), group);
   Value stored = narrow(partial);
+  if (Type storage = sharedStorageType(type); storage != type)
+    stored = b.create<arith::BitcastOp>(loc, storage, stored);
   emitIfElse(
       isLeader, {},
       [&]() -> SmallVector<Value> {

@@ -10,7 +10,9 @@
 
 namespace kiln::gpu {
 
-/// The element type shared memory holds for values of `type` (i1 travels as i32).
+/// The element type shared memory holds for values of `type`. i32 and i1 (as
+/// i32) travel as the bits of f32, so a kernel that exchanges both f32 and
+/// index or integer tiles needs one 32-bit buffer, not two.
 mlir::Type sharedStorageType(mlir::Type elementType);
 
 /// The shared-memory elements (of sharedStorageType) an op needs to exchange its

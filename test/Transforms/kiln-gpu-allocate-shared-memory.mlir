@@ -2,12 +2,12 @@
 
 #l = #kiln_gpu.blocked<vec = 4, warpSize = 32, numWarps = 4>
 
-// One buffer per element type, as large as the largest exchange: a whole-tile
+// One buffer per storage type, as large as the largest exchange: a whole-tile
 // reduction needs one slot per thread; a 2-D reduction the whole tile; a dot both
-// operands.
+// operands. i32 (and i1) tiles travel as f32 bits, in the same buffer.
 // CHECK-LABEL: func @k
-// CHECK-SAME: kiln_gpu.shared_bytes = 8704 : i64
-// CHECK-SAME: kiln_gpu.shared_elements = {{\[\[}}f32, 2048], [i32, 128]]
+// CHECK-SAME: kiln_gpu.shared_bytes = 8192 : i64
+// CHECK-SAME: kiln_gpu.shared_elements = {{\[\[}}f32, 2048]]
 func.func @k(%v: tensor<512xf32, #l>, %m: tensor<16x64xf32, #l>, %a: tensor<32x32xf32, #l>, %c: tensor<32x32xf32, #l>, %b: tensor<256xi1, #l>) attributes {kiln.kernel} {
   %s = kiln.reduce sum %v, 0 : tensor<512xf32, #l> -> f32
   %r = kiln.reduce max %m, 1 : tensor<16x64xf32, #l> -> tensor<16xf32, #l>
