@@ -244,8 +244,12 @@ std::string kiln::devicePipeline(const Target &target) {
         .str();
   case Target::Kind::Vulkan:
   case Target::Kind::Metal:
+    // SPIR-V has no 8-bit floats: fp8 conversions become integer arithmetic
+    // (kiln-expand-f8) and fp8 values their bytes (kiln-f8-as-i8).
     return llvm::formatv("kiln-attach-spirv-target{{client={0}},kiln-approximate-math,"
                          "kiln-spirv-signed-remainder,"
+                         "gpu.module(arith-emulate-unsupported-floats{{source-types=f8E4M3FN,"
+                         "f8E5M2 target-type=f32},kiln-expand-f8),kiln-f8-as-i8,"
                          "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
                          "convert-gpu-to-spirv,"
                          "spirv.module(spirv-lower-abi-attrs,spirv-update-vce),"
@@ -282,9 +286,6 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     mlir::Type elem = mlir::getElementTypeOrSelf(type);
     if (spirv && elem.isBF16())
       return "bf16 is not supported on the vulkan and metal targets (SPIR-V has no bfloat16)";
-    if (spirv && mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(elem))
-      return "fp8 (f8e4m3, f8e5m2) is not supported on the vulkan and metal targets (SPIR-V "
-             "has no 8-bit floats)";
     if (target.kind == Target::Kind::Metal && elem.isF64())
       return "f64 is not supported on the metal target (Metal has no double precision)";
     return nullptr;

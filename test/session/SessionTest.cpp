@@ -2,6 +2,7 @@
 
 #include "examples/reference/References.h"
 #include "kiln/kiln.h"
+#include "lib/Support/Half.h"
 #include "test/Common/Compare.h"
 
 #include <gtest/gtest.h>
@@ -235,8 +236,9 @@ int compileOnFullDisk(const char *device,
 TEST_F(SessionTest, FullDiskCostsOnlyTheCacheEntry) {
   // GPU code needs no files: only the cache entry is lost.
   int vulkan = compileOnFullDisk("vulkan", runSoftmax);
-  if (vulkan != 3)
+  if (vulkan != 3) {
     EXPECT_EQ(vulkan, 0) << "Vulkan compile or run failed on a full disk";
+  }
   // Host code is linked and loaded from temporary files: a clear error, no crash.
   EXPECT_EQ(compileOnFullDisk("cpu", runSoftmax), 2);
   EXPECT_TRUE(cacheFiles().empty()) << "a partial entry or temporary file was left behind";
@@ -642,6 +644,92 @@ kernel iarg(x: tensor<i32>[N], out: tensor<i32>[2]) params(B: i32 = 64) grid(1) 
     auto lane = [&](int64_t i) { return float(i < 50 ? xi[i] : 0); };
     EXPECT_EQ(io[0], first(64, lane, true)) << device;
     EXPECT_EQ(io[1], first(64, lane, false)) << device;
+  }
+}
+
+TEST_F(SessionTest, F8ConversionsAgreeOnEveryDevice) {
+  // Every code of both fp8 formats decodes, and f32 values around every code
+  // (ties, neighbours, overflow, subnormals, NaN) encode, to the same bits on
+  // the CPU and on Vulkan (where fp8 values are bytes) as the host reference.
+  const char *source = R"(
+kernel decode(a: tensor<f8e4m3>[N], b: tensor<f8e5m2>[N], x: tensor<f32>[N], y: tensor<f32>[N])
+    params(B: i32 = 256) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  store(x[i], cast<f32>(load(a[i])));
+  store(y[i], cast<f32>(load(b[i])));
+}
+kernel encode(v: tensor<f32>[N], a: tensor<f8e4m3>[N], b: tensor<f8e5m2>[N])
+    params(B: i32 = 256) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let f = load(v[i]);
+  store(a[i], cast<f8e4m3>(f));
+  store(b[i], cast<f8e5m2>(f));
+}
+kernel scale(v: tensor<f32>[N], s: f8e5m2) grid(N) {
+  let i = program_id(0);
+  store(v[i], load(v[i]) * cast<f32>(s));
+}
+)";
+  std::vector<uint8_t> codes(256);
+  for (int c = 0; c < 256; ++c)
+    codes[c] = uint8_t(c);
+  std::vector<float> values;
+  for (DType dt : {DType::F8E4M3, DType::F8E5M2})
+    for (int c = 0; c < 256; ++c) {
+      float v = f8BitsToFloat(uint8_t(c), dt);
+      float next = f8BitsToFloat(uint8_t(c + 1), dt);
+      values.push_back(v);
+      values.push_back(std::nextafter(v, INFINITY));
+      if (std::isfinite(v) && std::isfinite(next) && (c & 0x7f) != 0x7f)
+        values.push_back((v + next) / 2); // the tie
+    }
+  for (float v : {1e9f, -1e9f, INFINITY, -INFINITY, 1e-30f, -1e-30f, 0.0f, -0.0f})
+    values.push_back(v);
+  const int64_t n = codes.size(), m = values.size();
+  for (const char *device : {"cpu", "vulkan"}) {
+    Session s(device);
+    if (!s.ok()) {
+      std::printf("skipping %s: %s\n", device, s.status().message().c_str());
+      continue;
+    }
+    Kernel dec = s.compile(source, "decode"), enc = s.compile(source, "encode");
+    ASSERT_TRUE(dec.ok()) << dec.status().message();
+    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    Tensor a = s.upload(codes.data(), DType::F8E4M3, {n}),
+           b = s.upload(codes.data(), DType::F8E5M2, {n}), x = s.empty<float>({n}),
+           y = s.empty<float>({n});
+    ASSERT_TRUE(dec(a, b, x, y).ok()) << device;
+    std::vector<float> xo, yo;
+    ASSERT_TRUE(x.download(xo).ok() && y.download(yo).ok());
+    for (int c = 0; c < 256; ++c) {
+      float wantA = f8BitsToFloat(uint8_t(c), DType::F8E4M3);
+      float wantB = f8BitsToFloat(uint8_t(c), DType::F8E5M2);
+      EXPECT_TRUE(std::isnan(wantA) ? std::isnan(xo[c]) : xo[c] == wantA &&
+                  std::signbit(xo[c]) == std::signbit(wantA)) << device << " e4m3 " << c;
+      EXPECT_TRUE(std::isnan(wantB) ? std::isnan(yo[c]) : yo[c] == wantB &&
+                  std::signbit(yo[c]) == std::signbit(wantB)) << device << " e5m2 " << c;
+    }
+    Tensor v = s.upload(values, {m}), qa = s.empty(DType::F8E4M3, {m}),
+           qb = s.empty(DType::F8E5M2, {m});
+    ASSERT_TRUE(enc(v, qa, qb).ok()) << device;
+    std::vector<uint8_t> ao(m), bo(m);
+    ASSERT_TRUE(qa.download(ao.data()).ok() && qb.download(bo.data()).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      EXPECT_EQ(ao[i], floatToF8Bits(values[i], DType::F8E4M3)) << device << " e4m3 of " << values[i];
+      // e5m2 has several NaN codes; any NaN will do.
+      if (std::isnan(values[i]))
+        EXPECT_TRUE(std::isnan(f8BitsToFloat(bo[i], DType::F8E5M2))) << device;
+      else
+        EXPECT_EQ(bo[i], floatToF8Bits(values[i], DType::F8E5M2)) << device << " e5m2 of " << values[i];
+    }
+    // An fp8 scalar argument (a push-constant byte on Vulkan): -1.5 is exact.
+    Kernel sc = s.compile(source, "scale");
+    ASSERT_TRUE(sc.ok()) << sc.status().message();
+    Tensor t = s.upload(std::vector<float>{2.0f, -4.0f, 0.25f}, {3});
+    ASSERT_TRUE(sc(t, rt::Arg::floating(-1.5, DType::F8E5M2)).ok()) << device;
+    std::vector<float> to;
+    ASSERT_TRUE(t.download(to).ok());
+    EXPECT_EQ(to, (std::vector<float>{-3.0f, 6.0f, -0.375f})) << device;
   }
 }
 

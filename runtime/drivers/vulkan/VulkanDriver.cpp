@@ -389,9 +389,13 @@ public:
         pushScalar(&v, 4);
         break;
       }
-      case DType::BF16:
       case DType::F8E4M3:
-      case DType::F8E5M2:
+      case DType::F8E5M2: {
+        uint32_t v = floatToF8Bits(a.scalar.f, a.info->dtype);
+        pushScalar(&v, 4);
+        break;
+      }
+      case DType::BF16:
         return Status::failure(std::string(dtypeName(a.info->dtype)) +
                                " arguments are not supported on Vulkan");
       case DType::F32: {
