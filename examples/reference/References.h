@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -161,6 +162,33 @@ inline std::vector<double> attention(const float *q, const float *k, const float
     }
   }
   return o;
+}
+
+/// Philox-4x32-10 (Salmon et al., Random123) on one counter and key.
+inline std::array<uint32_t, 4> philox(std::array<uint32_t, 4> c, uint32_t k0, uint32_t k1) {
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = uint64_t(0xD2511F53) * c[0], p2 = uint64_t(0xCD9E8D57) * c[2];
+    c = {uint32_t(p2 >> 32) ^ c[1] ^ k0, uint32_t(p2), uint32_t(p0 >> 32) ^ c[3] ^ k1,
+         uint32_t(p0)};
+    k0 += 0x9E3779B9;
+    k1 += 0xBB67AE85;
+  }
+  return c;
+}
+
+/// Kiln's (and Triton's) rand(seed, offset): a uniform float in [0, 1).
+inline float rand(int64_t seed, int64_t offset) {
+  auto c = philox({uint32_t(offset), uint32_t(uint64_t(offset) >> 32), 0, 0}, uint32_t(seed),
+                  uint32_t(uint64_t(seed) >> 32));
+  int32_t x = int32_t(c[0]);
+  return float(x < 0 ? ~x : x) * 4.6566127342e-10f;
+}
+
+inline std::vector<double> dropout(const float *x, int64_t n, float p, int64_t seed) {
+  std::vector<double> y(n);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = rand(seed, i) > p ? double(x[i]) / (1.0 - p) : 0.0;
+  return y;
 }
 
 } // namespace kiln::reference

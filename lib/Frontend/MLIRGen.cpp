@@ -241,6 +241,8 @@ private:
   MaybeValue genReduce(const CallExpr &e, ReduceKind kind);
   /// argmax / argmin: the i32 index of the first largest / smallest element.
   MaybeValue genArgReduce(const CallExpr &e, bool isMax);
+  /// rand, randint, randn: Philox-4x32-10 counter-based random numbers.
+  MaybeValue genRandom(const CallExpr &e);
   MaybeValue genMinMax(const CallExpr &e, bool isMax);
   MaybeValue genScan(const CallExpr &e);
   MaybeValue genDot(const CallExpr &e);
@@ -1613,6 +1615,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genMinMax(e, name == "max");
   if (name == "argmin" || name == "argmax")
     return genArgReduce(e, name == "argmax");
+  if (name == "rand" || name == "randint" || name == "randn")
+    return genRandom(e);
   if (name == "cumsum" || name == "cumprod" || name == "cummax" || name == "cummin")
     return genScan(e);
   if (name == "dot")
@@ -2022,6 +2026,101 @@ MaybeValue Generator::genArgReduce(const CallExpr &e, bool isMax) {
   candidates.type = SType::tile(DType::I32, shape);
   candidates.value = builder.create<SelectOp>(l, hit, lanes, none);
   return reduceAlong(candidates, ReduceKind::Min, axis, r->keepdims, l);
+}
+
+MaybeValue Generator::genRandom(const CallExpr &e) {
+  if (!checkArity(e, 2, 2))
+    return std::nullopt;
+  MaybeValue seed = genValue(*e.args[0], "seed");
+  if (!seed)
+    return std::nullopt;
+  MaybeValue offsets = genValue(*e.args[1], "offsets");
+  if (!offsets)
+    return std::nullopt;
+  if (!seed->type.shape.empty() || !isInteger(seed->type.dtype))
+    return error(e.args[0]->loc, "'" + e.callee + "' needs an integer scalar seed, got " +
+                                     withArticle(seed->type.str()));
+  if (!isInteger(offsets->type.dtype) || dtypeBits(offsets->type.dtype) < 32)
+    return error(e.args[1]->loc, "'" + e.callee + "' needs i32 or i64 offsets, got " +
+                                     withArticle(offsets->type.str()));
+  // Philox-4x32-10 as Triton's tl.rand / tl.randint / tl.randn compute it, so the
+  // same seed and offsets give the same numbers: counter (offset low word, offset
+  // high word, 0, 0), key (seed low word, seed high word), ten rounds.
+  mlir::Location l = loc(e.loc);
+  const Shape &shape = offsets->type.shape;
+  using namespace mlir::arith;
+  auto word = [&](int64_t v) {
+    return convert(constant(Const::ofInt(int32_t(uint32_t(v))), DType::I32, true, l), DType::I32,
+                   shape, e.loc)
+        .value;
+  };
+  auto wide = [&](int64_t v) {
+    return convert(constant(Const::ofInt(v), DType::I64, true, l), DType::I64, shape, e.loc)
+        .value;
+  };
+  auto typeOf = [&](DType dt) { return valueType(dt, shape); };
+  auto low = [&](Value v64) { return builder.create<TruncIOp>(l, typeOf(DType::I32), v64); };
+  auto high = [&](Value v64) { return low(builder.create<ShRUIOp>(l, v64, wide(32))); };
+  // The high 32 bits of the unsigned 64-bit product.
+  auto mulhi = [&](int64_t a, Value x) {
+    Value x64 = builder.create<ExtUIOp>(l, typeOf(DType::I64), x);
+    return high(builder.create<MulIOp>(l, x64, wide(a)));
+  };
+  TValue seed64 = convert(*seed, DType::I64, shape, e.loc);
+  Value k0 = low(seed64.value), k1 = high(seed64.value);
+  TValue off = convert(*offsets, offsets->type.dtype, shape, e.loc);
+  Value c0, c1, c2 = word(0), c3 = word(0);
+  if (offsets->type.dtype == DType::I64) {
+    c0 = low(off.value);
+    c1 = high(off.value);
+  } else {
+    c0 = off.value;
+    c1 = word(0);
+  }
+  const int64_t roundA = 0xD2511F53, roundB = 0xCD9E8D57, keyA = 0x9E3779B9, keyB = 0xBB67AE85;
+  for (int round = 0; round < 10; ++round) {
+    Value p0 = c0, p2 = c2;
+    c0 = builder.create<XOrIOp>(l, builder.create<XOrIOp>(l, mulhi(roundB, p2), c1), k0);
+    c2 = builder.create<XOrIOp>(l, builder.create<XOrIOp>(l, mulhi(roundA, p0), c3), k1);
+    c1 = builder.create<MulIOp>(l, p2, word(roundB));
+    c3 = builder.create<MulIOp>(l, p0, word(roundA));
+    k0 = builder.create<AddIOp>(l, k0, word(keyA));
+    k1 = builder.create<AddIOp>(l, k1, word(keyB));
+  }
+  TValue out;
+  if (e.callee == "randint") {
+    out.type = SType::value(DType::I32, shape);
+    out.value = c0;
+    return out;
+  }
+  // A uniform f32 in [0, 1): the 32 bits as a signed integer, folded onto
+  // [0, 2^31) by complement, times the largest scale that keeps 2^31 - 1 below 1.
+  auto uniform = [&](Value bits) -> Value {
+    Value negative = builder.create<CmpIOp>(l, CmpIPredicate::slt, bits, word(0));
+    Value folded = builder.create<SelectOp>(l, negative,
+                                            builder.create<XOrIOp>(l, bits, word(-1)), bits);
+    Value f = builder.create<SIToFPOp>(l, typeOf(DType::F32), folded);
+    Value scale = convert(constant(Const::ofFloat(4.6566127342e-10), DType::F32, true, l),
+                          DType::F32, shape, e.loc)
+                      .value;
+    return builder.create<MulFOp>(l, f, scale);
+  };
+  auto f32 = [&](double v) {
+    return convert(constant(Const::ofFloat(v), DType::F32, true, l), DType::F32, shape, e.loc)
+        .value;
+  };
+  out.type = SType::value(DType::F32, shape);
+  if (e.callee == "rand") {
+    out.value = uniform(c0);
+    return out;
+  }
+  // randn: Box-Muller on the first two words, r * cos(2 pi u2), r = sqrt(-2 log u1).
+  Value u1 = builder.create<MaximumFOp>(l, f32(1.0e-7), uniform(c0));
+  Value theta = builder.create<MulFOp>(l, f32(6.283185307179586), uniform(c1));
+  Value r = builder.create<mlir::math::SqrtOp>(
+      l, builder.create<MulFOp>(l, f32(-2.0), builder.create<mlir::math::LogOp>(l, u1)));
+  out.value = builder.create<MulFOp>(l, r, builder.create<mlir::math::CosOp>(l, theta));
+  return out;
 }
 
 MaybeValue Generator::genScan(const CallExpr &e) {

@@ -150,7 +150,7 @@ bool kiln::isBuiltin(llvm::StringRef name) {
   static const llvm::StringSet<> builtins = {
       "program_id", "num_programs", "arange", "zeros", "ones", "full", "cast",
       "load", "store", "atomic_add", "atomic_max", "atomic_min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
-      "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid", "min", "max", "argmin", "argmax", "sum",
+      "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid", "min", "max", "argmin", "argmax", "rand", "randint", "randn", "sum",
       "prod", "cumsum", "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
       "broadcast_to", "cdiv", "inf", "nan", "range"};
   return builtins.contains(name);

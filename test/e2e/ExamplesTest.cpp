@@ -326,6 +326,30 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
                                            AttentionCase{1, 1, 64, true}));
 
 //===----------------------------------------------------------------------===//
+// dropout (random numbers)
+//===----------------------------------------------------------------------===//
+
+TEST(Dropout, KeepsAndScalesByTheSeededMask) {
+  auto exe = compileExample("dropout.kiln", "dropout");
+  ASSERT_TRUE(exe);
+  int64_t n = 5000;
+  auto x = randomVector(n, 29);
+  for (float p : {0.0f, 0.25f, 0.9f}) {
+    for (int64_t seed : {int64_t(0), int64_t(42), int64_t(-1) << 40}) {
+      std::vector<float> y(n, NAN);
+      launchOrFail(*exe, "dropout",
+                   {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                    KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {n})),
+                    KernelArg::ofFloat(p), KernelArg::ofInt(seed, DType::I64)});
+      auto want = reference::dropout(x.data(), n, p, seed);
+      EXPECT_TRUE(allClose(y, want, 1e-6, 1e-6)) << p << " " << seed;
+      int64_t kept = std::count_if(y.begin(), y.end(), [](float v) { return v != 0; });
+      EXPECT_NEAR(double(kept) / n, 1 - p, 0.03) << p << " " << seed;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // histogram (atomics)
 //===----------------------------------------------------------------------===//
 

@@ -431,6 +431,19 @@ TEST_P(OnDevice, HistogramWithAtomics) {
   }
 }
 
+TEST_P(OnDevice, DropoutMaskIsTheSameEverywhere) {
+  // rand(seed, offset) is a function of its arguments only: every device keeps
+  // exactly the elements the host's Philox reference keeps.
+  Module m = load("dropout");
+  int64_t n = 100003;
+  auto x = randomVector(n, 30);
+  Buffer bx = upload(x), by = upload(std::vector<float>(n, NAN));
+  run(m, "dropout", {Arg::tensor(bx, DType::F32, {n}), Arg::tensor(by, DType::F32, {n}),
+                     Arg::f32(0.3), Arg::integer(1234567890123, DType::I64)});
+  EXPECT_TRUE(allClose(download(by, n), reference::dropout(x.data(), n, 0.3f, 1234567890123),
+                       1e-6, 1e-6));
+}
+
 TEST_P(OnDevice, LaunchRejectsBadArguments) {
   Module m = load("vector_add");
   Buffer small = upload(std::vector<float>(4));

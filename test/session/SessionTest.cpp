@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -730,6 +731,63 @@ kernel scale(v: tensor<f32>[N], s: f8e5m2) grid(N) {
     std::vector<float> to;
     ASSERT_TRUE(t.download(to).ok());
     EXPECT_EQ(to, (std::vector<float>{-3.0f, 6.0f, -0.375f})) << device;
+  }
+}
+
+using reference::philox;
+
+TEST_F(SessionTest, RandomNumbersMatchPhiloxOnEveryDevice) {
+  // rand/randint/randn are Triton's: Philox-4x32-10 on (offset, offset >> 32, 0, 0)
+  // with the seed as key, the first word as bits, [0, 1) by complement and
+  // 2^-31 scaling, Box-Muller on the first two words for randn.
+  // Random123's known answer for a zero key and counter:
+  EXPECT_EQ(philox({0, 0, 0, 0}, 0, 0), (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d,
+                                                                  0xbc57ac4c, 0x9b00dbd8}));
+  const char *source = R"(
+kernel r(bits: tensor<i32>[N], u: tensor<f32>[N], g: tensor<f32>[N], wide: tensor<i32>[N],
+         seed: i64) params(B: i32 = 64) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  store(bits[i], randint(seed, i));
+  store(u[i], rand(seed, i));
+  store(g[i], randn(seed, i));
+  store(wide[i], randint(-7, cast<i64>(i) * 0x1_0000_0001));
+}
+)";
+  const int64_t n = 1000, seed = 0x123456789abLL;
+  auto uniform = [](uint32_t bits) {
+    int32_t x = int32_t(bits);
+    return float(x < 0 ? ~x : x) * 4.6566127342e-10f;
+  };
+  for (const char *device : {"cpu", "vulkan"}) {
+    Session s(device);
+    if (!s.ok()) {
+      std::printf("skipping %s: %s\n", device, s.status().message().c_str());
+      continue;
+    }
+    Kernel k = s.compile(source, "r");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor bits = s.empty<int32_t>({n}), u = s.empty<float>({n}), g = s.empty<float>({n}),
+           wide = s.empty<int32_t>({n});
+    ASSERT_TRUE(k(bits, u, g, wide, rt::Arg::integer(seed, DType::I64)).ok()) << device;
+    std::vector<int32_t> bo, wo;
+    std::vector<float> uo, go;
+    ASSERT_TRUE(bits.download(bo).ok() && u.download(uo).ok() && g.download(go).ok() &&
+                wide.download(wo).ok());
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      auto c = philox({uint32_t(i), 0, 0, 0}, uint32_t(seed), uint32_t(seed >> 32));
+      EXPECT_EQ(uint32_t(bo[i]), c[0]) << device << " " << i;
+      EXPECT_EQ(uo[i], uniform(c[0])) << device << " " << i;
+      EXPECT_TRUE(uo[i] >= 0 && uo[i] < 1) << uo[i];
+      float u1 = std::max(1.0e-7f, uniform(c[0])), th = 6.283185307179586f * uniform(c[1]);
+      float want = std::sqrt(-2.0f * std::log(u1)) * std::cos(th);
+      EXPECT_NEAR(go[i], want, 2e-5 * (1 + std::abs(want))) << device << " " << i;
+      mean += uo[i] / n;
+      uint64_t o = uint64_t(i) * 0x100000001ull;
+      auto w = philox({uint32_t(o), uint32_t(o >> 32), 0, 0}, uint32_t(-7), uint32_t(-1));
+      EXPECT_EQ(uint32_t(wo[i]), w[0]) << device << " " << i;
+    }
+    EXPECT_NEAR(mean, 0.5, 0.05) << device;
   }
 }
 

@@ -379,10 +379,10 @@ int main(int argc, char **argv) {
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   if (auto kind = artifactFor(emit, target)) {
     auto artifact = buildArtifact(*module, infos, target, *kind, optLevel, timePasses);
-    if (!artifact) {
-      llvm::consumeError(artifact.takeError()); // the diagnostics were printed
-      return 1;
-    }
+    // A lowering failure has printed its diagnostics already; serialization
+    // (SPIRV-Cross, ptxas, the linker) reports only through the error.
+    if (!artifact)
+      return fail(llvm::toString(artifact.takeError()));
     return writeArtifact(*artifact, *output);
   }
   return emitStage(target, *module, *output);
