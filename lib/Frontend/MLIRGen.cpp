@@ -158,6 +158,10 @@ private:
                        mlir::Location l);
   /// Converts `v` to `dt` and broadcasts it to `shape` (callers checked legality).
   TValue convert(const TValue &v, DType dt, const Shape &shape, SMLoc at);
+  /// The constant `c` as a `dt` scalar (empty `shape`) or splat tile.
+  Value splat(const Const &c, DType dt, const Shape &shape, SMLoc at) {
+    return convert(constant(c, dt, true, loc(at)), dt, shape, at).value;
+  }
 
   //===--- scopes ----------------------------------------------------------===//
   Binding *lookup(llvm::StringRef name) {
@@ -1043,10 +1047,9 @@ MaybeValue Generator::genUnary(const UnaryExpr &e) {
       return error(e.loc, "'!' needs a bool operand, got " + v->type.str());
     if (v->cst)
       return constant(Const::ofInt(!v->cst->i), DType::I1, v->type.weak, l);
-    TValue t = convert(constant(Const::ofInt(1), DType::I1, true, l), DType::I1,
-                       v->type.shape, e.loc);
     TValue out = *v;
-    out.value = builder.create<mlir::arith::XOrIOp>(l, v->value, t.value);
+    out.value = builder.create<mlir::arith::XOrIOp>(
+        l, v->value, splat(Const::ofInt(1), DType::I1, v->type.shape, e.loc));
     return out;
   }
   if (e.op == '~') {
@@ -1056,10 +1059,9 @@ MaybeValue Generator::genUnary(const UnaryExpr &e) {
     if (v->cst)
       return constant(convertConst(Const::ofInt(~v->cst->i), v->type.dtype), v->type.dtype,
                       v->type.weak, l);
-    TValue ones = convert(constant(Const::ofInt(-1), v->type.dtype, true, l), v->type.dtype,
-                          v->type.shape, e.loc);
     TValue out = *v;
-    out.value = builder.create<mlir::arith::XOrIOp>(l, v->value, ones.value);
+    out.value = builder.create<mlir::arith::XOrIOp>(
+        l, v->value, splat(Const::ofInt(-1), v->type.dtype, v->type.shape, e.loc));
     return out;
   }
   if (v->type.dtype == DType::I1)
@@ -1166,15 +1168,13 @@ Value Generator::shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape 
   // as shifting every bit out: '<<' gives 0, '>>' (arithmetic) the sign.
   using namespace mlir::arith;
   mlir::Location at = loc(where);
-  auto splat = [&](int64_t v) {
-    return convert(constant(Const::ofInt(v), dt, true, at), dt, shape, where).value;
-  };
+  auto integer = [&](int64_t v) { return splat(Const::ofInt(v), dt, shape, where); };
   int64_t bits = dtypeBits(dt);
-  Value inRange = builder.create<CmpIOp>(at, CmpIPredicate::ult, amount, splat(bits));
+  Value inRange = builder.create<CmpIOp>(at, CmpIPredicate::ult, amount, integer(bits));
   if (op == BinOp::Shl)
     return builder.create<SelectOp>(at, inRange, builder.create<ShLIOp>(at, x, amount),
-                                    splat(0));
-  Value clamped = builder.create<SelectOp>(at, inRange, amount, splat(bits - 1));
+                                    integer(0));
+  Value clamped = builder.create<SelectOp>(at, inRange, amount, integer(bits - 1));
   return builder.create<ShRSIOp>(at, x, clamped);
 }
 
@@ -1758,9 +1758,9 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
     // 1 / (1 + exp(-x))
     Value neg = builder.create<mlir::arith::NegFOp>(l, x);
     Value ex = builder.create<ExpOp>(l, neg);
-    TValue one = convert(constant(Const::ofFloat(1.0), dt, true, l), dt, v->type.shape, e.loc);
-    Value den = builder.create<mlir::arith::AddFOp>(l, one.value, ex);
-    out.value = builder.create<mlir::arith::DivFOp>(l, one.value, den);
+    Value one = splat(Const::ofFloat(1.0), dt, v->type.shape, e.loc);
+    Value den = builder.create<mlir::arith::AddFOp>(l, one, ex);
+    out.value = builder.create<mlir::arith::DivFOp>(l, one, den);
   } else
     return error(e.loc, "unknown builtin '" + name + "'");
   return out;
@@ -2019,9 +2019,7 @@ MaybeValue Generator::genArgReduce(const CallExpr &e, bool isMax) {
     lanes = builder.create<ReshapeOp>(l, mlir::RankedTensorType::get(along, builder.getI32Type()),
                                       lanes);
   lanes = broadcastValue(lanes, along, shape, DType::I32, l);
-  Value none = convert(constant(Const::ofInt(extent), DType::I32, true, l), DType::I32, shape,
-                       e.loc)
-                   .value;
+  Value none = splat(Const::ofInt(extent), DType::I32, shape, e.loc);
   TValue candidates;
   candidates.type = SType::tile(DType::I32, shape);
   candidates.value = builder.create<SelectOp>(l, hit, lanes, none);
@@ -2050,14 +2048,10 @@ MaybeValue Generator::genRandom(const CallExpr &e) {
   const Shape &shape = offsets->type.shape;
   using namespace mlir::arith;
   auto word = [&](int64_t v) {
-    return convert(constant(Const::ofInt(int32_t(uint32_t(v))), DType::I32, true, l), DType::I32,
-                   shape, e.loc)
-        .value;
+    return splat(Const::ofInt(int32_t(uint32_t(v))), DType::I32, shape, e.loc);
   };
-  auto wide = [&](int64_t v) {
-    return convert(constant(Const::ofInt(v), DType::I64, true, l), DType::I64, shape, e.loc)
-        .value;
-  };
+  auto wide = [&](int64_t v) { return splat(Const::ofInt(v), DType::I64, shape, e.loc); };
+  auto f32 = [&](double v) { return splat(Const::ofFloat(v), DType::F32, shape, e.loc); };
   auto typeOf = [&](DType dt) { return valueType(dt, shape); };
   auto low = [&](Value v64) { return builder.create<TruncIOp>(l, typeOf(DType::I32), v64); };
   auto high = [&](Value v64) { return low(builder.create<ShRUIOp>(l, v64, wide(32))); };
@@ -2100,14 +2094,7 @@ MaybeValue Generator::genRandom(const CallExpr &e) {
     Value folded = builder.create<SelectOp>(l, negative,
                                             builder.create<XOrIOp>(l, bits, word(-1)), bits);
     Value f = builder.create<SIToFPOp>(l, typeOf(DType::F32), folded);
-    Value scale = convert(constant(Const::ofFloat(4.6566127342e-10), DType::F32, true, l),
-                          DType::F32, shape, e.loc)
-                      .value;
-    return builder.create<MulFOp>(l, f, scale);
-  };
-  auto f32 = [&](double v) {
-    return convert(constant(Const::ofFloat(v), DType::F32, true, l), DType::F32, shape, e.loc)
-        .value;
+    return builder.create<MulFOp>(l, f, f32(4.6566127342e-10));
   };
   out.type = SType::value(DType::F32, shape);
   if (e.callee == "rand") {

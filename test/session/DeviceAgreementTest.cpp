@@ -1,0 +1,439 @@
+//===- DeviceAgreementTest.cpp - the language gives the same answers everywhere ===//
+//
+// Kernels through kiln::Session on the CPU and on Vulkan (lavapipe here), against
+// C++ references: integer edge cases, shifts, argmax, fp8 conversions, random
+// numbers, and the FMA dot's register blockings. Where LLVM and SPIR-V define an
+// operation differently (or MLIR lowers it wrongly), Kiln defines it once and
+// these tests hold both targets to it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "examples/reference/References.h"
+#include "kiln/kiln.h"
+#include "lib/Support/Half.h"
+#include "test/Common/Compare.h"
+#include "test/session/FreshCache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+
+using namespace kiln;
+
+namespace {
+
+using DeviceAgreement = test::FreshCacheTest;
+using reference::philox;
+
+/// Runs `body` with a Session on the CPU and one on Vulkan; a device that is
+/// not present is skipped with a note.
+void forEachDevice(const std::function<void(Session &, const std::string &)> &body) {
+  for (const char *device : {"cpu", "vulkan"}) {
+    Session s(device);
+    if (!s.ok()) {
+      std::printf("skipping %s: %s\n", device, s.status().message().c_str());
+      continue;
+    }
+    body(s, device);
+  }
+}
+
+/// examples/matmul.kiln.
+std::string matmulSource() {
+  std::ifstream in(std::string(KILN_EXAMPLES_DIR) + "/matmul.kiln");
+  std::stringstream source;
+  source << in.rdbuf();
+  return source.str();
+}
+
+TEST_F(DeviceAgreement, VulkanDotEveryTileShapeAgrees) {
+  // The FMA dot reads one A value per distinct row and one B value per distinct
+  // column of a thread's registers when the layout repeats evenly: 32 x 32 (rows
+  // repeat within a span of threads x 4 elements), 1 x 1024 (columns do). Other
+  // shapes read per register: 64 x 48 (48 divides no span), 3 x 5 x 7 (ragged),
+  // 16 x 16 on the generic Vulkan target (its 512-element span leaves threads
+  // past the tile; the 32 threads of vulkan:*:cpu do not). All must agree.
+  Session s("vulkan");
+  if (!s.ok())
+    GTEST_SKIP() << "no Vulkan device: " << s.status().message();
+  const std::string source = matmulSource();
+  int64_t m = 70, n = 530, k = 45;
+  auto ha = test::randomVector(m * k, 3), hb = test::randomVector(k * n, 4);
+  auto want = reference::matmul(ha.data(), hb.data(), m, n, k, k, 1);
+  Tensor a = s.upload(ha, {m, k}), b = s.upload(hb, {k, n});
+  for (auto [bm, bn, bk] : {std::tuple{32, 32, 32}, {1, 1024, 2}, {16, 16, 16}, {64, 48, 16},
+                            {3, 5, 7}}) {
+    Kernel kernel = s.compile(source, "matmul",
+                              {{"BM", std::to_string(bm)}, {"BN", std::to_string(bn)},
+                               {"BK", std::to_string(bk)}},
+                              "matmul.kiln");
+    ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+    Tensor c = s.upload(std::vector<float>(m * n, NAN), {m, n});
+    ASSERT_TRUE(kernel(a, b, c).ok());
+    std::vector<float> out;
+    ASSERT_TRUE(c.download(out).ok());
+    EXPECT_TRUE(test::allClose(out, want, 1e-4, 1e-4)) << bm << "x" << bn << "x" << bk;
+  }
+}
+
+TEST_F(DeviceAgreement, ShiftsAndBitwiseOperatorsOnEveryDevice) {
+  // Shift amounts outside [0, bits) are defined (0 for <<, the sign for >>),
+  // where LLVM and SPIR-V leave them undefined; ~, hex literals and the compound
+  // assignments lower the same on the CPU and on Vulkan.
+  const char *source = R"(
+kernel bits(x: tensor<i32>[N], s: tensor<i32>[N], l: tensor<i32>[N], r: tensor<i32>[N],
+            m: tensor<i32>[N], b: tensor<i8>[N], c: tensor<i8>[N])
+    params(BLOCK: i32 = 64) grid(cdiv(N, BLOCK)) {
+  let i = program_id(0) * BLOCK + arange(0, BLOCK);
+  let v = load(x[i]);
+  let a = load(s[i]);
+  store(l[i], v << a);
+  store(r[i], v >> a);
+  var t = ~v;
+  t %= 1000;
+  t <<= 3;
+  t >>= 1;
+  t &= 0x7FFF_FF0F;
+  t |= 0x100;
+  t ^= 0x55;
+  store(m[i], t);
+  let w = load(b[i]);
+  store(c[i], (w << cast<i8>(a)) + (w >> cast<i8>(a)));
+}
+)";
+  const std::vector<int32_t> amounts = {0, 1, 5, 7, 8, 31, 32, 33, 100, -1, INT32_MIN};
+  std::vector<int32_t> xs, ss;
+  for (int32_t v : {0, 1, -1, 0x1234567, -0x7654321, INT32_MAX, INT32_MIN})
+    for (int32_t a : amounts) {
+      xs.push_back(v);
+      ss.push_back(a);
+    }
+  const int64_t n = xs.size();
+  std::vector<int8_t> bs(n);
+  for (int64_t k = 0; k < n; ++k)
+    bs[k] = static_cast<int8_t>(xs[k] ^ (xs[k] >> 8));
+  auto shl = [](int64_t v, int64_t a, int bits) -> int64_t {
+    if (a < 0 || a >= bits)
+      return 0;
+    uint64_t u = uint64_t(v) << a, mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    u &= mask;
+    return (u >> (bits - 1)) & 1 ? int64_t(u | ~mask) : int64_t(u);
+  };
+  auto shr = [](int64_t v, int64_t a, int bits) -> int64_t {
+    return a >= 0 && a < bits ? v >> a : (v < 0 ? -1 : 0);
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "bits");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor x = s.upload(xs, {n}), sh = s.upload(ss, {n}), l = s.empty<int32_t>({n}),
+           r = s.empty<int32_t>({n}), m = s.empty<int32_t>({n}), b = s.upload(bs, {n}),
+           c = s.empty<int8_t>({n});
+    ASSERT_TRUE(k(x, sh, l, r, m, b, c).ok()) << device;
+    std::vector<int32_t> lo, ro, mo;
+    std::vector<int8_t> co;
+    ASSERT_TRUE(l.download(lo).ok() && r.download(ro).ok() && m.download(mo).ok() &&
+                c.download(co).ok());
+    for (int64_t e = 0; e < n; ++e) {
+      int32_t v = xs[e], a = ss[e];
+      EXPECT_EQ(lo[e], shl(v, a, 32)) << device << ": " << v << " << " << a;
+      EXPECT_EQ(ro[e], shr(v, a, 32)) << device << ": " << v << " >> " << a;
+      int32_t t = ~v;
+      t %= 1000;
+      t = int32_t(shl(t, 3, 32));
+      t >>= 1;
+      t &= 0x7FFFFF0F;
+      t |= 0x100;
+      t ^= 0x55;
+      EXPECT_EQ(mo[e], t) << device << ": " << v;
+      int8_t a8 = static_cast<int8_t>(a), w = bs[e];
+      EXPECT_EQ(co[e], static_cast<int8_t>(shl(w, a8, 8) + shr(w, a8, 8)))
+          << device << ": " << int(w) << " and " << int(a8);
+    }
+  });
+}
+
+TEST_F(DeviceAgreement, IntegerEdgeCasesAgreeOnEveryDevice) {
+  // Division, remainder, min/max/abs, wrapping casts and 64-bit products at the
+  // extremes, on the CPU and on Vulkan, against C++ (divisors 0, and -1 with
+  // INT_MIN, are undefined and replaced by 1).
+  const char *source = R"(
+kernel ints(a: tensor<i32>[N], b: tensor<i32>[N], q: tensor<i32>[N], r: tensor<i32>[N],
+            lo: tensor<i32>[N], hi: tensor<i32>[N], ab: tensor<i32>[N], narrow: tensor<i8>[N],
+            wide: tensor<i64>[N], half: tensor<i16>[N])
+    params(BLOCK: i32 = 64) grid(cdiv(N, BLOCK)) {
+  let i = program_id(0) * BLOCK + arange(0, BLOCK);
+  let x = load(a[i]);
+  let y0 = load(b[i]);
+  let y = where(y0 == 0 || (y0 == -1 && x == -2147483648), 1, y0);
+  store(q[i], x / y);
+  store(r[i], x % y);
+  store(lo[i], min(x, y0));
+  store(hi[i], max(x, y0));
+  store(ab[i], abs(x));
+  store(narrow[i], cast<i8>(x));
+  store(wide[i], cast<i64>(x) * cast<i64>(y0) - 1);
+  store(half[i], cast<i16>(x) * cast<i16>(y0));
+}
+)";
+  const std::vector<int32_t> values = {0, 1, -1, 2, -2, 7, -7, 1000, -1000, 255, 256, -129,
+                                       0x12345678, INT32_MAX, INT32_MIN, INT32_MIN + 1};
+  std::vector<int32_t> as, bs;
+  for (int32_t x : values)
+    for (int32_t y : values) {
+      as.push_back(x);
+      bs.push_back(y);
+    }
+  const int64_t n = as.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "ints");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor a = s.upload(as, {n}), b = s.upload(bs, {n}), q = s.empty<int32_t>({n}),
+           r = s.empty<int32_t>({n}), lo = s.empty<int32_t>({n}), hi = s.empty<int32_t>({n}),
+           ab = s.empty<int32_t>({n}), narrow = s.empty<int8_t>({n}),
+           wide = s.empty<int64_t>({n}), half = s.empty<int16_t>({n});
+    ASSERT_TRUE(k(a, b, q, r, lo, hi, ab, narrow, wide, half).ok()) << device;
+    std::vector<int32_t> qo, ro, loo, hio, abo;
+    std::vector<int8_t> no;
+    std::vector<int64_t> wo;
+    std::vector<int16_t> ho;
+    ASSERT_TRUE(q.download(qo).ok() && r.download(ro).ok() && lo.download(loo).ok() &&
+                hi.download(hio).ok() && ab.download(abo).ok() && narrow.download(no).ok() &&
+                wide.download(wo).ok() && half.download(ho).ok());
+    for (int64_t e = 0; e < n; ++e) {
+      int32_t x = as[e], y0 = bs[e];
+      int32_t y = y0 == 0 || (y0 == -1 && x == INT32_MIN) ? 1 : y0;
+      std::string at = std::string(device) + ": " + std::to_string(x) + ", " + std::to_string(y0);
+      EXPECT_EQ(qo[e], x / y) << at;
+      EXPECT_EQ(ro[e], x % y) << at;
+      EXPECT_EQ(loo[e], std::min(x, y0)) << at;
+      EXPECT_EQ(hio[e], std::max(x, y0)) << at;
+      EXPECT_EQ(abo[e], x == INT32_MIN ? INT32_MIN : std::abs(x)) << at;
+      EXPECT_EQ(no[e], static_cast<int8_t>(x)) << at;
+      EXPECT_EQ(wo[e], int64_t(x) * int64_t(y0) - 1) << at;
+      EXPECT_EQ(ho[e], static_cast<int16_t>(uint16_t(x) * uint16_t(y0))) << at;
+    }
+  });
+}
+
+TEST_F(DeviceAgreement, ArgMaxAndArgMinOnEveryDevice) {
+  // The first index of the largest / smallest element; NaN counts as the extreme
+  // (as max and min propagate it), ties go to the lowest index. Rows of 1024
+  // cover the CPU's chunked reductions; the i32 kernel has no NaN. On Vulkan the
+  // f32 and i32 exchanges of the 4 x 1024 tile share one 16 KiB buffer.
+  const char *source = R"(
+kernel arg(x: tensor<f32>[M, N], rmax: tensor<i32>[M], cmin: tensor<i32>[N],
+           flat: tensor<i32>[1], kept: tensor<i32>[M])
+    params(BM: i32 = 4, BN: i32 = 1024) grid(1) {
+  let r = arange(0, BM);
+  let c = arange(0, BN);
+  let t = load(x[expand_dims(r, 1), expand_dims(c, 0)], other = -inf);
+  store(rmax[r], argmax(t, axis = 1));
+  store(cmin[c], argmin(t, axis = -2));
+  store(flat[0], argmax(t));
+  let k = argmin(t, axis = 1, keepdims = true);
+  store(kept[expand_dims(r, 1)], k);
+}
+kernel iarg(x: tensor<i32>[N], out: tensor<i32>[2]) params(B: i32 = 64) grid(1) {
+  let v = load(x[arange(0, B)], other = 0);
+  store(out[0], argmax(v));
+  store(out[1], argmin(v, axis = 0));
+}
+)";
+  const int64_t m = 4, n = 1024;
+  std::vector<float> x(m * n);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-50, 50);
+  for (float &v : x)
+    v = float(small(rng)); // many ties
+  x[1 * n + 700] = NAN;    // row 1: NaN wins argmax and argmin
+  x[1 * n + 900] = NAN;
+  x[0 * n + 5] = 1000;     // row 0: a clear maximum
+  x[0 * n + 6] = 1000;     // tied later: index 5 wins
+  auto first = [&](int64_t count, auto at, bool isMax) {
+    int64_t best = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      float v = at(i), b = at(best);
+      if (std::isnan(b))
+        break;
+      if (std::isnan(v) || (isMax ? v > b : v < b))
+        best = i;
+    }
+    return int32_t(best);
+  };
+  std::vector<int32_t> xi(50);
+  for (size_t i = 0; i < xi.size(); ++i)
+    xi[i] = (int32_t(i) * 7919) % 61 - 30;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "arg"), ki = s.compile(source, "iarg");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    ASSERT_TRUE(ki.ok()) << ki.status().message();
+    Tensor tx = s.upload(x, {m, n}), rmax = s.empty<int32_t>({m}), cmin = s.empty<int32_t>({n}),
+           flat = s.empty<int32_t>({1}), kept = s.empty<int32_t>({m});
+    ASSERT_TRUE(k(tx, rmax, cmin, flat, kept).ok()) << device;
+    std::vector<int32_t> ro, co, fo, ko;
+    ASSERT_TRUE(rmax.download(ro).ok() && cmin.download(co).ok() && flat.download(fo).ok() &&
+                kept.download(ko).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      auto row = [&](int64_t j) { return x[i * n + j]; };
+      EXPECT_EQ(ro[i], first(n, row, true)) << device << " row " << i;
+      EXPECT_EQ(ko[i], first(n, row, false)) << device << " row " << i;
+    }
+    EXPECT_EQ(ro[1], 700) << device;
+    EXPECT_EQ(ro[0], 5) << device;
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_EQ(co[j], first(m, [&](int64_t i) { return x[i * n + j]; }, false))
+          << device << " column " << j;
+    EXPECT_EQ(fo[0], first(m * n, [&](int64_t e) { return x[e]; }, true)) << device;
+    EXPECT_EQ(fo[0], 1 * n + 700) << device;
+
+    Tensor ti = s.upload(xi, {int64_t(xi.size())}), out = s.empty<int32_t>({2});
+    ASSERT_TRUE(ki(ti, out).ok()) << device;
+    std::vector<int32_t> io;
+    ASSERT_TRUE(out.download(io).ok());
+    // Lanes past the 50 loaded read 0, which neither wins nor ties first.
+    auto lane = [&](int64_t i) { return float(i < 50 ? xi[i] : 0); };
+    EXPECT_EQ(io[0], first(64, lane, true)) << device;
+    EXPECT_EQ(io[1], first(64, lane, false)) << device;
+  });
+}
+
+TEST_F(DeviceAgreement, F8ConversionsAgreeOnEveryDevice) {
+  // Every code of both fp8 formats decodes, and f32 values around every code
+  // (ties, neighbours, overflow, subnormals, NaN) encode, to the same bits on
+  // the CPU and on Vulkan (where fp8 values are bytes) as the host reference.
+  const char *source = R"(
+kernel decode(a: tensor<f8e4m3>[N], b: tensor<f8e5m2>[N], x: tensor<f32>[N], y: tensor<f32>[N])
+    params(B: i32 = 256) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  store(x[i], cast<f32>(load(a[i])));
+  store(y[i], cast<f32>(load(b[i])));
+}
+kernel encode(v: tensor<f32>[N], a: tensor<f8e4m3>[N], b: tensor<f8e5m2>[N])
+    params(B: i32 = 256) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let f = load(v[i]);
+  store(a[i], cast<f8e4m3>(f));
+  store(b[i], cast<f8e5m2>(f));
+}
+kernel scale(v: tensor<f32>[N], s: f8e5m2) grid(N) {
+  let i = program_id(0);
+  store(v[i], load(v[i]) * cast<f32>(s));
+}
+)";
+  std::vector<uint8_t> codes(256);
+  for (int c = 0; c < 256; ++c)
+    codes[c] = uint8_t(c);
+  std::vector<float> values;
+  for (DType dt : {DType::F8E4M3, DType::F8E5M2})
+    for (int c = 0; c < 256; ++c) {
+      float v = f8BitsToFloat(uint8_t(c), dt);
+      float next = f8BitsToFloat(uint8_t(c + 1), dt);
+      values.push_back(v);
+      values.push_back(std::nextafter(v, INFINITY));
+      if (std::isfinite(v) && std::isfinite(next) && (c & 0x7f) != 0x7f)
+        values.push_back((v + next) / 2); // the tie
+    }
+  for (float v : {1e9f, -1e9f, INFINITY, -INFINITY, 1e-30f, -1e-30f, 0.0f, -0.0f})
+    values.push_back(v);
+  const int64_t n = codes.size(), m = values.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel dec = s.compile(source, "decode"), enc = s.compile(source, "encode");
+    ASSERT_TRUE(dec.ok()) << dec.status().message();
+    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    Tensor a = s.upload(codes.data(), DType::F8E4M3, {n}),
+           b = s.upload(codes.data(), DType::F8E5M2, {n}), x = s.empty<float>({n}),
+           y = s.empty<float>({n});
+    ASSERT_TRUE(dec(a, b, x, y).ok()) << device;
+    std::vector<float> xo, yo;
+    ASSERT_TRUE(x.download(xo).ok() && y.download(yo).ok());
+    for (int c = 0; c < 256; ++c) {
+      float wantA = f8BitsToFloat(uint8_t(c), DType::F8E4M3);
+      float wantB = f8BitsToFloat(uint8_t(c), DType::F8E5M2);
+      EXPECT_TRUE(std::isnan(wantA) ? std::isnan(xo[c]) : xo[c] == wantA &&
+                  std::signbit(xo[c]) == std::signbit(wantA)) << device << " e4m3 " << c;
+      EXPECT_TRUE(std::isnan(wantB) ? std::isnan(yo[c]) : yo[c] == wantB &&
+                  std::signbit(yo[c]) == std::signbit(wantB)) << device << " e5m2 " << c;
+    }
+    Tensor v = s.upload(values, {m}), qa = s.empty(DType::F8E4M3, {m}),
+           qb = s.empty(DType::F8E5M2, {m});
+    ASSERT_TRUE(enc(v, qa, qb).ok()) << device;
+    std::vector<uint8_t> ao(m), bo(m);
+    ASSERT_TRUE(qa.download(ao.data()).ok() && qb.download(bo.data()).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      EXPECT_EQ(ao[i], floatToF8Bits(values[i], DType::F8E4M3)) << device << " e4m3 of " << values[i];
+      // e5m2 has several NaN codes; any NaN will do.
+      if (std::isnan(values[i]))
+        EXPECT_TRUE(std::isnan(f8BitsToFloat(bo[i], DType::F8E5M2))) << device;
+      else
+        EXPECT_EQ(bo[i], floatToF8Bits(values[i], DType::F8E5M2)) << device << " e5m2 of " << values[i];
+    }
+    // An fp8 scalar argument (a push-constant byte on Vulkan): -1.5 is exact.
+    Kernel sc = s.compile(source, "scale");
+    ASSERT_TRUE(sc.ok()) << sc.status().message();
+    Tensor t = s.upload(std::vector<float>{2.0f, -4.0f, 0.25f}, {3});
+    ASSERT_TRUE(sc(t, rt::Arg::floating(-1.5, DType::F8E5M2)).ok()) << device;
+    std::vector<float> to;
+    ASSERT_TRUE(t.download(to).ok());
+    EXPECT_EQ(to, (std::vector<float>{-3.0f, 6.0f, -0.375f})) << device;
+  });
+}
+
+TEST_F(DeviceAgreement, RandomNumbersMatchPhiloxOnEveryDevice) {
+  // rand/randint/randn are Triton's: Philox-4x32-10 on (offset, offset >> 32, 0, 0)
+  // with the seed as key, the first word as bits, [0, 1) by complement and
+  // 2^-31 scaling, Box-Muller on the first two words for randn.
+  // Random123's known answer for a zero key and counter:
+  EXPECT_EQ(philox({0, 0, 0, 0}, 0, 0), (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d,
+                                                                  0xbc57ac4c, 0x9b00dbd8}));
+  const char *source = R"(
+kernel r(bits: tensor<i32>[N], u: tensor<f32>[N], g: tensor<f32>[N], wide: tensor<i32>[N],
+         seed: i64) params(B: i32 = 64) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  store(bits[i], randint(seed, i));
+  store(u[i], rand(seed, i));
+  store(g[i], randn(seed, i));
+  store(wide[i], randint(-7, cast<i64>(i) * 0x1_0000_0001));
+}
+)";
+  const int64_t n = 1000, seed = 0x123456789abLL;
+  auto uniform = [](uint32_t bits) {
+    int32_t x = int32_t(bits);
+    return float(x < 0 ? ~x : x) * 4.6566127342e-10f;
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "r");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor bits = s.empty<int32_t>({n}), u = s.empty<float>({n}), g = s.empty<float>({n}),
+           wide = s.empty<int32_t>({n});
+    ASSERT_TRUE(k(bits, u, g, wide, rt::Arg::integer(seed, DType::I64)).ok()) << device;
+    std::vector<int32_t> bo, wo;
+    std::vector<float> uo, go;
+    ASSERT_TRUE(bits.download(bo).ok() && u.download(uo).ok() && g.download(go).ok() &&
+                wide.download(wo).ok());
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      auto c = philox({uint32_t(i), 0, 0, 0}, uint32_t(seed), uint32_t(seed >> 32));
+      EXPECT_EQ(uint32_t(bo[i]), c[0]) << device << " " << i;
+      EXPECT_EQ(uo[i], uniform(c[0])) << device << " " << i;
+      EXPECT_TRUE(uo[i] >= 0 && uo[i] < 1) << uo[i];
+      float u1 = std::max(1.0e-7f, uniform(c[0])), th = 6.283185307179586f * uniform(c[1]);
+      float want = std::sqrt(-2.0f * std::log(u1)) * std::cos(th);
+      EXPECT_NEAR(go[i], want, 2e-5 * (1 + std::abs(want))) << device << " " << i;
+      mean += uo[i] / n;
+      uint64_t o = uint64_t(i) * 0x100000001ull;
+      auto w = philox({uint32_t(o), uint32_t(o >> 32), 0, 0}, uint32_t(-7), uint32_t(-1));
+      EXPECT_EQ(uint32_t(wo[i]), w[0]) << device << " " << i;
+    }
+    EXPECT_NEAR(mean, 0.5, 0.05) << device;
+  });
+}
+
+} // namespace
