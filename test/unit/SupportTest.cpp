@@ -9,7 +9,11 @@
 #include <atomic>
 #include <cmath>
 #include <set>
+#include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace kiln;
 
@@ -56,6 +60,37 @@ TEST(ThreadPool, EveryIndexExactlyOnce) {
     for (int64_t i = 0; i < n; ++i)
       ASSERT_EQ(hits[i].load(), 1) << "index " << i << " with " << threads << " threads";
   }
+}
+
+TEST(ThreadPool, ConcurrentNestedAndForkedCallsAllFinish) {
+  // The pool takes one job at a time; a call that finds it busy (from another
+  // thread, or from inside a job) and a call in a forked child (which has no
+  // workers) run on threads of their own.
+  auto count = [](int64_t n, unsigned threads) {
+    std::atomic<int64_t> sum{0};
+    parallelFor(n, threads, [&](int64_t i, unsigned) { sum.fetch_add(i); });
+    return sum.load();
+  };
+  const int64_t n = 5000, want = n * (n - 1) / 2;
+  std::vector<std::thread> callers;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 50; ++rep)
+        wrong += count(n, 3) != want;
+    });
+  for (auto &t : callers)
+    t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  std::atomic<int64_t> inner{0};
+  parallelFor(8, 2, [&](int64_t, unsigned) { inner += count(100, 2); });
+  EXPECT_EQ(inner.load(), 8 * 4950);
+  pid_t child = fork();
+  if (child == 0)
+    _exit(count(n, 2) == want ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST(ThreadPool, EmptyRangeRunsNothing) {
