@@ -318,14 +318,15 @@ def KilnExpandF8 : Pass<"kiln-expand-f8"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
-def KilnF8AsI8 : Pass<"kiln-f8-as-i8", "mlir::ModuleOp"> {
-  let summary = "Give fp8 values, buffers and constants the type i8 (for SPIR-V)";
+def KilnRetypeUnsupportedFloats : Pass<"kiln-retype-unsupported-floats", "mlir::ModuleOp"> {
+  let summary = "Give fp8 and bf16 values, buffers and constants integer types (for SPIR-V)";
   let description = [{
-    SPIR-V has no 8-bit float type. After `kiln-expand-f8` every conversion to or
-    from `f8E4M3FN` / `f8E5M2` is integer arithmetic on the bits, and what is left
-    of an fp8 value is moved (loaded, stored, selected, carried by loops,
-    exchanged through workgroup memory) and reinterpreted by `arith.bitcast`.
-    This pass retypes all of it to `i8`, constants keeping their bits, and drops
+    SPIR-V has no 8-bit float and no bfloat16 type. After `kiln-expand-f8` and
+    `arith-expand{include-bf16}` every conversion to or from `f8E4M3FN`,
+    `f8E5M2` and `bf16` is integer arithmetic on the bits, and what is left of
+    such a value is moved (loaded, stored, selected, carried by loops, exchanged
+    through workgroup memory) and reinterpreted by `arith.bitcast`. This pass
+    retypes all of it to `i8` / `i16`, constants keeping their bits, and drops
     the bitcasts that became no-ops.
   }];
 }

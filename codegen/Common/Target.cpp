@@ -244,12 +244,16 @@ std::string kiln::devicePipeline(const Target &target) {
         .str();
   case Target::Kind::Vulkan:
   case Target::Kind::Metal:
-    // SPIR-V has no 8-bit floats: fp8 conversions become integer arithmetic
-    // (kiln-expand-f8) and fp8 values their bytes (kiln-f8-as-i8).
+    // SPIR-V has no 8-bit floats and no bfloat16: as on AMD, arithmetic and math
+    // on them (and math on f16, as on NVIDIA) run in f32, their conversions
+    // become integer arithmetic (kiln-expand-f8, arith-expand) and their values
+    // their bits (kiln-retype-unsupported-floats).
     return llvm::formatv("kiln-attach-spirv-target{{client={0}},kiln-approximate-math,"
                          "kiln-spirv-signed-remainder,"
-                         "gpu.module(arith-emulate-unsupported-floats{{source-types=f8E4M3FN,"
-                         "f8E5M2 target-type=f32},kiln-expand-f8),kiln-f8-as-i8,"
+                         "gpu.module(math-legalize-to-f32,"
+                         "arith-emulate-unsupported-floats{{source-types=bf16,"
+                         "f8E4M3FN,f8E5M2 target-type=f32},kiln-expand-f8,"
+                         "arith-expand{{include-bf16=1}),kiln-retype-unsupported-floats,"
                          "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
                          "convert-gpu-to-spirv,"
                          "spirv.module(spirv-lower-abi-attrs,spirv-update-vce),"
@@ -284,8 +288,6 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
   bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
   auto unsupported = [&](mlir::Type type) -> const char * {
     mlir::Type elem = mlir::getElementTypeOrSelf(type);
-    if (spirv && elem.isBF16())
-      return "bf16 is not supported on the vulkan and metal targets (SPIR-V has no bfloat16)";
     if (target.kind == Target::Kind::Metal && elem.isF64())
       return "f64 is not supported on the metal target (Metal has no double precision)";
     return nullptr;

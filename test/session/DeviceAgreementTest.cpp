@@ -386,6 +386,52 @@ kernel scale(v: tensor<f32>[N], s: f8e5m2) grid(N) {
   });
 }
 
+TEST_F(DeviceAgreement, BFloat16AgreesOnEveryDevice) {
+  // bf16 memory, arithmetic in f32 rounded back (nearest even), and math: the
+  // same bits on the CPU and on Vulkan (where bf16 values are i16) as the host.
+  const char *source = R"(
+kernel k(x: tensor<f32>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], w: tensor<f32>[N], s: bf16)
+    params(B: i32 = 64) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let v = cast<bf16>(load(x[i]));
+  store(y[i], v);
+  store(z[i], v * s + 1.0);
+  store(w[i], exp(cast<f32>(v) * 0.01));
+}
+)";
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, 3.14159265f, -2.5e-3f,
+                           3.0e38f, -3.4e38f, 1e-40f, INFINITY, -INFINITY, NAN};
+  for (int i = 0; i < 200; ++i)
+    xs.push_back(std::ldexp(float(i * 7919 % 1000) - 500.0f, i % 40 - 20));
+  const int64_t n = xs.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor x = s.upload(xs, {n}), y = s.empty(DType::BF16, {n}), z = s.empty(DType::BF16, {n}),
+           w = s.empty<float>({n});
+    ASSERT_TRUE(k(x, y, z, w, rt::Arg::floating(-1.5, DType::BF16)).ok()) << device;
+    std::vector<uint16_t> yo(n), zo(n);
+    std::vector<float> wo;
+    ASSERT_TRUE(y.download(yo.data()).ok() && z.download(zo.data()).ok() && w.download(wo).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t v = floatToBF16Bits(xs[i]);
+      float vf = bf16BitsToFloat(v);
+      if (std::isnan(xs[i])) {
+        EXPECT_TRUE(std::isnan(bf16BitsToFloat(yo[i]))) << device;
+        continue;
+      }
+      EXPECT_EQ(yo[i], v) << device << " " << xs[i];
+      EXPECT_EQ(zo[i], floatToBF16Bits(vf * -1.5f + 1.0f)) << device << " " << xs[i];
+      float e = std::exp(vf * 0.01f);
+      if (std::isinf(e))
+        EXPECT_EQ(wo[i], e) << device << " " << xs[i];
+      else // GLSL's Exp may be off by 3 + 2|x| ulp (docs/targets.md)
+        EXPECT_NEAR(wo[i], e, (device == "cpu" ? 4e-6 : 1e-4) * std::abs(e))
+            << device << " " << xs[i];
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, RandomNumbersMatchPhiloxOnEveryDevice) {
   // rand/randint/randn are Triton's: Philox-4x32-10 on (offset, offset >> 32, 0, 0)
   // with the seed as key, the first word as bits, [0, 1) by complement and

@@ -395,9 +395,11 @@ public:
         pushScalar(&v, 4);
         break;
       }
-      case DType::BF16:
-        return Status::failure(std::string(dtypeName(a.info->dtype)) +
-                               " arguments are not supported on Vulkan");
+      case DType::BF16: {
+        uint32_t v = floatToBF16Bits(static_cast<float>(a.scalar.f));
+        pushScalar(&v, 4);
+        break;
+      }
       case DType::F32: {
         float v = static_cast<float>(a.scalar.f);
         pushScalar(&v, 4);

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-f8-as-i8 | FileCheck %s
+// RUN: kiln-opt %s --kiln-retype-unsupported-floats | FileCheck %s
 
 // After kiln-expand-f8, fp8 values are loaded, stored, selected, carried by loops
 // and reinterpreted as i8; all of it becomes i8, constants keep their bits, and
