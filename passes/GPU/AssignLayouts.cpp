@@ -40,22 +40,29 @@ static int64_t largestTile(func::FuncOp func) {
 namespace {
 struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
   using Base::Base;
+  /// The warp count the elementwise-warps and exchange-registers options give
+  /// `func`.
+  unsigned warpsFor(func::FuncOp func) {
+    if (!exchangesElements(func))
+      return elementwiseWarps ? elementwiseWarps : numWarps;
+    if (!exchangeRegisters)
+      return numWarps;
+    int64_t largest = largestTile(func);
+    unsigned warps = 1;
+    while (warps < numWarps && largest > int64_t(exchangeRegisters) * warpSize * warps)
+      warps *= 2;
+    return warps;
+  }
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(kKernelAttr))
         continue;
-      // A kernel's NUM_WARPS param overrides the pipeline's warp count.
       unsigned warps = numWarps;
-      bool exchanges = exchangesElements(func);
-      if (elementwiseWarps && !exchanges)
-        warps = elementwiseWarps;
-      if (exchangeRegisters && exchanges) {
-        int64_t largest = largestTile(func);
-        warps = 1;
-        while (warps < numWarps && largest > int64_t(exchangeRegisters) * warpSize * warps)
-          warps *= 2;
-      }
+      if (elementwiseWarps || exchangeRegisters)
+        warps = warpsFor(func);
+      // A kernel's NUM_WARPS param overrides the pipeline's choice.
       if (auto attr = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
         warps = attr.getInt();
       if (failed(kiln::gpu::BlockedEncodingAttr::verify([&] { return func.emitError(); }, 1,

@@ -335,7 +335,7 @@ TEST(Dropout, KeepsAndScalesByTheSeededMask) {
   int64_t n = 5000;
   auto x = randomVector(n, 29);
   for (float p : {0.0f, 0.25f, 0.9f}) {
-    for (int64_t seed : {int64_t(0), int64_t(42), int64_t(-1) << 40}) {
+    for (int64_t seed : {int64_t(0), int64_t(42), -(int64_t(1) << 40)}) {
       std::vector<float> y(n, NAN);
       launchOrFail(*exe, "dropout",
                    {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
