@@ -237,6 +237,11 @@ void vulkanBenchmarks(const std::string &examples, const std::string &peerDir,
          tr = s.empty<float>({rowsM});
   compare("softmax.kiln", "softmax", "4096x1024", {tx.arg(), ty.arg()}, ty, 2.0 * rowsM * cols * 4);
   compare("reduce.kiln", "row_sum", "4096x1024", {tx.arg(), tr.arg()}, tr, 1.0 * rowsM * cols * 4);
+  auto xw = randomVector(cols, 10), xbias = randomVector(cols, 11);
+  Tensor lw = s.upload(xw, {cols}), lb = s.upload(xbias, {cols});
+  compare("layernorm.kiln", "layernorm", "4096x1024",
+          {tx.arg(), lw.arg(), lb.arg(), ty.arg(), rt::Arg::f32(1e-5)}, ty,
+          2.0 * rowsM * cols * 4);
   const int64_t mm = 512;
   auto xa = randomVector(mm * mm, 8), xb = randomVector(mm * mm, 9);
   Tensor ma = s.upload(xa, {mm, mm}), mb = s.upload(xb, {mm, mm}), mc = s.empty<float>({mm, mm});
