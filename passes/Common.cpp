@@ -73,3 +73,12 @@ Value kiln::roundToTF32(OpBuilder &b, Location loc, Value v) {
   Value result = b.create<arith::SelectOp>(loc, special, bits, rounded);
   return b.create<arith::BitcastOp>(loc, v.getType(), result);
 }
+
+void kiln::retypeResultsAndArguments(Operation *op, function_ref<Type(Type)> retype) {
+  for (Value result : op->getResults())
+    result.setType(retype(result.getType()));
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (BlockArgument arg : block.getArguments())
+        arg.setType(retype(arg.getType()));
+}

@@ -24,4 +24,9 @@ mlir::arith::AtomicRMWKind atomicKind(ReduceKind kind, bool isFloat);
 /// cvt.rna.tf32.f32); Inf and NaN pass unchanged.
 mlir::Value roundToTF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 
+/// Gives each result of `op`, and each argument of the blocks in its regions, the
+/// type `retype` maps its type to: one step of a walk that changes types in place.
+void retypeResultsAndArguments(mlir::Operation *op,
+                               llvm::function_ref<mlir::Type(mlir::Type)> retype);
+
 } // namespace kiln

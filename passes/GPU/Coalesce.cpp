@@ -1,5 +1,6 @@
 //===- Coalesce.cpp - 128-bit per-thread runs for memory accesses ---------===//
 
+#include "passes/Common.h"
 #include "passes/GPU/Layouts.h"
 #include "passes/Passes.h"
 
@@ -23,12 +24,7 @@ void kiln::gpu::setLayout(func::FuncOp func, BlockedEncodingAttr layout) {
     return type;
   };
   func.walk([&](Operation *op) {
-    for (Value result : op->getResults())
-      result.setType(retype(result.getType()));
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        for (BlockArgument arg : block.getArguments())
-          arg.setType(retype(arg.getType()));
+    retypeResultsAndArguments(op, retype);
     if (auto constant = dyn_cast<arith::ConstantOp>(op))
       if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
         constant.setValueAttr(dense.reshape(cast<ShapedType>(constant.getType())));

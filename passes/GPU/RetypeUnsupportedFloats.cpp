@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Common.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -62,12 +63,7 @@ struct RetypeUnsupportedFloats
     : kiln::impl::KilnRetypeUnsupportedFloatsBase<RetypeUnsupportedFloats> {
   void runOnOperation() override {
     getOperation().walk([](Operation *op) {
-      for (Value v : op->getResults())
-        v.setType(asBits(v.getType()));
-      for (Region &region : op->getRegions())
-        for (Block &block : region)
-          for (BlockArgument arg : block.getArguments())
-            arg.setType(asBits(arg.getType()));
+      kiln::retypeResultsAndArguments(op, asBits);
       if (auto constant = dyn_cast<arith::ConstantOp>(op))
         constant.setValueAttr(cast<TypedAttr>(bitsOf(constant.getValue())));
       if (auto func = dyn_cast<gpu::GPUFuncOp>(op))
