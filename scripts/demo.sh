@@ -42,3 +42,4 @@ echo "== Running on the best device, checked against the CPU backend =="
 "$RUN" examples/attention.kiln -D CAUSAL=true --shape Z=8,S=512 --arg scale=0.125 --check --bench
 "$RUN" examples/histogram.kiln --shape N=1048576 --arg lo=-1 --arg hi=1 --check --bench
 "$RUN" examples/dropout.kiln --shape N=4194304 --arg p=0.1 --arg seed=42 --check --bench
+"$RUN" examples/searchsorted.kiln --shape N=1048576,Q=1048576 --check --bench

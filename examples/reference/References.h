@@ -191,4 +191,15 @@ inline std::vector<double> dropout(const float *x, int64_t n, float p, int64_t s
   return y;
 }
 
+/// torch.searchsorted(sorted, queries) (side 'left'): per query, the number of
+/// elements of the ascending `sorted` that are less than it, NaN ordered last.
+inline std::vector<int32_t> searchsorted(const float *sorted, int64_t n, const float *queries,
+                                         int64_t q) {
+  auto less = [](float a, float b) { return a < b || (std::isnan(b) && !std::isnan(a)); };
+  std::vector<int32_t> out(q);
+  for (int64_t i = 0; i < q; ++i)
+    out[i] = int32_t(std::lower_bound(sorted, sorted + n, queries[i], less) - sorted);
+  return out;
+}
+
 } // namespace kiln::reference

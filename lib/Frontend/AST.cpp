@@ -179,6 +179,14 @@ struct Dumper {
       block(f.body);
       return;
     }
+    case Stmt::While: {
+      auto &w = static_cast<const WhileStmt &>(s);
+      line() << "while ";
+      expr(*w.cond);
+      os << "\n";
+      block(w.body);
+      return;
+    }
     case Stmt::If: {
       auto &i = static_cast<const IfStmt &>(s);
       line() << "if ";

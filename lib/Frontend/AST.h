@@ -116,7 +116,7 @@ struct ListExpr : Expr {
 //===----------------------------------------------------------------------===//
 
 struct Stmt {
-  enum Kind { Let, Assign, For, If, Return, ExprS };
+  enum Kind { Let, Assign, For, While, If, Return, ExprS };
   Stmt(Kind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
   virtual ~Stmt() = default;
   Kind kind;
@@ -146,6 +146,12 @@ struct ForStmt : Stmt {
   llvm::SMLoc varLoc;
   ExprPtr start, end, step; // step may be null (1)
   ExprPtr stages;           // `stages=` of range(...): software pipelining depth, or null
+  Block body;
+};
+
+struct WhileStmt : Stmt {
+  WhileStmt(llvm::SMLoc loc) : Stmt(While, loc) {}
+  ExprPtr cond; // evaluated before every iteration
   Block body;
 };
 

@@ -27,6 +27,7 @@ const char *kiln::tokSpelling(Tok kind) {
   case Tok::KwIn: return "'in'";
   case Tok::KwIf: return "'if'";
   case Tok::KwElse: return "'else'";
+  case Tok::KwWhile: return "'while'";
   case Tok::KwReturn: return "'return'";
   case Tok::KwTrue: return "'true'";
   case Tok::KwFalse: return "'false'";
@@ -175,6 +176,7 @@ Token Lexer::next() {
                    .Case("in", Tok::KwIn)
                    .Case("if", Tok::KwIf)
                    .Case("else", Tok::KwElse)
+                   .Case("while", Tok::KwWhile)
                    .Case("return", Tok::KwReturn)
                    .Case("true", Tok::KwTrue)
                    .Case("false", Tok::KwFalse)

@@ -12,7 +12,7 @@ enum class Tok {
   Eof, Error, Ident, Int, Float,
   // Keywords.
   KwKernel, KwFn, KwParams, KwGrid, KwTensor, KwLet, KwVar, KwFor, KwIn, KwIf,
-  KwElse, KwReturn, KwTrue, KwFalse,
+  KwElse, KwWhile, KwReturn, KwTrue, KwFalse,
   // Punctuation and operators.
   LParen, RParen, LBracket, RBracket, LBrace, RBrace, Comma, Colon, Semi, Dot,
   Arrow, Assign, PlusAssign, MinusAssign, StarAssign, SlashAssign, PercentAssign,

@@ -78,6 +78,8 @@ void collectAssigned(const Block &block, llvm::StringSet<> &names) {
       names.insert(a->name);
     else if (auto *f = dynamic_cast<const ForStmt *>(stmt.get()))
       collectAssigned(f->body, names);
+    else if (auto *w = dynamic_cast<const WhileStmt *>(stmt.get()))
+      collectAssigned(w->body, names);
     else if (auto *i = dynamic_cast<const IfStmt *>(stmt.get())) {
       collectAssigned(i->thenBody, names);
       collectAssigned(i->elseBody, names);
@@ -202,6 +204,7 @@ private:
   bool genBlock(const Block &block);
   bool genStmt(const Stmt &stmt);
   bool genFor(const ForStmt &stmt);
+  bool genWhile(const WhileStmt &stmt);
   bool genIf(const IfStmt &stmt);
   /// Mutable outer bindings that `blocks` assign, in a stable order.
   std::vector<std::pair<std::string, Binding *>> carried(std::initializer_list<const Block *> blocks);
@@ -792,6 +795,8 @@ bool Generator::genStmt(const Stmt &stmt) {
   }
   case Stmt::For:
     return genFor(static_cast<const ForStmt &>(stmt));
+  case Stmt::While:
+    return genWhile(static_cast<const WhileStmt &>(stmt));
   case Stmt::If:
     return genIf(static_cast<const IfStmt &>(stmt));
   case Stmt::Return: {
@@ -911,6 +916,84 @@ bool Generator::genFor(const ForStmt &stmt) {
   for (auto [i, c] : llvm::enumerate(carry)) {
     c.second->val = saved[i];
     c.second->val.value = forOp.getResult(i);
+  }
+  return true;
+}
+
+bool Generator::genWhile(const WhileStmt &stmt) {
+  if (inGridRule)
+    return false;
+  // The condition, for the carried variables' current values.
+  auto condition = [&]() -> MaybeValue {
+    MaybeValue cond = genValue(*stmt.cond, "condition");
+    if (cond && (cond->type.kind != SType::Scalar || cond->type.dtype != DType::I1))
+      return error(stmt.cond->loc, "a 'while' condition must be a scalar bool, got " +
+                                       cond->type.str() +
+                                       " (reduce a tile first, e.g. 'max(t) > 0')");
+    return cond;
+  };
+  MaybeValue first = condition();
+  if (!first)
+    return false;
+  if (first->cst) {
+    if (first->cst->i)
+      return error(stmt.cond->loc, "this 'while' loop never ends: its condition is always "
+                                   "true (there is no 'break'; make the condition depend on "
+                                   "a variable the body assigns)"),
+             false;
+    return true; // never runs; like a compile-time `if`, the body is not generated
+  }
+
+  // The loop is rotated: the condition is evaluated before it and again at the
+  // end of every trip, and the "before" region only tests the result. All the
+  // work is then in the "after" region, which every target lowers like a `for`
+  // body (SPIR-V's serializer, in particular, mishandles structured control
+  // flow, such as a reduction's, inside a loop header).
+  auto carry = carried({&stmt.body});
+  llvm::SmallVector<Value> inits;
+  llvm::SmallVector<mlir::Type> types;
+  for (auto &c : carry) {
+    inits.push_back(c.second->val.value);
+    types.push_back(c.second->val.value.getType());
+  }
+  inits.push_back(first->value);
+  types.push_back(first->value.getType());
+  mlir::Location l = loc(stmt.loc);
+  auto whileOp = builder.create<mlir::scf::WhileOp>(l, llvm::ArrayRef(types).drop_back(), inits);
+  llvm::SmallVector<mlir::Location> locs(types.size(), l);
+  {
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    mlir::Block *before = builder.createBlock(&whileOp.getBefore(), {}, types, locs);
+    builder.create<mlir::scf::ConditionOp>(l, before->getArguments().back(),
+                                           before->getArguments().drop_back());
+  }
+  std::vector<TValue> saved;
+  for (auto &c : carry)
+    saved.push_back(c.second->val);
+  {
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    mlir::Block *after = builder.createBlock(&whileOp.getAfter(), {},
+                                             llvm::ArrayRef(types).drop_back(),
+                                             llvm::ArrayRef(locs).drop_back());
+    for (auto [i, c] : llvm::enumerate(carry))
+      c.second->val.value = after->getArgument(i);
+    {
+      ScopeGuard scope(*this);
+      if (!genBlock(stmt.body))
+        return false;
+    }
+    MaybeValue next = condition();
+    if (!next)
+      return false;
+    llvm::SmallVector<Value> yields;
+    for (auto &c : carry)
+      yields.push_back(c.second->val.value);
+    yields.push_back(next->value);
+    builder.create<mlir::scf::YieldOp>(l, yields);
+  }
+  for (auto [i, c] : llvm::enumerate(carry)) {
+    c.second->val = saved[i];
+    c.second->val.value = whileOp.getResult(i);
   }
   return true;
 }

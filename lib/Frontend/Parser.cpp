@@ -87,6 +87,7 @@ private:
   bool parseBlock(Block &block);
   StmtPtr parseStmt();
   StmtPtr parseFor();
+  StmtPtr parseWhile();
   StmtPtr parseIf();
   ExprPtr parseExpr();
   ExprPtr parseBinary(int minPrec);
@@ -370,6 +371,8 @@ StmtPtr Parser::parseStmt() {
   }
   case Tok::KwFor:
     return parseFor();
+  case Tok::KwWhile:
+    return parseWhile();
   case Tok::KwIf:
     return parseIf();
   case Tok::KwReturn: {
@@ -465,6 +468,15 @@ StmtPtr Parser::parseFor() {
       stmt->step = std::move(bounds[2]);
   }
   if (!parseBlock(stmt->body))
+    return nullptr;
+  return stmt;
+}
+
+StmtPtr Parser::parseWhile() {
+  auto stmt = std::make_unique<WhileStmt>(tok.loc());
+  advance(); // 'while'
+  stmt->cond = parseExpr();
+  if (!stmt->cond || !parseBlock(stmt->body))
     return nullptr;
   return stmt;
 }

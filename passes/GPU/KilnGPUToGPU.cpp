@@ -436,15 +436,20 @@ LogicalResult ThreadEmitter::emitFor(scf::ForOp op) {
   return success();
 }
 
-LogicalResult ThreadEmitter::emitIf(scf::IfOp op) {
-  SmallVector<Type> types;
-  for (Value r : op.getResults()) {
-    if (auto tile = dyn_cast<RankedTensorType>(r.getType()))
-      types.append(registers(tile), tile.getElementType());
+SmallVector<Type> ThreadEmitter::flatTypes(TypeRange types) {
+  SmallVector<Type> flat;
+  for (Type t : types) {
+    if (auto tile = dyn_cast<RankedTensorType>(t))
+      flat.append(registers(tile), tile.getElementType());
     else
-      types.push_back(r.getType());
+      flat.push_back(t);
   }
-  auto ifOp = b.create<scf::IfOp>(loc, types, scalar(op.getCondition()), /*withElse=*/true);
+  return flat;
+}
+
+LogicalResult ThreadEmitter::emitIf(scf::IfOp op) {
+  auto ifOp = b.create<scf::IfOp>(loc, flatTypes(op.getResultTypes()), scalar(op.getCondition()),
+                                  /*withElse=*/true);
   for (auto [from, to] : {std::make_pair(&op.getThenRegion(), &ifOp.getThenRegion()),
                           std::make_pair(&op.getElseRegion(), &ifOp.getElseRegion())}) {
     OpBuilder::InsertionGuard guard(b);
@@ -466,12 +471,41 @@ LogicalResult ThreadEmitter::emitIf(scf::IfOp op) {
   return success();
 }
 
+LogicalResult ThreadEmitter::emitWhile(scf::WhileOp op) {
+  Location at = loc;
+  SmallVector<Value> inits = flatten(op.getInits());
+  SmallVector<Type> beforeTypes = flatTypes(op.getBefore().getArgumentTypes());
+  SmallVector<Type> afterTypes = flatTypes(op.getAfter().getArgumentTypes());
+  auto loop = b.create<scf::WhileOp>(at, flatTypes(op.getResultTypes()), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&loop.getBefore(), {}, beforeTypes,
+                                  SmallVector<Location>(beforeTypes.size(), at));
+    unflatten(op.getBeforeArguments(), before->getArguments());
+    if (failed(emitBlock(op.getBefore().front())))
+      return failure();
+    scf::ConditionOp condition = op.getConditionOp();
+    b.create<scf::ConditionOp>(at, scalar(condition.getCondition()),
+                               flatten(condition.getArgs()));
+    Block *after = b.createBlock(&loop.getAfter(), {}, afterTypes,
+                                 SmallVector<Location>(afterTypes.size(), at));
+    unflatten(op.getAfterArguments(), after->getArguments());
+    if (failed(emitBlock(op.getAfter().front())))
+      return failure();
+    b.create<scf::YieldOp>(at, flatten(op.getYieldOp().getOperands()));
+  }
+  unflatten(op.getResults(), loop.getResults());
+  return success();
+}
+
 LogicalResult ThreadEmitter::emitOp(Operation *op) {
   loc = op->getLoc();
   if (auto o = dyn_cast<scf::ForOp>(op))
     return emitFor(o);
   if (auto o = dyn_cast<scf::IfOp>(op))
     return emitIf(o);
+  if (auto o = dyn_cast<scf::WhileOp>(op))
+    return emitWhile(o);
   if (auto o = dyn_cast<ProgramIdOp>(op)) {
     Value id = b.create<mlir::gpu::BlockIdOp>(loc, mlir::gpu::Dimension(o.getAxis()));
     scalars.map(o.getResult(), b.create<arith::IndexCastOp>(loc, b.getI32Type(), id));

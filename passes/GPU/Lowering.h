@@ -128,7 +128,12 @@ private:
   /// Elements one stage of `dot`'s operands takes in shared memory.
   static int64_t stageElements(DotOp dot);
   mlir::LogicalResult emitIf(mlir::scf::IfOp op);
+  /// A `while` loop: its condition is a program-wide scalar, so every thread
+  /// of a program takes the same number of trips (barriers inside are safe).
+  mlir::LogicalResult emitWhile(mlir::scf::WhileOp op);
   llvm::SmallVector<mlir::Value> flatten(mlir::ValueRange values);
+  /// The types of flatten's values for values of `types`.
+  llvm::SmallVector<mlir::Type> flatTypes(mlir::TypeRange types);
   void unflatten(mlir::ValueRange originals, mlir::ValueRange flat);
 
   // ElementwiseToGPU.cpp

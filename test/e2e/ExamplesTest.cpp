@@ -350,6 +350,47 @@ TEST(Dropout, KeepsAndScalesByTheSeededMask) {
 }
 
 //===----------------------------------------------------------------------===//
+// searchsorted (a while loop)
+//===----------------------------------------------------------------------===//
+
+/// An ascending array of `n` values with runs of duplicates and, when
+/// `nans`, NaNs at the end (where torch.sort puts them).
+static std::vector<float> sortedWithDuplicates(int64_t n, uint32_t seed, int64_t nans) {
+  std::vector<float> v = randomVector(n, seed);
+  for (float &x : v)
+    x = std::round(x * 8) / 8; // a few dozen distinct values
+  std::sort(v.begin(), v.end());
+  for (int64_t i = std::max<int64_t>(0, n - nans); i < n; ++i)
+    v[i] = NAN;
+  return v;
+}
+
+TEST(SearchSorted, FindsTheFirstNotLessElement) {
+  auto exe = compileExample("searchsorted.kiln", "searchsorted", {{"BLOCK", "128"}});
+  ASSERT_TRUE(exe);
+  for (int64_t n : {1, 2, 1000, 4097}) {
+    for (int64_t nans : {0, 3}) {
+      auto sorted = sortedWithDuplicates(n, uint32_t(n), nans);
+      // Random queries, every element itself (duplicates: the first of a run),
+      // values past both ends, infinities and NaN; not a multiple of BLOCK.
+      auto queries = randomVector(777, 31);
+      for (float s : sorted)
+        queries.push_back(s);
+      for (float s : {-2.0f, 2.0f, -INFINITY, INFINITY, NAN})
+        queries.push_back(s);
+      int64_t q = int64_t(queries.size());
+      std::vector<int32_t> out(q, -1);
+      launchOrFail(*exe, "searchsorted",
+                   {KernelArg::of(TensorRef::contiguous(sorted.data(), DType::F32, {n})),
+                    KernelArg::of(TensorRef::contiguous(queries.data(), DType::F32, {q})),
+                    KernelArg::of(TensorRef::contiguous(out.data(), DType::I32, {q}))});
+      EXPECT_EQ(out, reference::searchsorted(sorted.data(), n, queries.data(), q))
+          << "n = " << n << ", nans = " << nans;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // histogram (atomics)
 //===----------------------------------------------------------------------===//
 

@@ -443,6 +443,26 @@ TEST_P(OnDevice, DropoutMaskIsTheSameEverywhere) {
                        1e-6, 1e-6));
 }
 
+TEST_P(OnDevice, SearchSortedBisectsInAWhileLoop) {
+  // Each block loops until all of its lanes have converged: a trip count that
+  // depends on the data, with a reduction in the condition.
+  Module m = load("searchsorted");
+  int64_t n = 100000, q = 20011;
+  auto sorted = randomVector(n, 32);
+  std::sort(sorted.begin(), sorted.end());
+  auto queries = randomVector(q, 33);
+  queries[0] = sorted[n / 2];
+  queries[1] = 5.0f;
+  Buffer bs = upload(sorted), bq = upload(queries);
+  auto out = device->allocate(q * sizeof(int32_t));
+  ASSERT_TRUE(out.ok());
+  run(m, "searchsorted", {Arg::tensor(bs, DType::F32, {n}), Arg::tensor(bq, DType::F32, {q}),
+                          Arg::tensor(*out, DType::I32, {q})});
+  std::vector<int32_t> got(q);
+  ASSERT_TRUE(device->read(*out, got.data(), q * sizeof(int32_t)).ok());
+  EXPECT_EQ(got, reference::searchsorted(sorted.data(), n, queries.data(), q));
+}
+
 TEST_P(OnDevice, LaunchRejectsBadArguments) {
   Module m = load("vector_add");
   Buffer small = upload(std::vector<float>(4));

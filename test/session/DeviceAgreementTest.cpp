@@ -1,10 +1,10 @@
 //===- DeviceAgreementTest.cpp - the language gives the same answers everywhere ===//
 //
 // Kernels through kiln::Session on the CPU and on Vulkan (lavapipe here), against
-// C++ references: integer edge cases, shifts, argmax, fp8 conversions, random
-// numbers, and the FMA dot's register blockings. Where LLVM and SPIR-V define an
-// operation differently (or MLIR lowers it wrongly), Kiln defines it once and
-// these tests hold both targets to it.
+// C++ references: integer edge cases, shifts, argmax, while loops, fp8
+// conversions, random numbers, and the FMA dot's register blockings. Where LLVM
+// and SPIR-V define an operation differently (or MLIR lowers it wrongly), Kiln
+// defines it once and these tests hold both targets to it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -302,6 +302,70 @@ kernel iarg(x: tensor<i32>[N], out: tensor<i32>[2]) params(B: i32 = 64) grid(1) 
     auto lane = [&](int64_t i) { return float(i < 50 ? xi[i] : 0); };
     EXPECT_EQ(io[0], first(64, lane, true)) << device;
     EXPECT_EQ(io[1], first(64, lane, false)) << device;
+  });
+}
+
+TEST_F(DeviceAgreement, WhileLoopsOnEveryDevice) {
+  // Per-lane Collatz walks until every lane of the block is done (a reduction
+  // in the condition, a trip count that differs per block), a scalar loop, one
+  // that never runs at run time, and whiles nested in a for with a fresh
+  // variable per trip.
+  const char *source = R"(
+kernel loops(x: tensor<i32>[N], steps: tensor<i32>[N], out: tensor<i32>[3], n: i32)
+    params(B: i32 = 64) grid(cdiv(N, B)) {
+  let offs = program_id(0) * B + arange(0, B);
+  var v = load(x[offs], other = 1);
+  var count = zeros<i32>[B];
+  while max(v) > 1 {
+    let active = v > 1;
+    v = where(active, where((v & 1) == 1, 3 * v + 1, v >> 1), v);
+    count += cast<i32>(active);
+  }
+  store(steps[offs], count);
+  if program_id(0) == 0 {
+    var p = 1;
+    while p < n {
+      p *= 2;
+    }
+    var z = 7;
+    while n < 0 {
+      z = 0;
+    }
+    var total = 0;
+    for i in range(0, 5) {
+      var j = 0;
+      while j < i {
+        j += 1;
+        total += j * 10 + i;
+      }
+    }
+    store(out[0], p);
+    store(out[1], z);
+    store(out[2], total);
+  }
+}
+)";
+  const int64_t n = 1000;
+  std::vector<int32_t> x(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = int32_t(i % 2 ? i : n - i); // 1000, 1, 998, 3, ...: ragged trip counts
+  std::vector<int32_t> want(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t v = x[i]; v > 1; v = v % 2 ? 3 * v + 1 : v / 2)
+      ++want[i];
+  int32_t total = 0;
+  for (int32_t i = 0; i < 5; ++i)
+    for (int32_t j = 1; j <= i; ++j)
+      total += j * 10 + i;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "loops");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {n}), steps = s.empty<int32_t>({n}), out = s.empty<int32_t>({3});
+    ASSERT_TRUE(k(tx, steps, out, int32_t(n)).ok()) << device;
+    std::vector<int32_t> got, scalars;
+    ASSERT_TRUE(steps.download(got).ok() && out.download(scalars).ok());
+    EXPECT_EQ(got, want) << device;
+    EXPECT_EQ(scalars, (std::vector<int32_t>{1024, 7, total})) << device;
   });
 }
 
