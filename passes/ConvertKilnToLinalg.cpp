@@ -369,8 +369,8 @@ void storeDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, Value val
       });
 }
 
-/// Calls `fn` for every lane of a scatter-style access (store or atomic) with
-/// the lane's value, coordinates and mask (null without one).
+/// Calls `fn` for every lane of a scatter-style store with the lane's value,
+/// coordinates and mask (null without one).
 void forEachLane(OpBuilder &b, Location loc, RankedTensorType type, ValueRange indices,
                  Value mask, Value value,
                  function_ref<void(OpBuilder &, Location, Value, ValueRange, Value)> fn) {
@@ -504,23 +504,96 @@ void lowerStore(OpBuilder &b, StoreOp op, const std::optional<RowSegment> &segme
   storeDenseOr(b, loc, dense, op.getValue(), guarded);
 }
 
-void lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
-  Location loc = op.getLoc();
-  SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
+/// One lane's update in an atomic's lowering: the memref atomic on element
+/// `coords` of the lane's `operands` (value, and compare for a compare-and-swap);
+/// returns the element's old value.
+using LaneUpdate = function_ref<Value(OpBuilder &, Location, ValueRange operands,
+                                      ValueRange coords)>;
+
+/// Lowers a scatter-style atomic whose per-lane operands are `operands` (tiles,
+/// or scalars for a scalar view): `update` runs for every in-bounds, unmasked
+/// lane. Returns the old values, 0 in the other lanes, or null when `old` is
+/// unused (then no tile of them is built).
+Value lowerAtomicLanes(OpBuilder &b, Location loc, Value memory, ValueRange indices, Value mask,
+                       ValueRange operands, Value old, LaneUpdate update) {
+  SmallVector<Value> sizes = memorySizes(b, loc, memory);
+  Type elem = getElementTypeOrSelf(old.getType());
+  bool needOld = !old.use_empty();
+  // Programs run in parallel on the thread pool, so each update is atomic.
+  auto lane = [&](OpBuilder &nb, Location l, ValueRange laneOperands, ValueRange coords,
+                  Value laneMask) -> Value {
+    Value ok = inBounds(nb, l, coords, sizes, laneMask);
+    SmallVector<Type> types;
+    if (needOld)
+      types.push_back(elem);
+    auto ifOp = nb.create<scf::IfOp>(l, types, ok, /*withElseRegion=*/needOld);
+    OpBuilder tb = ifOp.getThenBodyBuilder();
+    Value o = update(tb, l, laneOperands, coords);
+    if (!needOld)
+      return Value();
+    tb.create<scf::YieldOp>(l, SmallVector<Value>{o});
+    OpBuilder eb = ifOp.getElseBodyBuilder();
+    eb.create<scf::YieldOp>(l, SmallVector<Value>{zeroOf(eb, l, elem)});
+    return ifOp.getResult(0);
+  };
+  auto type = dyn_cast<RankedTensorType>(old.getType());
+  if (!type)
+    return lane(b, loc, operands, indices, mask);
+
+  // The lane at `ivs`: its operands, coordinates and mask, then its update.
+  auto atLane = [&](OpBuilder &nb, Location l, ValueRange ivs) {
+    auto extract = [&](Value tile) -> Value { return nb.create<tensor::ExtractOp>(l, tile, ivs); };
+    SmallVector<Value> laneOperands = llvm::map_to_vector(operands, extract);
+    SmallVector<Value> coords = llvm::map_to_vector(indices, extract);
+    return lane(nb, l, laneOperands, coords, mask ? extract(mask) : Value());
+  };
+  if (!needOld) {
+    loopNest(b, loc, type.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+      atLane(nb, l, ivs);
+    });
+    return Value();
+  }
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d : type.getShape()) {
+    lbs.push_back(b.create<arith::ConstantIndexOp>(loc, 0));
+    ubs.push_back(b.create<arith::ConstantIndexOp>(loc, d));
+    steps.push_back(b.create<arith::ConstantIndexOp>(loc, 1));
+  }
+  Value zeros = b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(type, cast<TypedAttr>(b.getZeroAttr(elem))));
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, SmallVector<Value>{zeros},
+      [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange carried) -> scf::ValueVector {
+        return {nb.create<tensor::InsertOp>(l, atLane(nb, l, ivs), carried[0], ivs)};
+      });
+  return nest.results[0];
+}
+
+Value lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
   arith::AtomicRMWKind kind =
       atomicKind(op.getKind(), isa<FloatType>(op.getMemory().getType().getElementType()));
-  // Programs run in parallel on the thread pool, so the update must be atomic.
-  auto update = [&](OpBuilder &nb, Location l, Value value, ValueRange coords, Value mask) {
-    Value ok = inBounds(nb, l, coords, sizes, mask);
-    nb.create<scf::IfOp>(l, ok, [&](OpBuilder &tb, Location il) {
-      tb.create<memref::AtomicRMWOp>(il, kind, value, op.getMemory(), toIndex(tb, il, coords));
-      tb.create<scf::YieldOp>(il);
-    });
-  };
-  auto type = dyn_cast<RankedTensorType>(op.getValue().getType());
-  if (!type)
-    return update(b, loc, op.getValue(), op.getIndices(), op.getMask());
-  forEachLane(b, loc, type, op.getIndices(), op.getMask(), op.getValue(), update);
+  return lowerAtomicLanes(
+      b, op.getLoc(), op.getMemory(), op.getIndices(), op.getMask(), op.getValue(), op.getOld(),
+      [&](OpBuilder &nb, Location l, ValueRange operands, ValueRange coords) -> Value {
+        return nb.create<memref::AtomicRMWOp>(l, kind, operands[0], op.getMemory(),
+                                              toIndex(nb, l, coords));
+      });
+}
+
+Value lowerAtomicSwap(OpBuilder &b, AtomicSwapOp op) {
+  SmallVector<Value> operands{op.getValue()};
+  if (op.getCompare())
+    operands.push_back(op.getCompare());
+  return lowerAtomicLanes(
+      b, op.getLoc(), op.getMemory(), op.getIndices(), op.getMask(), operands, op.getOld(),
+      [&](OpBuilder &nb, Location l, ValueRange lane, ValueRange coords) -> Value {
+        if (lane.size() == 1)
+          return nb.create<memref::AtomicRMWOp>(l, arith::AtomicRMWKind::assign, lane[0],
+                                                op.getMemory(), toIndex(nb, l, coords));
+        // A compare-and-swap lane stays a scalar kiln op until after buffer
+        // deallocation (kiln-lower-compare-and-swap).
+        return nb.create<AtomicSwapOp>(l, op.getMemory(), coords, lane[0], lane[1], Value());
+      });
 }
 
 void lowerStoreBlock(OpBuilder &b, StoreBlockOp op) {
@@ -588,7 +661,8 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
       else if (auto o = dyn_cast<LoadBlockOp>(op)) replacement = lowerLoadBlock(rewriter, o);
       else if (auto o = dyn_cast<StoreOp>(op)) lowerStore(rewriter, o, segmentOf(op));
       else if (auto o = dyn_cast<StoreBlockOp>(op)) lowerStoreBlock(rewriter, o);
-      else if (auto o = dyn_cast<AtomicRMWOp>(op)) lowerAtomic(rewriter, o);
+      else if (auto o = dyn_cast<AtomicRMWOp>(op)) replacement = lowerAtomic(rewriter, o);
+      else if (auto o = dyn_cast<AtomicSwapOp>(op)) replacement = lowerAtomicSwap(rewriter, o);
       else {
         op->emitOpError("has no CPU lowering (run kiln-lower-program-ids first?)");
         return signalPassFailure();

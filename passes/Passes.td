@@ -269,6 +269,31 @@ def KilnSPIRVSignedRemainder : Pass<"kiln-spirv-signed-remainder", "mlir::Module
   }];
 }
 
+def KilnGPUToSPIRV : Pass<"kiln-gpu-to-spirv", "mlir::ModuleOp"> {
+  let summary = "convert-gpu-to-spirv (Vulkan) with atomic exchange and compare-and-swap";
+  let description = [{
+    Upstream's `convert-gpu-to-spirv` for shader targets: each `gpu.module` is
+    cloned into a `spirv.module` placed before it and converted with the GPU,
+    SCF, arith, memref and func patterns. MLIR 19's memref patterns lower only
+    read-modify-write atomics, so this pass adds two more: `memref.atomic_rmw
+    assign` becomes `spirv.AtomicExchange`, and a `memref.generic_atomic_rmw`
+    whose body is a compare-and-swap (`select(current == c, v, current)`)
+    becomes `spirv.AtomicCompareExchange`. Both are acquire-release on the
+    storage buffer (device scope), so kernels can build locks from them.
+  }];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
+}
+
+def KilnSPIRVInt64Atomics : Pass<"kiln-spirv-int64-atomics", "mlir::ModuleOp"> {
+  let summary = "Declare the Int64Atomics capability in modules with 64-bit atomics";
+  let description = [{
+    `spirv-update-vce` (MLIR 19) does not deduce `Int64Atomics` from atomics on
+    64-bit integers, and spirv-val rejects such a module without it. Run after
+    `spirv-update-vce`, this pass adds the capability to each `spirv.module`
+    that has one (Vulkan devices expose it as shaderBufferInt64Atomics).
+  }];
+}
+
 def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mlir::ModuleOp"> {
   let summary = "Drop descriptor bindings from push-constant variables";
   let description = [{
@@ -276,6 +301,19 @@ def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mli
     binding. Vulkan forbids them on push-constant variables (the block Kiln passes
     sizes, strides and scalars in), so this pass removes them after the lowering.
   }];
+}
+
+def KilnLowerCompareAndSwap : Pass<"kiln-lower-compare-and-swap", "mlir::func::FuncOp"> {
+  let summary = "CPU: one lane's kiln.atomic_swap with compare to memref.generic_atomic_rmw";
+  let description = [{
+    `convert-kiln-to-linalg` lowers a compare-and-swap lane by lane but leaves
+    each lane a scalar `kiln.atomic_swap ... compare`: its memref form,
+    `memref.generic_atomic_rmw`, has a region without RegionBranchOpInterface,
+    which the buffer deallocation pipeline rejects. Run after deallocation, this
+    pass writes it as `generic_atomic_rmw` selecting the new value where the
+    current one equals `compare` (a cmpxchg loop once lowered to LLVM).
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
 def KilnBranchMemRefSelects : Pass<"kiln-branch-memref-selects", "mlir::func::FuncOp"> {

@@ -255,8 +255,9 @@ std::string kiln::devicePipeline(const Target &target) {
                          "f8E4M3FN,f8E5M2 target-type=f32},kiln-expand-f8,"
                          "arith-expand{{include-bf16=1}),kiln-retype-unsupported-floats,"
                          "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
-                         "convert-gpu-to-spirv,"
+                         "kiln-gpu-to-spirv,"
                          "spirv.module(spirv-lower-abi-attrs,spirv-update-vce),"
+                         "kiln-spirv-int64-atomics,"
                          "kiln-spirv-unbind-push-constants",
                          target.chip)
         .str();

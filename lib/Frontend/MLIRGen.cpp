@@ -229,8 +229,9 @@ private:
   // Builtin families.
   MaybeValue genLoad(const CallExpr &e);
   MaybeValue genStore(const CallExpr &e);
-  MaybeValue genAtomic(const CallExpr &e, ReduceKind kind);
-  MaybeValue genStoredValue(const CallExpr &e, const TValue &view, const char *what);
+  MaybeValue genAtomic(const CallExpr &e);
+  /// Argument `arg` of `e`, converted to a value `view` can hold.
+  MaybeValue genStoredValue(const CallExpr &e, size_t arg, const TValue &view, const char *what);
   /// The `mask=` of a load or store through `view`, converted to the view's shape;
   /// null when absent. False after reporting an error.
   bool maskArg(const CallExpr &e, const TValue &view, Value &mask);
@@ -1684,12 +1685,9 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genLoad(e);
   if (name == "store")
     return genStore(e);
-  if (name == "atomic_add")
-    return genAtomic(e, ReduceKind::Sum);
-  if (name == "atomic_max")
-    return genAtomic(e, ReduceKind::Max);
-  if (name == "atomic_min")
-    return genAtomic(e, ReduceKind::Min);
+  if (name == "atomic_add" || name == "atomic_max" || name == "atomic_min" ||
+      name == "atomic_xchg" || name == "atomic_cas")
+    return genAtomic(e);
   if (name == "sum")
     return genReduce(e, ReduceKind::Sum);
   if (name == "prod")
@@ -1922,21 +1920,23 @@ bool Generator::maskArg(const CallExpr &e, const TValue &view, Value &mask) {
 
 /// The checks `store` and the atomics share: a view, then a value that fits it,
 /// converted to the tensor's element type and the view's shape.
-MaybeValue Generator::genStoredValue(const CallExpr &e, const TValue &view, const char *what) {
-  MaybeValue v = genValue(*e.args[1], what);
+MaybeValue Generator::genStoredValue(const CallExpr &e, size_t arg, const TValue &view,
+                                      const char *what) {
+  const Expr &valueExpr = *e.args[arg];
+  MaybeValue v = genValue(valueExpr, what);
   if (!v)
     return std::nullopt;
   DType dt = view.type.dtype;
   const Shape &shape = view.type.shape;
   if (v->type.dtype != dt && (!v->type.weak || (isFloat(v->type.dtype) && !isFloat(dt))))
-    return error(e.args[1]->loc, "cannot store " + v->type.str() + " into tensor '" +
-                                     view.view->tensorName + "' of " + dtypeName(dt) +
-                                     "; convert it with cast<" + dtypeName(dt) + ">(...)");
+    return error(valueExpr.loc, "cannot store " + v->type.str() + " into tensor '" +
+                                    view.view->tensorName + "' of " + dtypeName(dt) +
+                                    "; convert it with cast<" + dtypeName(dt) + ">(...)");
   auto s = broadcastShapes(v->type.shape, shape);
   if (!s || *s != shape)
-    return error(e.args[1]->loc, std::string(what) + " of shape " + shapeStr(v->type.shape) +
-                                     " does not fit the view of shape " + shapeStr(shape));
-  return convert(*v, dt, shape, e.args[1]->loc);
+    return error(valueExpr.loc, std::string(what) + " of shape " + shapeStr(v->type.shape) +
+                                    " does not fit the view of shape " + shapeStr(shape));
+  return convert(*v, dt, shape, valueExpr.loc);
 }
 
 MaybeValue Generator::genStore(const CallExpr &e) {
@@ -1948,7 +1948,7 @@ MaybeValue Generator::genStore(const CallExpr &e) {
   if (view->type.kind != SType::View)
     return error(e.args[0]->loc, "store needs a view such as y[i, j] or y.tile(...), got " +
                                      withArticle(view->type.str()));
-  MaybeValue v = genStoredValue(e, *view, "stored value");
+  MaybeValue v = genStoredValue(e, 1, *view, "stored value");
   if (!v)
     return std::nullopt;
   mlir::Location l = loc(e.loc);
@@ -1964,9 +1964,16 @@ MaybeValue Generator::genStore(const CallExpr &e) {
   return out;
 }
 
-MaybeValue Generator::genAtomic(const CallExpr &e, ReduceKind kind) {
+MaybeValue Generator::genAtomic(const CallExpr &e) {
   std::string name = e.callee;
-  if (!checkArity(e, 2, 2, {"mask"}))
+  std::optional<ReduceKind> kind = llvm::StringSwitch<std::optional<ReduceKind>>(name)
+                                       .Case("atomic_add", ReduceKind::Sum)
+                                       .Case("atomic_max", ReduceKind::Max)
+                                       .Case("atomic_min", ReduceKind::Min)
+                                       .Default(std::nullopt);
+  bool cas = name == "atomic_cas";
+  size_t arity = cas ? 3 : 2;
+  if (!checkArity(e, arity, arity, {"mask"}))
     return std::nullopt;
   MaybeValue view = genExpr(*e.args[0]);
   if (!view)
@@ -1977,19 +1984,30 @@ MaybeValue Generator::genAtomic(const CallExpr &e, ReduceKind kind) {
                                           ? std::string("a block view")
                                           : withArticle(view->type.str())));
   DType dt = view->type.dtype;
-  if (dt != DType::I32 && dt != DType::I64 && dt != DType::F32)
-    return error(e.args[0]->loc, name + " works on i32, i64 and f32 tensors; '" +
-                                     view->view->tensorName + "' holds " + dtypeName(dt));
-  MaybeValue v = genStoredValue(e, *view, "value");
+  bool floats = kind.has_value(); // add, max and min also take f32
+  if (dt != DType::I32 && dt != DType::I64 && (!floats || dt != DType::F32))
+    return error(e.args[0]->loc, name + " works on " +
+                                     (floats ? "i32, i64 and f32" : "i32 and i64") +
+                                     " tensors; '" + view->view->tensorName + "' holds " +
+                                     dtypeName(dt));
+  MaybeValue compare;
+  if (cas && !(compare = genStoredValue(e, 1, *view, "compared value")))
+    return std::nullopt;
+  MaybeValue v = genStoredValue(e, arity - 1, *view, "value");
   if (!v)
     return std::nullopt;
   Value mask;
   if (!maskArg(e, *view, mask))
     return std::nullopt;
-  builder.create<AtomicRMWOp>(loc(e.loc), kind, view->view->memory, view->view->coords,
-                              v->value, mask);
+  mlir::Location l = loc(e.loc);
   TValue out;
-  out.type.kind = SType::Void;
+  out.type = SType::value(dt, view->type.shape);
+  if (kind)
+    out.value = builder.create<AtomicRMWOp>(l, *kind, view->view->memory, view->view->coords,
+                                            v->value, mask);
+  else
+    out.value = builder.create<AtomicSwapOp>(l, view->view->memory, view->view->coords,
+                                             v->value, compare ? compare->value : Value(), mask);
   return out;
 }
 

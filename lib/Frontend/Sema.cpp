@@ -148,10 +148,11 @@ std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,
 
 bool kiln::isBuiltin(llvm::StringRef name) {
   static const llvm::StringSet<> builtins = {
-      "program_id", "num_programs", "arange", "zeros", "ones", "full", "cast",
-      "load", "store", "atomic_add", "atomic_max", "atomic_min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh",
-      "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid", "min", "max", "argmin", "argmax", "rand", "randint", "randn", "sum",
-      "prod", "cumsum", "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
+      "program_id", "num_programs", "arange", "zeros", "ones", "full", "cast", "load", "store",
+      "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "exp", "exp2", "log",
+      "log2", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid",
+      "min", "max", "argmin", "argmax", "rand", "randint", "randn", "sum", "prod", "cumsum",
+      "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
       "broadcast_to", "cdiv", "inf", "nan", "range"};
   return builtins.contains(name);
 }

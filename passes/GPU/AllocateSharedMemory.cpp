@@ -69,6 +69,10 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
     }
     return need(a, a.getNumElements() + b.getNumElements());
   }
+  // A scalar atomic's old value goes from thread 0 to every thread.
+  if (isa<AtomicRMWOp, AtomicSwapOp>(op) && !isa<RankedTensorType>(op->getResult(0).getType()) &&
+      !op->getResult(0).use_empty())
+    return {Need(sharedStorageType(op->getResult(0).getType()), 1)};
   return {};
 }
 
@@ -79,9 +83,8 @@ struct AllocateSharedMemory
   void runOnOperation() override {
     Builder b(&getContext());
     for (auto func : getOperation().getOps<func::FuncOp>()) {
+      // Null for a kernel without tiles; only ops on tiles consult it.
       auto layout = kiln::gpu::getKernelLayout(func);
-      if (!layout)
-        continue;
       llvm::MapVector<Type, int64_t> elements;
       Operation *largest = nullptr;
       int64_t largestBytes = 0;

@@ -29,14 +29,20 @@ Value ThreadEmitter::sharedBuffer(Type elementType) {
 
 void ThreadEmitter::barrier() { b.create<mlir::gpu::BarrierOp>(loc); }
 
+Value ThreadEmitter::toSharedStorage(Value v) {
+  Type type = v.getType(), storage = sharedStorageType(type);
+  if (type.isInteger(1))
+    v = b.create<arith::ExtUIOp>(loc, b.getI32Type(), v);
+  if (v.getType() != storage)
+    v = b.create<arith::BitcastOp>(loc, storage, v);
+  return v;
+}
+
 void ThreadEmitter::writeShared(const Registers &regs, int64_t numElements, Type type,
                                 int64_t base, function_ref<Value(Value)> place) {
   Value buffer = sharedBuffer(type);
-  Type storage = sharedStorageType(type);
   for (auto [r, v] : llvm::enumerate(regs)) {
-    Value value = type.isInteger(1) ? b.create<arith::ExtUIOp>(loc, b.getI32Type(), v) : v;
-    if (value.getType() != storage)
-      value = b.create<arith::BitcastOp>(loc, storage, value);
+    Value value = toSharedStorage(v);
     Value at = place ? place(elementIndex(r)) : elementIndex(r);
     Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(),
                                                b.create<arith::AddIOp>(loc, at, i32(base)));

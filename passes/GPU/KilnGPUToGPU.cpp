@@ -567,8 +567,8 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
     return emitLoad(op);
   if (isa<StoreOp, StoreBlockOp>(op))
     return emitStore(op);
-  if (auto o = dyn_cast<AtomicRMWOp>(op))
-    return emitAtomic(o);
+  if (isa<AtomicRMWOp, AtomicSwapOp>(op))
+    return emitAtomic(op);
   if (isa<func::ReturnOp>(op))
     return success();
   return emitElementwise(op);

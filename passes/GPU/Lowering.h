@@ -147,7 +147,15 @@ private:
   // MemoryToGPU.cpp
   mlir::LogicalResult emitLoad(mlir::Operation *op);
   mlir::LogicalResult emitStore(mlir::Operation *op);
-  mlir::LogicalResult emitAtomic(AtomicRMWOp op);
+  /// kiln.atomic_rmw and kiln.atomic_swap: the thread that owns each element
+  /// updates it. A scalar atomic waits for all the program's threads first, is
+  /// made by thread 0, and its old value is shared through shared memory.
+  mlir::LogicalResult emitAtomic(mlir::Operation *op);
+  /// The atomic update of one element of `t` at `offset`; returns its old value.
+  mlir::Value atomicUpdate(mlir::Operation *op, const TensorArg &t, mlir::Value offset,
+                           mlir::Value value, mlir::Value compare);
+  /// `value`, as thread 0 has it, in every thread.
+  mlir::Value broadcastFromThread0(mlir::Value value);
   /// Whether this thread writes register `reg` of a stored `tile` (null for a
   /// scalar): each element is written by exactly one thread, and only where
   /// `mask` (optional) holds.
@@ -218,6 +226,8 @@ private:
                    int64_t base = 0,
                    llvm::function_ref<mlir::Value(mlir::Value)> place = nullptr);
   mlir::Value readShared(mlir::Value index, mlir::Type type);
+  /// `v` as shared memory holds it (sharedStorageType's bits).
+  mlir::Value toSharedStorage(mlir::Value v);
   mlir::Value sharedBuffer(mlir::Type elementType);
   void barrier();
 
@@ -253,7 +263,7 @@ private:
   BlockedEncodingAttr layout;
   MemoryModel memory;
   bool nativeSubgroupReduce;
-  bool amdSwizzle;
+  bool amdSwizzle; // set exactly for AMD targets (LLVM pointers otherwise mean NVIDIA)
   MatrixUnits matrixUnits;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::Value threadId; // i32

@@ -364,37 +364,126 @@ LogicalResult ThreadEmitter::emitStore(Operation *op) {
   return success();
 }
 
-LogicalResult ThreadEmitter::emitAtomic(AtomicRMWOp op) {
-  const TensorArg &t = tensors.find(op.getMemory())->second;
-  auto tile = dyn_cast<RankedTensorType>(op.getValue().getType());
-  int64_t n = tile ? registers(tile) : 1;
-  // Exactly one thread updates each element, as for stores.
-  SmallVector<Access> acc = accesses(b, loc, t, n, coordinates(op.getIndices(), {}, tile),
-                                     [&](int64_t r) { return writerOk(tile, op.getMask(), r); });
+Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offset, Value value,
+                                  Value compare) {
   bool isFloat = isa<FloatType>(t.elementType);
-  for (int64_t r = 0; r < n; ++r) {
-    Value v = element(op.getValue(), r);
-    emitIfElse(
-        acc[r].ok, {},
-        [&]() -> SmallVector<Value> {
-          if (memory == MemoryModel::LLVMPointers) {
-            LLVM::AtomicBinOp bin;
-            switch (op.getKind()) {
-            case ReduceKind::Sum: bin = isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add; break;
-            case ReduceKind::Max: bin = isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max; break;
-            default: bin = isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min; break;
-            }
-            Value ptr = b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base,
-                                              ValueRange{acc[r].offset});
-            b.create<LLVM::AtomicRMWOp>(loc, bin, ptr, v, LLVM::AtomicOrdering::monotonic);
-          } else {
-            arith::AtomicRMWKind kind = atomicKind(op.getKind(), isFloat);
-            Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), acc[r].offset);
-            b.create<memref::AtomicRMWOp>(loc, kind, v, t.base, ValueRange{index});
-          }
-          return {};
-        },
-        nullptr);
+  auto rmw = dyn_cast<AtomicRMWOp>(op);
+  if (memory == MemoryModel::LLVMPointers) {
+    Value ptr =
+        b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base, ValueRange{offset});
+    // Read-modify-writes are relaxed; swaps order like a lock's acquire and
+    // release. NVPTX (LLVM 19) emits every atom as relaxed and selects no LLVM
+    // fence, so there the ordering comes from PTX fences around the swap.
+    auto ordering = rmw ? LLVM::AtomicOrdering::monotonic : LLVM::AtomicOrdering::acq_rel;
+    auto fence = [&] {
+      if (rmw)
+        return;
+      if (amdSwizzle) // AMD: LLVM fences at device (agent) scope
+        b.create<LLVM::FenceOp>(loc, LLVM::AtomicOrdering::acq_rel, "agent");
+      else
+        inlinePTX(b, loc, "fence.acq_rel.gpu;", "", 0, Type(), {});
+    };
+    fence();
+    Value old;
+    if (compare) {
+      auto cas = b.create<LLVM::AtomicCmpXchgOp>(loc, ptr, compare, value, ordering,
+                                                 LLVM::AtomicOrdering::acquire);
+      old = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{0});
+      fence();
+      return old;
+    }
+    LLVM::AtomicBinOp bin = LLVM::AtomicBinOp::xchg;
+    if (rmw) {
+      switch (rmw.getKind()) {
+      case ReduceKind::Sum: bin = isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add; break;
+      case ReduceKind::Max: bin = isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max; break;
+      default: bin = isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min; break;
+      }
+    }
+    old = b.create<LLVM::AtomicRMWOp>(loc, bin, ptr, value, ordering);
+    fence();
+    return old;
   }
+  // memref (SPIR-V): kiln-gpu-to-spirv turns the exchange (assign) and the
+  // compare-and-swap form of generic_atomic_rmw into SPIR-V atomics.
+  SmallVector<Value> index{b.create<arith::IndexCastOp>(loc, b.getIndexType(), offset)};
+  if (compare) {
+    auto cas = b.create<memref::GenericAtomicRMWOp>(loc, t.base, index);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(cas.getBody());
+    Value current = cas.getCurrentValue();
+    Value equal = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, current, compare);
+    b.create<memref::AtomicYieldOp>(loc,
+                                    b.create<arith::SelectOp>(loc, equal, value, current).getResult());
+    return cas.getResult();
+  }
+  arith::AtomicRMWKind kind =
+      rmw ? atomicKind(rmw.getKind(), isFloat) : arith::AtomicRMWKind::assign;
+  return b.create<memref::AtomicRMWOp>(loc, kind, value, t.base, index);
+}
+
+Value ThreadEmitter::broadcastFromThread0(Value value) {
+  Type type = value.getType();
+  Value buffer = sharedBuffer(type);
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
+  emitIfElse(
+      first, {},
+      [&]() -> SmallVector<Value> {
+        b.create<memref::StoreOp>(loc, toSharedStorage(value), buffer, ValueRange{zero});
+        return {};
+      },
+      nullptr);
+  barrier();
+  Value all = readShared(i32(0), type);
+  barrier();
+  return all;
+}
+
+LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
+  auto rmw = dyn_cast<AtomicRMWOp>(op);
+  auto swap = dyn_cast<AtomicSwapOp>(op);
+  Value memoryArg = rmw ? rmw.getMemory() : swap.getMemory();
+  Value value = rmw ? rmw.getValue() : swap.getValue();
+  Value compare = swap ? swap.getCompare() : Value();
+  Value mask = rmw ? rmw.getMask() : swap.getMask();
+  Value old = op->getResult(0);
+  const TensorArg &t = tensors.find(memoryArg)->second;
+  auto tile = dyn_cast<RankedTensorType>(value.getType());
+  int64_t n = tile ? registers(tile) : 1;
+  bool needOld = !old.use_empty();
+  // A scalar atomic comes after everything the program's threads did before it
+  // (a lock is released only once every thread's stores are done).
+  if (!tile)
+    barrier();
+  // Exactly one thread updates each element, as for stores.
+  SmallVector<Access> acc =
+      accesses(b, loc, t, n, coordinates(rmw ? rmw.getIndices() : swap.getIndices(), {}, tile),
+               [&](int64_t r) { return writerOk(tile, mask, r); });
+  SmallVector<Type> types;
+  if (needOld)
+    types.push_back(t.elementType);
+  Registers olds;
+  for (int64_t r = 0; r < n; ++r) {
+    Value v = element(value, r);
+    Value c = compare ? element(compare, r) : Value();
+    auto ifOp = emitIfElse(
+        acc[r].ok, types,
+        [&]() -> SmallVector<Value> {
+          Value o = atomicUpdate(op, t, acc[r].offset, v, c);
+          return needOld ? SmallVector<Value>{o} : SmallVector<Value>{};
+        },
+        needOld ? [&]() -> SmallVector<Value> {
+          return {b.create<arith::ConstantOp>(loc, b.getZeroAttr(t.elementType))};
+        } : function_ref<SmallVector<Value>()>());
+    if (needOld)
+      olds.push_back(ifOp.getResult(0));
+  }
+  if (!needOld)
+    return success();
+  if (tile)
+    tiles[old] = std::move(olds);
+  else
+    scalars.map(old, broadcastFromThread0(olds[0]));
   return success();
 }

@@ -1,8 +1,8 @@
 //===- DeviceAgreementTest.cpp - the language gives the same answers everywhere ===//
 //
 // Kernels through kiln::Session on the CPU and on Vulkan (lavapipe here), against
-// C++ references: integer edge cases, shifts, argmax, while loops, fp8
-// conversions, random numbers, and the FMA dot's register blockings. Where LLVM
+// C++ references: integer edge cases, shifts, argmax, while loops, atomics,
+// fp8 conversions, random numbers, and the FMA dot's register blockings. Where LLVM
 // and SPIR-V define an operation differently (or MLIR lowers it wrongly), Kiln
 // defines it once and these tests hold both targets to it.
 //
@@ -366,6 +366,108 @@ kernel loops(x: tensor<i32>[N], steps: tensor<i32>[N], out: tensor<i32>[3], n: i
     ASSERT_TRUE(steps.download(got).ok() && out.download(scalars).ok());
     EXPECT_EQ(got, want) << device;
     EXPECT_EQ(scalars, (std::vector<int32_t>{1024, 7, total})) << device;
+  });
+}
+
+TEST_F(DeviceAgreement, AtomicsReturnOldValuesOnEveryDevice) {
+  // Tickets: every program takes one from a scalar counter, so they are a
+  // permutation of 0 .. P-1. Slots: colliding tile lanes each see a distinct
+  // earlier count. Exchange returns what was there. A compare-and-swap spin
+  // lock guards a read-modify-write of a whole tile by every program (and a
+  // plain counter): a lost update would show in either.
+  const char *source = R"(
+kernel tickets(counter: tensor<i32>[1], out: tensor<i32>[P]) grid(P) {
+  store(out[program_id(0)], atomic_add(counter[0], 1));
+}
+kernel slots(h: tensor<i64>[B], x: tensor<i32>[N], old: tensor<i64>[N])
+    params(BLOCK: i32 = 128) grid(cdiv(N, BLOCK)) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  store(old[offs], atomic_add(h[load(x[offs])], 1, mask = offs < N && offs % 7 != 3));
+}
+kernel swap(x: tensor<i32>[N], y: tensor<i32>[N]) params(BLOCK: i32 = 128) grid(cdiv(N, BLOCK)) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  store(y[offs], atomic_xchg(x[offs], offs * 2));
+}
+kernel locked(x: tensor<f32>[N], acc: tensor<f32>[BLOCK], lock: tensor<i32>[1],
+              count: tensor<i32>[1]) params(BLOCK: i32 = 64) grid(cdiv(N, BLOCK)) {
+  let v = load(x[program_id(0) * BLOCK + arange(0, BLOCK)]);
+  while atomic_cas(lock[0], 0, 1) == 1 {
+  }
+  let c = arange(0, BLOCK);
+  store(acc[c], load(acc[c]) + v);
+  store(count[0], load(count[0]) + 1);
+  atomic_xchg(lock[0], 0);
+}
+)";
+  const int64_t programs = 300, n = 5000, bins = 10;
+  std::vector<int32_t> x(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = int32_t((i * 7919) % bins);
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = float(i % 61); // integers: the sums are exact in any order
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel tickets = s.compile(source, "tickets"), slots = s.compile(source, "slots"),
+           swap = s.compile(source, "swap"), locked = s.compile(source, "locked");
+    for (Kernel *k : {&tickets, &slots, &swap, &locked})
+      ASSERT_TRUE(k->ok()) << device << ": " << k->status().message();
+
+    Tensor counter = s.upload(std::vector<int32_t>{0}, {1}),
+           out = s.empty<int32_t>({programs});
+    ASSERT_TRUE(tickets(counter, out).ok()) << device;
+    std::vector<int32_t> got;
+    ASSERT_TRUE(out.download(got).ok());
+    std::sort(got.begin(), got.end());
+    for (int64_t i = 0; i < programs; ++i)
+      ASSERT_EQ(got[i], i) << device;
+
+    Tensor h = s.upload(std::vector<int64_t>(bins, 100), {bins}), tx = s.upload(x, {n}),
+           old = s.empty<int64_t>({n});
+    ASSERT_TRUE(slots(h, tx, old).ok()) << device;
+    std::vector<int64_t> olds, counts;
+    ASSERT_TRUE(old.download(olds).ok() && h.download(counts).ok());
+    std::vector<std::vector<int64_t>> seen(bins);
+    for (int64_t i = 0; i < n; ++i) {
+      if (i % 7 == 3)
+        EXPECT_EQ(olds[i], 0) << device << " masked lane " << i;
+      else
+        seen[x[i]].push_back(olds[i]);
+    }
+    for (int64_t b = 0; b < bins; ++b) {
+      std::sort(seen[b].begin(), seen[b].end());
+      EXPECT_EQ(counts[b], 100 + int64_t(seen[b].size())) << device;
+      for (size_t j = 0; j < seen[b].size(); ++j)
+        ASSERT_EQ(seen[b][j], 100 + int64_t(j)) << device << " bin " << b;
+    }
+
+    std::vector<int32_t> before(n);
+    for (int64_t i = 0; i < n; ++i)
+      before[i] = int32_t(i * 3 + 1);
+    Tensor sx = s.upload(before, {n}), sy = s.empty<int32_t>({n});
+    ASSERT_TRUE(swap(sx, sy).ok()) << device;
+    std::vector<int32_t> after, returned;
+    ASSERT_TRUE(sx.download(after).ok() && sy.download(returned).ok());
+    EXPECT_EQ(returned, before) << device;
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(after[i], i * 2) << device;
+
+    Tensor lx = s.upload(values, {n}), acc = s.upload(std::vector<float>(64, 0.0f), {64}),
+           lock = s.upload(std::vector<int32_t>{0}, {1}),
+           count = s.upload(std::vector<int32_t>{0}, {1});
+    ASSERT_TRUE(locked(lx, acc, lock, count).ok()) << device;
+    std::vector<float> sums;
+    std::vector<int32_t> finalCount, finalLock;
+    ASSERT_TRUE(acc.download(sums).ok() && count.download(finalCount).ok() &&
+                lock.download(finalLock).ok());
+    int64_t blocks = (n + 63) / 64;
+    EXPECT_EQ(finalCount[0], blocks) << device;
+    EXPECT_EQ(finalLock[0], 0) << device;
+    for (int64_t c = 0; c < 64; ++c) {
+      double want = 0;
+      for (int64_t i = c; i < n; i += 64)
+        want += values[i];
+      ASSERT_EQ(sums[c], float(want)) << device << " column " << c;
+    }
   });
 }
 

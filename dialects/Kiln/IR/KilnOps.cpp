@@ -340,6 +340,18 @@ LogicalResult AtomicRMWOp::verify() {
                       shapeOf(getValue().getType()));
 }
 
+LogicalResult AtomicSwapOp::verify() {
+  Type elem = elementOf(getValue().getType());
+  if (elem != getMemory().getType().getElementType())
+    return emitOpError("value element type must match the memory");
+  if (!elem.isInteger(32) && !elem.isInteger(64))
+    return emitOpError("element type must be i32 or i64, got ") << elem;
+  if (getCompare() && getCompare().getType() != getValue().getType())
+    return emitOpError("compare must have the value's type");
+  return verifyAccess(*this, getMemory().getType(), getIndices(), getMask(),
+                      shapeOf(getValue().getType()));
+}
+
 static LogicalResult verifyBlock(Operation *op, MemRefType memory, ValueRange offsets,
                                  RankedTensorType tile) {
   if (static_cast<int64_t>(offsets.size()) != memory.getRank())

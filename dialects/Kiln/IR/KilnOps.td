@@ -293,26 +293,56 @@ def Kiln_StoreOp : Kiln_Op<"store", [AttrSizedOperandSegments,
 }
 
 def Kiln_AtomicRMWOp : Kiln_Op<"atomic_rmw", [AttrSizedOperandSegments,
-    MemoryEffects<[MemRead, MemWrite]>]> {
+    MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["value", "old"]>]> {
   let summary = "scatter-style masked atomic read-modify-write";
   let description = [{
     For every in-bounds, unmasked position `p`, atomically replaces
     `memory[indices[0][p], ...]` with `memory[...] (kind) value[p]`; positions that
     address the same element all take effect. `kind` is `sum`, `max` or `min`
     (float max/min propagate NaN); the element type is `i32`, `i64` or `f32`.
-    Nothing is returned.
+    `old[p]` is the element's value just before lane `p`'s update (0 for masked
+    and out-of-bounds lanes). The updates are relaxed: they order no other access.
 
     ```mlir
-    kiln.atomic_rmw sum %hist[%bins], %ones mask %valid : tensor<256xi1>
+    %old = kiln.atomic_rmw sum %hist[%bins], %ones mask %valid : tensor<256xi1>
         : memref<?xi32, strided<[?], offset: ?>>[tensor<256xi32>], tensor<256xi32>
     ```
   }];
   let arguments = (ins Kiln_ReduceKind:$kind, Kiln_Memory:$memory,
                    Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
                    Kiln_TileOrScalar:$value, Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
+  let results = (outs Kiln_TileOrScalar:$old);
   let assemblyFormat = [{
     $kind $memory `[` $indices `]` `,` $value (`mask` $mask^ `:` type($mask))? attr-dict
     `:` type($memory) `[` type($indices) `]` `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_AtomicSwapOp : Kiln_Op<"atomic_swap", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["value", "old"]>]> {
+  let summary = "scatter-style masked atomic exchange or compare-and-swap";
+  let description = [{
+    For every in-bounds, unmasked position `p`, atomically reads the element
+    `memory[indices[0][p], ...]` into `old[p]` and writes `value[p]` in its place;
+    with `compare`, only if the element equals `compare[p]` (compare-and-swap).
+    Masked and out-of-bounds lanes give 0. The element type is `i32` or `i64`. The
+    swap has acquire-release ordering, so a program can take a lock with a
+    compare-and-swap and release it with an exchange.
+
+    ```mlir
+    %was = kiln.atomic_swap %lock[%c0], %one compare %zero : i32
+        : memref<?xi32, strided<[?], offset: ?>>[i32], i32
+    ```
+  }];
+  let arguments = (ins Kiln_Memory:$memory,
+                   Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
+                   Kiln_TileOrScalar:$value, Optional<Kiln_TileOrScalar>:$compare,
+                   Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
+  let results = (outs Kiln_TileOrScalar:$old);
+  let assemblyFormat = [{
+    $memory `[` $indices `]` `,` $value (`compare` $compare^ `:` type($compare))?
+    (`mask` $mask^ `:` type($mask))? attr-dict `:` type($memory) `[` type($indices) `]` `,` type($value)
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,152 @@
+//===- GPUToSPIRV.cpp - convert-gpu-to-spirv with exchange and CAS --------===//
+//
+// Upstream's convert-gpu-to-spirv for Vulkan shaders, plus the two atomics MLIR
+// 19's memref patterns do not lower: the exchange (`memref.atomic_rmw assign`)
+// and the compare-and-swap that MemoryToGPU writes as a generic_atomic_rmw.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
+#include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
+#include "mlir/Conversion/GPUToSPIRV/GPUToSPIRV.h"
+#include "mlir/Conversion/MemRefToSPIRV/MemRefToSPIRV.h"
+#include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
+#include "mlir/IR/Matchers.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUTOSPIRV
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+/// The pointer to element `indices` of `memref`, and the scope and
+/// acquire-release semantics of an atomic on it.
+struct AtomicTarget {
+  Value pointer;
+  spirv::Scope scope;
+  spirv::MemorySemantics semantics;
+};
+
+FailureOr<AtomicTarget> atomicTarget(const SPIRVTypeConverter &converter, MemRefType type,
+                                     Value memref, ValueRange indices, Location loc,
+                                     OpBuilder &b) {
+  auto storage = dyn_cast_or_null<spirv::StorageClassAttr>(type.getMemorySpace());
+  if (!storage)
+    return failure();
+  AtomicTarget t;
+  switch (storage.getValue()) {
+  case spirv::StorageClass::StorageBuffer:
+    t.scope = spirv::Scope::Device;
+    t.semantics = spirv::MemorySemantics::UniformMemory;
+    break;
+  case spirv::StorageClass::Workgroup:
+    t.scope = spirv::Scope::Workgroup;
+    t.semantics = spirv::MemorySemantics::WorkgroupMemory;
+    break;
+  default:
+    return failure();
+  }
+  t.pointer = spirv::getElementPtr(converter, type, memref, indices, loc, b);
+  if (!t.pointer)
+    return failure();
+  return t;
+}
+
+/// memref.atomic_rmw assign -> spirv.AtomicExchange.
+struct ExchangePattern : OpConversionPattern<memref::AtomicRMWOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(memref::AtomicRMWOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (op.getKind() != arith::AtomicRMWKind::assign || !op.getType().isSignlessInteger())
+      return failure();
+    FailureOr<AtomicTarget> t =
+        atomicTarget(*getTypeConverter<SPIRVTypeConverter>(), op.getMemRefType(),
+                     adaptor.getMemref(), adaptor.getIndices(), op.getLoc(), rewriter);
+    if (failed(t))
+      return failure();
+    rewriter.replaceOpWithNewOp<spirv::AtomicExchangeOp>(
+        op, op.getType(), t->pointer, t->scope,
+        t->semantics | spirv::MemorySemantics::AcquireRelease, adaptor.getValue());
+    return success();
+  }
+};
+
+/// A memref.generic_atomic_rmw whose body is exactly
+///   %eq = arith.cmpi eq, %current, %compare
+///   %new = arith.select %eq, %value, %current
+///   memref.atomic_yield %new
+/// with %compare and %value from outside -> spirv.AtomicCompareExchange.
+struct CompareAndSwapPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(memref::GenericAtomicRMWOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Block *body = op.getBody();
+    Value current = op.getCurrentValue();
+    auto yield = cast<memref::AtomicYieldOp>(body->getTerminator());
+    auto select = yield.getResult().getDefiningOp<arith::SelectOp>();
+    if (body->getOperations().size() != 3 || !select || select.getFalseValue() != current)
+      return failure();
+    auto equal = select.getCondition().getDefiningOp<arith::CmpIOp>();
+    if (!equal || equal.getPredicate() != arith::CmpIPredicate::eq || equal.getLhs() != current)
+      return failure();
+    Value compare = equal.getRhs(), value = select.getTrueValue();
+    if (compare.getParentBlock() == body || value.getParentBlock() == body)
+      return failure();
+    FailureOr<AtomicTarget> t =
+        atomicTarget(*getTypeConverter<SPIRVTypeConverter>(), op.getMemref().getType(),
+                     adaptor.getMemref(), adaptor.getIndices(), op.getLoc(), rewriter);
+    if (failed(t))
+      return failure();
+    // A failed comparison writes nothing, so it only acquires.
+    rewriter.replaceOpWithNewOp<spirv::AtomicCompareExchangeOp>(
+        op, op.getType(), t->pointer, t->scope,
+        t->semantics | spirv::MemorySemantics::AcquireRelease,
+        t->semantics | spirv::MemorySemantics::Acquire, rewriter.getRemappedValue(value),
+        rewriter.getRemappedValue(compare));
+    return success();
+  }
+};
+
+struct GPUToSPIRV : kiln::impl::KilnGPUToSPIRVBase<GPUToSPIRV> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ModuleOp module = getOperation();
+    // The gpu.modules stay (the host side refers to them); each is converted as
+    // a copy placed before it, as upstream does for Vulkan.
+    SmallVector<Operation *> copies;
+    OpBuilder builder(ctx);
+    module.walk([&](gpu::GPUModuleOp gpuModule) {
+      builder.setInsertionPoint(gpuModule);
+      copies.push_back(builder.clone(*gpuModule));
+    });
+    for (Operation *copy : copies) {
+      spirv::TargetEnvAttr targetAttr = spirv::lookupTargetEnvOrDefault(copy);
+      std::unique_ptr<ConversionTarget> target = SPIRVConversionTarget::get(targetAttr);
+      SPIRVTypeConverter converter(targetAttr, SPIRVConversionOptions());
+      RewritePatternSet patterns(ctx);
+      populateGPUToSPIRVPatterns(converter, patterns);
+      ScfToSPIRVContext scfContext;
+      populateSCFToSPIRVPatterns(converter, scfContext, patterns);
+      arith::populateArithToSPIRVPatterns(converter, patterns);
+      populateMemRefToSPIRVPatterns(converter, patterns);
+      populateFuncToSPIRVPatterns(converter, patterns);
+      patterns.add<ExchangePattern, CompareAndSwapPattern>(converter, ctx);
+      if (failed(applyFullConversion(copy, *target, std::move(patterns))))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

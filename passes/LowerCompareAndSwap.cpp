@@ -1,0 +1,49 @@
+//===- LowerCompareAndSwap.cpp - per-element CAS after bufferization ------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERCOMPAREANDSWAP
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+struct LowerCompareAndSwap : kiln::impl::KilnLowerCompareAndSwapBase<LowerCompareAndSwap> {
+  void runOnOperation() override {
+    SmallVector<kiln::AtomicSwapOp> swaps;
+    getOperation().walk([&](kiln::AtomicSwapOp op) { swaps.push_back(op); });
+    for (kiln::AtomicSwapOp op : swaps) {
+      if (!op.getCompare() || isa<RankedTensorType>(op.getValue().getType()) || op.getMask()) {
+        op.emitOpError("expected a scalar compare-and-swap without a mask (one lane of "
+                       "convert-kiln-to-linalg's lowering)");
+        return signalPassFailure();
+      }
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      SmallVector<Value> at;
+      for (Value index : op.getIndices())
+        at.push_back(b.create<arith::IndexCastOp>(loc, b.getIndexType(), index));
+      // Write the value only over an element equal to compare; the result is
+      // the element as it was.
+      auto cas = b.create<memref::GenericAtomicRMWOp>(loc, op.getMemory(), at);
+      OpBuilder body = OpBuilder::atBlockEnd(cas.getBody());
+      Value current = cas.getCurrentValue();
+      Value equal =
+          body.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, current, op.getCompare());
+      body.create<memref::AtomicYieldOp>(
+          loc, body.create<arith::SelectOp>(loc, equal, op.getValue(), current).getResult());
+      op.replaceAllUsesWith(cas.getResult());
+      op.erase();
+    }
+  }
+};
+} // namespace
