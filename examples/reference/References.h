@@ -57,6 +57,43 @@ inline std::vector<double> layernorm(const float *x, const float *w, const float
   return y;
 }
 
+/// The gradients of layernorm (with upstream gradient `dy`, [m, n]) with
+/// respect to x ([m, n]), w and b ([n] each).
+struct LayerNormGradients {
+  std::vector<double> dx, dw, db;
+};
+inline LayerNormGradients layernormBackward(const float *x, const float *w, const float *dy,
+                                            int64_t m, int64_t n, double eps) {
+  LayerNormGradients g{std::vector<double>(m * n), std::vector<double>(n, 0.0),
+                       std::vector<double>(n, 0.0)};
+  std::vector<double> xhat(n), wdy(n);
+  for (int64_t r = 0; r < m; ++r) {
+    const float *row = x + r * n, *drow = dy + r * n;
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < n; ++c)
+      mean += row[c];
+    mean /= n;
+    for (int64_t c = 0; c < n; ++c)
+      var += (row[c] - mean) * (row[c] - mean);
+    var /= n;
+    double rstd = 1.0 / std::sqrt(var + eps), c1 = 0, c2 = 0;
+    for (int64_t c = 0; c < n; ++c) {
+      xhat[c] = (row[c] - mean) * rstd;
+      wdy[c] = double(w[c]) * drow[c];
+      c1 += xhat[c] * wdy[c];
+      c2 += wdy[c];
+    }
+    c1 /= n;
+    c2 /= n;
+    for (int64_t c = 0; c < n; ++c) {
+      g.dx[r * n + c] = (wdy[c] - (xhat[c] * c1 + c2)) * rstd;
+      g.dw[c] += drow[c] * xhat[c];
+      g.db[c] += drow[c];
+    }
+  }
+  return g;
+}
+
 /// Sums along rows (`alongRows`: one result per row) or columns of an [m, n] view
 /// with strides (s0, s1).
 inline std::vector<double> sum2d(const float *x, int64_t m, int64_t n, int64_t s0,

@@ -413,8 +413,8 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
     b.setInsertionPointToEnd(cas.getBody());
     Value current = cas.getCurrentValue();
     Value equal = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, current, compare);
-    b.create<memref::AtomicYieldOp>(loc,
-                                    b.create<arith::SelectOp>(loc, equal, value, current).getResult());
+    Value written = b.create<arith::SelectOp>(loc, equal, value, current);
+    b.create<memref::AtomicYieldOp>(loc, written);
     return cas.getResult();
   }
   arith::AtomicRMWKind kind =

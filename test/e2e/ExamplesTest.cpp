@@ -350,6 +350,80 @@ TEST(Dropout, KeepsAndScalesByTheSeededMask) {
 }
 
 //===----------------------------------------------------------------------===//
+// layernorm_backward (a spin lock per partial row)
+//===----------------------------------------------------------------------===//
+
+TEST(LayerNormBackwardReference, AgreesWithFiniteDifferences) {
+  // The reference gradients are what the kernel is held to, so check them
+  // against the forward reference: L = sum(y * dy), dL/dx by central differences.
+  int64_t m = 3, n = 37;
+  auto x = randomVector(m * n, 40, -2, 3), w = randomVector(n, 41), b = randomVector(n, 42),
+       dy = randomVector(m * n, 43);
+  double eps = 1e-5;
+  auto g = reference::layernormBackward(x.data(), w.data(), dy.data(), m, n, eps);
+  auto loss = [&](const std::vector<float> &xs, const std::vector<float> &ws,
+                  const std::vector<float> &bs) {
+    auto y = reference::layernorm(xs.data(), ws.data(), bs.data(), m, n, eps);
+    double l = 0;
+    for (int64_t i = 0; i < m * n; ++i)
+      l += y[i] * dy[i];
+    return l;
+  };
+  auto central = [&](std::vector<float> &v, int64_t i) {
+    float h = 1.0f / 256, saved = v[i];
+    v[i] = saved + h;
+    double up = loss(x, w, b);
+    v[i] = saved - h;
+    double down = loss(x, w, b);
+    v[i] = saved;
+    return (up - down) / (2 * double(h));
+  };
+  for (int64_t i : {0, 5, 36, 40, 110})
+    EXPECT_NEAR(g.dx[i], central(x, i), 2e-3) << "dx " << i;
+  for (int64_t c : {0, 17, 36}) {
+    EXPECT_NEAR(g.dw[c], central(w, c), 2e-3) << "dw " << c;
+    EXPECT_NEAR(g.db[c], central(b, c), 2e-3) << "db " << c;
+  }
+}
+
+class LayerNormBackward : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+
+TEST_P(LayerNormBackward, MatchesReference) {
+  // G partial rows: with G < M, rows contend for each lock; G = 1 serializes them all.
+  auto [m, n, groups] = GetParam();
+  auto exe = compileExample("layernorm_backward.kiln", "layernorm_backward");
+  auto dwdb = compileExample("layernorm_backward.kiln", "layernorm_backward_dwdb");
+  ASSERT_TRUE(exe && dwdb);
+  auto x = randomVector(m * n, 44, -2, 3), w = randomVector(n, 45), dy = randomVector(m * n, 46);
+  std::vector<float> dx(m * n, NAN), dwPartial(groups * n, 0.0f), dbPartial(groups * n, 0.0f),
+      dw(n, NAN), db(n, NAN);
+  std::vector<int32_t> locks(groups, 0);
+  float eps = 1e-5f;
+  auto f32 = [](std::vector<float> &v, std::vector<int64_t> shape) {
+    return KernelArg::of(TensorRef::contiguous(v.data(), DType::F32, std::move(shape)));
+  };
+  launchOrFail(*exe, "layernorm_backward",
+               {f32(x, {m, n}), f32(w, {n}), f32(dy, {m, n}), f32(dx, {m, n}),
+                f32(dwPartial, {groups, n}), f32(dbPartial, {groups, n}),
+                KernelArg::of(TensorRef::contiguous(locks.data(), DType::I32, {groups})),
+                KernelArg::ofFloat(eps)});
+  launchOrFail(*dwdb, "layernorm_backward_dwdb",
+               {f32(dwPartial, {groups, n}), f32(dbPartial, {groups, n}), f32(dw, {n}),
+                f32(db, {n})});
+  auto want = reference::layernormBackward(x.data(), w.data(), dy.data(), m, n, eps);
+  EXPECT_TRUE(allClose(dx, want.dx, 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(dw, want.dw, 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(db, want.db, 1e-4, 1e-4));
+  EXPECT_EQ(locks, std::vector<int32_t>(groups, 0)); // every lock released
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, LayerNormBackward,
+                         ::testing::Values(std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                                           std::tuple<int64_t, int64_t, int64_t>{37, 300, 8},
+                                           std::tuple<int64_t, int64_t, int64_t>{200, 1000, 1},
+                                           std::tuple<int64_t, int64_t, int64_t>{64, 77, 33}));
+
+//===----------------------------------------------------------------------===//
 // searchsorted (a while loop)
 //===----------------------------------------------------------------------===//
 

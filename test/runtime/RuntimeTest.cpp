@@ -188,6 +188,38 @@ TEST_P(OnDevice, LayerNorm) {
   }
 }
 
+TEST_P(OnDevice, LayerNormBackwardUnderSpinLocks) {
+  // 300 rows take turns on 8 locks (compare-and-swap in a while loop, released
+  // with an exchange) to accumulate dw and db: a lost update would show in them.
+  Module m = load("layernorm_backward");
+  int64_t rows = 300, n = 300, groups = 8;
+  auto x = randomVector(rows * n, 47, -2, 3), w = randomVector(n, 48),
+       dy = randomVector(rows * n, 49);
+  Buffer bx = upload(x), bw = upload(w), bdy = upload(dy),
+         bdx = upload(std::vector<float>(rows * n, NAN)),
+         dwPartial = upload(std::vector<float>(groups * n, 0.0f)),
+         dbPartial = upload(std::vector<float>(groups * n, 0.0f)),
+         dw = upload(std::vector<float>(n, NAN)), db = upload(std::vector<float>(n, NAN));
+  auto locks = device->allocate(groups * sizeof(int32_t));
+  ASSERT_TRUE(locks.ok());
+  std::vector<int32_t> unlocked(groups, 0);
+  ASSERT_TRUE(device->write(*locks, unlocked.data(), groups * sizeof(int32_t)).ok());
+  run(m, "layernorm_backward",
+      {Arg::tensor(bx, DType::F32, {rows, n}), Arg::tensor(bw, DType::F32, {n}),
+       Arg::tensor(bdy, DType::F32, {rows, n}), Arg::tensor(bdx, DType::F32, {rows, n}),
+       Arg::tensor(dwPartial, DType::F32, {groups, n}),
+       Arg::tensor(dbPartial, DType::F32, {groups, n}), Arg::tensor(*locks, DType::I32, {groups}),
+       Arg::f32(1e-5)});
+  run(m, "layernorm_backward_dwdb",
+      {Arg::tensor(dwPartial, DType::F32, {groups, n}),
+       Arg::tensor(dbPartial, DType::F32, {groups, n}), Arg::tensor(dw, DType::F32, {n}),
+       Arg::tensor(db, DType::F32, {n})});
+  auto want = reference::layernormBackward(x.data(), w.data(), dy.data(), rows, n, 1e-5);
+  EXPECT_TRUE(allClose(download(bdx, rows * n), want.dx, 1e-3, 1e-3));
+  EXPECT_TRUE(allClose(download(dw, n), want.dw, 1e-3, 1e-3));
+  EXPECT_TRUE(allClose(download(db, n), want.db, 1e-3, 1e-3));
+}
+
 TEST_P(OnDevice, Reductions) {
   Module m = load("reduce");
   struct Shape {

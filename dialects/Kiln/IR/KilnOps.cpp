@@ -192,6 +192,9 @@ LogicalResult TransOp::verify() {
   if (perm.size() != src.size())
     return emitOpError("permutation has ") << perm.size() << " entries for rank "
                                            << src.size();
+  if (dst.size() != src.size())
+    return emitOpError("result rank ") << dst.size() << " differs from source rank "
+                                       << src.size();
   SmallVector<bool> seen(src.size(), false);
   for (int32_t p : perm) {
     if (p < 0 || p >= static_cast<int32_t>(src.size()) || seen[p])

@@ -342,7 +342,8 @@ def Kiln_AtomicSwapOp : Kiln_Op<"atomic_swap", [AttrSizedOperandSegments,
   let results = (outs Kiln_TileOrScalar:$old);
   let assemblyFormat = [{
     $memory `[` $indices `]` `,` $value (`compare` $compare^ `:` type($compare))?
-    (`mask` $mask^ `:` type($mask))? attr-dict `:` type($memory) `[` type($indices) `]` `,` type($value)
+    (`mask` $mask^ `:` type($mask))? attr-dict
+    `:` type($memory) `[` type($indices) `]` `,` type($value)
   }];
   let hasVerifier = 1;
 }

@@ -89,6 +89,14 @@ func.func @trans_result(%t: tensor<4x8xf32>) {
 
 // -----
 
+func.func @trans_result_rank(%t: tensor<4x8xf32>) {
+  // expected-error @+1 {{result rank 0 differs from source rank 2}}
+  %0 = kiln.trans %t [1, 0] : tensor<4x8xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @reduce_axis(%t: tensor<4x8xf32>) {
   // expected-error @+1 {{axis 2 out of range for rank 2}}
   %0 = kiln.reduce sum %t, 2 : tensor<4x8xf32> -> tensor<4xf32>
