@@ -98,8 +98,15 @@ bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
   split(device, dk, dv);
   if (bk != dk)
     return false;
-  if (bk == "vulkan") // "1.1" < "1.2" < "1.3"; code for a CPU or GPU device runs on both
-    return bv.substr(0, 3) <= dv.substr(0, 3);
+  if (bk == "vulkan") {
+    // "1.1" < "1.2" < "1.3"; code for a CPU or GPU device runs on both; code that
+    // uses more shared memory than Vulkan's 16 KiB needs a device with as much.
+    auto shared = [](const std::string &rest) -> long long {
+      size_t at = rest.find("shared=");
+      return at == std::string::npos ? 16 * 1024 : std::atoll(rest.c_str() + at + 7);
+    };
+    return bv.substr(0, 3) <= dv.substr(0, 3) && shared(bv) <= shared(dv);
+  }
   if (bk == "cuda" && bv.size() > 3 && dv.size() > 3) {
     int b = std::atoi(bv.c_str() + 3), d = std::atoi(dv.c_str() + 3);
     return b / 10 == d / 10 && b <= d; // cubins run within one major architecture

@@ -13,6 +13,8 @@ fi
 cmake --build build-fuzz -j "${KILN_BUILD_JOBS:-2}" \
   --target kiln-fuzz-parser kiln-fuzz-frontend kiln-fuzz-kilnir kiln-fuzz-bundle
 mkdir -p build-fuzz/findings
+# allow_user_poisoning=0: see scripts/sanitize.sh (LLVM's slab allocator).
+export ASAN_OPTIONS=allow_user_poisoning=0
 run() {
   local name=$1 corpus=$2
   local work=build-fuzz/corpus-$name
@@ -25,7 +27,7 @@ run() {
   cp -n "$corpus"/* "$work"/ 2>/dev/null || true
   echo "fuzz: $name for ${seconds}s"
   # -rss_limit_mb: MLIR contexts are large; -timeout: a hang is a failure.
-  ASAN_OPTIONS=detect_leaks=1 "build-fuzz/bin/kiln-fuzz-$name" "$work" \
+  ASAN_OPTIONS=detect_leaks=1:allow_user_poisoning=0 "build-fuzz/bin/kiln-fuzz-$name" "$work" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix=build-fuzz/findings/"$name"- 2>&1 | tail -4
 }

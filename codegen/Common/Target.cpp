@@ -52,23 +52,39 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
   }
   if (name == "vulkan" || name == "metal") {
     t.kind = name == "vulkan" ? Kind::Vulkan : Kind::Metal;
-    // vulkan[:VERSION][:cpu]; `cpu` tunes for an implementation on the host CPU.
-    llvm::StringRef version = chip;
-    if (t.kind == Kind::Vulkan && (version == "cpu" || version.consume_back(":cpu"))) {
-      t.vulkanOnCPU = true;
-      if (version == "cpu")
-        version = "";
+    // vulkan[:VERSION][:cpu][:shared=BYTES]; `cpu` tunes for an implementation on
+    // the host CPU, `shared` is the device's maxComputeSharedMemorySize.
+    llvm::StringRef version, rest = chip;
+    while (!rest.empty()) {
+      auto [part, tail] = rest.split(':');
+      rest = tail;
+      llvm::StringRef bytes = part;
+      if (t.kind == Kind::Vulkan && part == "cpu") {
+        t.vulkanOnCPU = true;
+      } else if (t.kind == Kind::Vulkan && bytes.consume_front("shared=")) {
+        if (bytes.getAsInteger(10, t.vulkanSharedBytes) || t.vulkanSharedBytes < 16 * 1024 ||
+            t.vulkanSharedBytes > 1024 * 1024)
+          return targetError("shared memory '" + part +
+                             "' must be shared=BYTES, from 16384 (Vulkan's guarantee) to 1 MiB");
+      } else if (version.empty() && !t.vulkanOnCPU && !t.vulkanSharedBytes) {
+        version = part;
+      } else {
+        return targetError("unknown " + name + " target '" + spec +
+                           "' (expected vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES])");
+      }
     }
     if (version.empty())
       version = "1.2";
     if (version != "1.1" && version != "1.2" && version != "1.3")
       return targetError("unknown Vulkan version '" + version +
                          "' (expected 1.1, 1.2 or 1.3, optionally followed by :cpu)");
+    if (t.vulkanSharedBytes == 16 * 1024)
+      t.vulkanSharedBytes = 0; // the default, spelled the default way
     t.chip = ("vulkan" + version).str();
     return t;
   }
   return targetError("unknown target '" + spec +
-                     "' (expected cpu, cuda:sm_XX, amdgpu:gfxXXX, vulkan[:1.1|1.2|1.3][:cpu], "
+                     "' (expected cpu, cuda:sm_XX, amdgpu:gfxXXX, vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES], "
                      "metal)");
 }
 
@@ -77,7 +93,9 @@ std::string Target::str() const {
   case Kind::CPU: return "cpu";
   case Kind::CUDA: return "cuda:" + chip;
   case Kind::AMDGPU: return "amdgpu:" + chip;
-  case Kind::Vulkan: return "vulkan:" + chip.substr(6) + (vulkanOnCPU ? ":cpu" : "");
+  case Kind::Vulkan:
+    return "vulkan:" + chip.substr(6) + (vulkanOnCPU ? ":cpu" : "") +
+           (vulkanSharedBytes ? ":shared=" + std::to_string(vulkanSharedBytes) : "");
   case Kind::Metal: return "metal";
   }
   return "?";
@@ -105,7 +123,8 @@ int64_t Target::sharedMemoryBytes() const {
     default: return 48 * 1024;
     }
   case Kind::AMDGPU: return 64 * 1024;
-  case Kind::Vulkan:
+  case Kind::Vulkan: // the device's maxComputeSharedMemorySize, when the profile gives it
+    return vulkanSharedBytes ? vulkanSharedBytes : 16 * 1024;
   case Kind::Metal: return 16 * 1024; // maxComputeSharedMemorySize guaranteed by Vulkan
   case Kind::CPU: return 0;
   }

@@ -13,8 +13,8 @@
 namespace kiln {
 
 /// A code generation target as written on the command line: `cpu`,
-/// `cuda:sm_90`, `amdgpu:gfx942`, `vulkan` (or `vulkan:1.3`, `vulkan:1.3:cpu`),
-/// `metal`.
+/// `cuda:sm_90`, `amdgpu:gfx942`, `vulkan` (or `vulkan:1.3`, `vulkan:1.3:cpu`,
+/// `vulkan:1.3:shared=49152`), `metal`.
 struct Target {
   enum class Kind { CPU, CUDA, AMDGPU, Vulkan, Metal };
   Kind kind = Kind::CPU;
@@ -22,6 +22,9 @@ struct Target {
   /// `vulkan:1.x:cpu`: a Vulkan implementation on the host CPU (lavapipe,
   /// SwiftShader). Same SPIR-V rules; only the thread counts differ.
   bool vulkanOnCPU = false;
+  /// `vulkan:...:shared=BYTES`: the device's maxComputeSharedMemorySize; 0 for
+  /// the 16 KiB every Vulkan device has.
+  int64_t vulkanSharedBytes = 0;
   /// `matrix-units` chosen by the user (kilnc --matrix-units, KILN_MATRIX_UNITS
   /// for the JIT); empty picks the chip's best.
   std::string matrixUnitsOverride;

@@ -662,6 +662,12 @@ TEST(Bundle, RoundTripAndDamage) {
   EXPECT_EQ(back.find("vulkan:1.3:cpu")->target, "vulkan:1.2");
   EXPECT_TRUE(targetRuns("vulkan:1.3:cpu", "vulkan:1.3"));
   EXPECT_FALSE(targetRuns("vulkan:1.3:cpu", "vulkan:1.2:cpu"));
+  // Code using more than 16 KiB of shared memory needs a device with as much.
+  EXPECT_TRUE(targetRuns("vulkan:1.2", "vulkan:1.3:cpu:shared=32768"));
+  EXPECT_TRUE(targetRuns("vulkan:1.3:shared=32768", "vulkan:1.3:cpu:shared=32768"));
+  EXPECT_TRUE(targetRuns("vulkan:1.2:shared=32768", "vulkan:1.3:shared=49152"));
+  EXPECT_FALSE(targetRuns("vulkan:1.3:shared=49152", "vulkan:1.3:cpu:shared=32768"));
+  EXPECT_FALSE(targetRuns("vulkan:1.2:shared=32768", "vulkan:1.3"));
 
   EXPECT_FALSE(readBundle(bytes.substr(0, bytes.size() - 5), back, error));
   EXPECT_NE(error.find("checksum mismatch"), std::string::npos) << error;

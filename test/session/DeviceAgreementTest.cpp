@@ -84,6 +84,32 @@ TEST_F(DeviceAgreement, VulkanDotEveryTileShapeAgrees) {
   }
 }
 
+TEST_F(DeviceAgreement, VulkanUsesTheDevicesSharedMemory) {
+  // The device's profile carries its maxComputeSharedMemorySize beyond Vulkan's
+  // 16 KiB (lavapipe: 32 KiB), so a 64 x 64 matmul with 48-wide K slices (24 KiB
+  // of operands in shared memory) compiles for it and runs.
+  Session s("vulkan");
+  if (!s.ok())
+    GTEST_SKIP() << "no Vulkan device: " << s.status().message();
+  std::string target = s.device().target();
+  size_t at = target.find(":shared=");
+  if (at == std::string::npos || std::atoll(target.c_str() + at + 8) < 24576)
+    GTEST_SKIP() << target << " has less than 24 KiB of shared memory";
+  int64_t m = 100, n = 70, k = 130;
+  auto ha = test::randomVector(m * k, 5), hb = test::randomVector(k * n, 6);
+  Kernel kernel =
+      s.compile(matmulSource(), "matmul", {{"BM", "64"}, {"BN", "64"}, {"BK", "48"}}, "matmul.kiln");
+  ASSERT_TRUE(kernel.ok()) << kernel.status().message();
+  EXPECT_EQ(kernel.info()->sharedMemoryBytes, 24576);
+  Tensor a = s.upload(ha, {m, k}), b = s.upload(hb, {k, n}),
+         c = s.upload(std::vector<float>(m * n, NAN), {m, n});
+  ASSERT_TRUE(kernel(a, b, c).ok());
+  std::vector<float> got;
+  ASSERT_TRUE(c.download(got).ok());
+  EXPECT_TRUE(test::allClose(got, reference::matmul(ha.data(), hb.data(), m, n, k, k, 1), 1e-4,
+                             1e-4));
+}
+
 TEST_F(DeviceAgreement, ShiftsAndBitwiseOperatorsOnEveryDevice) {
   // Shift amounts outside [0, bits) are defined (0 for <<, the sign for >>),
   // where LLVM and SPIR-V leave them undefined; ~, hex literals and the compound

@@ -176,10 +176,13 @@ public:
   Backend backend() const override { return Backend::Vulkan; }
   std::string name() const override { return props.deviceName; }
   std::string target() const override {
-    // An implementation on the host CPU (lavapipe) gets code tuned for it.
+    // An implementation on the host CPU (lavapipe) gets code tuned for it, and
+    // kernels may use all the shared memory the device has.
     unsigned minor = std::min(3u, VK_API_VERSION_MINOR(props.apiVersion));
+    uint32_t shared = props.limits.maxComputeSharedMemorySize;
     return "vulkan:1." + std::to_string(minor) +
-           (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ":cpu" : "");
+           (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ":cpu" : "") +
+           (shared > 16 * 1024 ? ":shared=" + std::to_string(shared) : "");
   }
 
   Result<VkBuf *> createBuffer(size_t bytes) {
