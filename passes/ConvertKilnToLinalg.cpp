@@ -185,6 +185,28 @@ Value lowerBroadcast(OpBuilder &b, BroadcastOp op) {
                  });
 }
 
+Value lowerGather(OpBuilder &b, GatherOp op) {
+  RankedTensorType src = op.getSource().getType();
+  int64_t axis = op.getAxis();
+  Type elem = src.getElementType();
+  AffineMap identity = b.getMultiDimIdentityMap(src.getRank());
+  return generic(b, op.getLoc(), op.getType(), op.getIndex(), identity,
+                 [&](OpBuilder &nb, Location l, ValueRange args) {
+                   SmallVector<Value> coords;
+                   for (int64_t d = 0; d < src.getRank(); ++d)
+                     coords.push_back(nb.create<linalg::IndexOp>(l, d));
+                   // One unsigned compare: negative indices wrap high.
+                   Value ok = nb.create<arith::CmpIOp>(
+                       l, arith::CmpIPredicate::ult, args[0],
+                       constI32(nb, l, src.getDimSize(axis)));
+                   Value at = nb.create<arith::SelectOp>(l, ok, args[0], constI32(nb, l, 0));
+                   coords[axis] = nb.create<arith::IndexCastOp>(l, nb.getIndexType(), at);
+                   Value v = nb.create<tensor::ExtractOp>(l, op.getSource(), coords);
+                   nb.create<linalg::YieldOp>(
+                       l, nb.create<arith::SelectOp>(l, ok, v, zeroOf(nb, l, elem)).getResult());
+                 });
+}
+
 Value lowerTrans(OpBuilder &b, TransOp op) {
   ArrayRef<int32_t> perm = op.getPerm();
   SmallVector<AffineExpr> exprs(perm.size());
@@ -654,6 +676,7 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
       else if (auto o = dyn_cast<ReshapeOp>(op))
         replacement = reshapeTensor(rewriter, o.getLoc(), o.getSource(), o.getType());
       else if (auto o = dyn_cast<TransOp>(op)) replacement = lowerTrans(rewriter, o);
+      else if (auto o = dyn_cast<GatherOp>(op)) replacement = lowerGather(rewriter, o);
       else if (auto o = dyn_cast<ReduceOp>(op)) replacement = lowerReduce(rewriter, o);
       else if (auto o = dyn_cast<ScanOp>(op)) replacement = lowerScan(rewriter, o);
       else if (auto o = dyn_cast<DotOp>(op)) replacement = lowerDot(rewriter, o);

@@ -255,6 +255,7 @@ private:
   MaybeValue genScan(const CallExpr &e);
   MaybeValue genDot(const CallExpr &e);
   MaybeValue genShapeOp(const CallExpr &e);
+  MaybeValue genGather(const CallExpr &e);
 
   /// fp8 is a storage format: loads, stores, casts, comparisons, `where`,
   /// data movement and `dot` take it; arithmetic would round after every step,
@@ -1704,6 +1705,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genDot(e);
   if (name == "reshape" || name == "trans" || name == "expand_dims" || name == "broadcast_to")
     return genShapeOp(e);
+  if (name == "gather")
+    return genGather(e);
   if (name == "cdiv") {
     if (!checkArity(e, 2, 2))
       return std::nullopt;
@@ -2433,6 +2436,56 @@ MaybeValue Generator::genShapeOp(const CallExpr &e) {
     result.push_back(shape[p]);
   out.type = SType::tile(dt, result);
   out.value = builder.create<TransOp>(l, valueType(dt, result), v->value, perm);
+  return out;
+}
+
+MaybeValue Generator::genGather(const CallExpr &e) {
+  if (!checkArity(e, 2, 3, {"axis"}))
+    return std::nullopt;
+  MaybeValue src = genValue(*e.args[0], "gather source");
+  if (!src)
+    return std::nullopt;
+  if (src->type.kind != SType::Tile)
+    return error(e.args[0]->loc, "gather needs a tile to pick from, got " +
+                                     withArticle(src->type.str()));
+  MaybeValue index = genValue(*e.args[1], "gather index");
+  if (!index)
+    return std::nullopt;
+  DType it = index->type.dtype;
+  if (index->type.kind != SType::Tile || isFloat(it) || it == DType::I1)
+    return error(e.args[1]->loc, "a gather index must be an integer tile, got " +
+                                     withArticle(index->type.str()));
+  if (it == DType::I64)
+    return error(e.args[1]->loc, "a gather index must have at most 32 bits; cast it with "
+                                 "cast<i32>(...)");
+  const Shape &shape = src->type.shape, &ishape = index->type.shape;
+  int64_t rank = shape.size();
+  std::optional<int64_t> axis;
+  const KeywordArg *kw = e.kwarg("axis");
+  if (e.args.size() == 3 && kw)
+    return error(kw->loc, "the axis is given twice");
+  if (e.args.size() == 3 || kw) {
+    if (!(axis = axisArg(e.args.size() == 3 ? *e.args[2] : *kw->value, rank)))
+      return std::nullopt;
+  } else if (rank == 1) {
+    axis = 0;
+  } else {
+    return error(e.loc, "gather from a rank-" + llvm::Twine(rank) + " tile needs an axis");
+  }
+  if (static_cast<int64_t>(ishape.size()) != rank)
+    return error(e.args[1]->loc, "the index " + index->type.str() +
+                                     " must have the source's rank (" + llvm::Twine(rank) + ")");
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis && ishape[d] != shape[d])
+      return error(e.args[1]->loc, "the index " + index->type.str() + " must match the source " +
+                                       src->type.str() + " in every dimension but the axis (" +
+                                       llvm::Twine(*axis) + ")");
+  TValue idx = convert(*index, DType::I32, ishape, e.args[1]->loc);
+  TValue out;
+  out.type = SType::tile(src->type.dtype, ishape);
+  out.value = builder.create<GatherOp>(loc(e.loc), valueType(src->type.dtype, ishape),
+                                       src->value, idx.value,
+                                       builder.getI32IntegerAttr(static_cast<int32_t>(*axis)));
   return out;
 }
 

@@ -46,7 +46,7 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
   auto need = [](RankedTensorType t, int64_t count) -> SmallVector<Need, 2> {
     return {Need(sharedStorageType(t.getElementType()), count)};
   };
-  if (isa<BroadcastOp, TransOp, ScanOp>(op))
+  if (isa<BroadcastOp, TransOp, ScanOp, GatherOp>(op))
     return need(tile(op->getOperand(0)), tile(op->getOperand(0)).getNumElements());
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     RankedTensorType src = tile(reduce.getSource());

@@ -20,8 +20,9 @@ using namespace kiln;
 static bool exchangesElements(func::FuncOp func) {
   return func
       .walk([](Operation *op) {
-        return isa<ReduceOp, ScanOp, DotOp, TransOp, BroadcastOp>(op) ? WalkResult::interrupt()
-                                                                      : WalkResult::advance();
+        return isa<ReduceOp, ScanOp, DotOp, TransOp, BroadcastOp, GatherOp>(op)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
       })
       .wasInterrupted();
 }

@@ -113,6 +113,29 @@ void ThreadEmitter::emitBroadcast(BroadcastOp op) {
   });
 }
 
+void ThreadEmitter::emitGather(GatherOp op) {
+  RankedTensorType src = op.getSource().getType(), result = op.getType();
+  int64_t axis = op.getAxis();
+  Type elem = src.getElementType();
+  writeShared(regs(op.getSource()), src.getNumElements(), elem);
+  barrier();
+  Registers index = regs(op.getIndex()); // the result's shape, so the same elements
+  Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
+  Registers out;
+  for (int64_t r = 0, n = registers(result); r < n; ++r) {
+    Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, result.getNumElements()));
+    SmallVector<Value> at = delinearize(e, result.getShape());
+    // One unsigned compare: negative indices wrap high; outside reads element 0.
+    Value ok = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, index[r],
+                                       i32(src.getDimSize(axis)));
+    at[axis] = b.create<arith::SelectOp>(loc, ok, index[r], i32(0));
+    Value v = readShared(linearize(at, src.getShape()), elem);
+    out.push_back(b.create<arith::SelectOp>(loc, ok, v, zero));
+  }
+  barrier();
+  tiles[op.getResult()] = std::move(out);
+}
+
 void ThreadEmitter::emitTrans(TransOp op) {
   auto src = op.getSource().getType();
   tiles[op.getResult()] = exchange(op.getSource(), op.getType(), [&](ArrayRef<Value> at) {

@@ -552,6 +552,8 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
     return emitBroadcast(o), success();
   if (auto o = dyn_cast<TransOp>(op))
     return emitTrans(o), success();
+  if (auto o = dyn_cast<GatherOp>(op))
+    return emitGather(o), success();
   if (auto o = dyn_cast<ReduceOp>(op))
     return emitReduce(o), success();
   if (auto o = dyn_cast<ScanOp>(op))

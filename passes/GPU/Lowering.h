@@ -190,6 +190,9 @@ private:
   // ExchangeToGPU.cpp
   void emitBroadcast(BroadcastOp op);
   void emitTrans(TransOp op);
+  /// The source goes through shared memory; each result register reads the
+  /// element its index register names.
+  void emitGather(GatherOp op);
   void emitReduce(ReduceOp op);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);

@@ -1,10 +1,11 @@
 //===- DeviceAgreementTest.cpp - the language gives the same answers everywhere ===//
 //
 // Kernels through kiln::Session on the CPU and on Vulkan (lavapipe here), against
-// C++ references: integer edge cases, shifts, argmax, while loops, atomics,
-// fp8 conversions, random numbers, and the FMA dot's register blockings. Where LLVM
-// and SPIR-V define an operation differently (or MLIR lowers it wrongly), Kiln
-// defines it once and these tests hold both targets to it.
+// C++ references: integer edge cases, shifts, argmax, gather, while loops,
+// atomics, fp8 conversions, random numbers, and the FMA dot's register
+// blockings. Where LLVM and SPIR-V define an operation differently (or MLIR
+// lowers it wrongly), Kiln defines it once and these tests hold both targets to
+// it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -494,6 +495,59 @@ kernel locked(x: tensor<f32>[N], acc: tensor<f32>[BLOCK], lock: tensor<i32>[1],
         want += values[i];
       ASSERT_EQ(sums[c], float(want)) << device << " column " << c;
     }
+  });
+}
+
+TEST_F(DeviceAgreement, GatherOnEveryDevice) {
+  // Along the last axis with a wider index tile than the source, along the first
+  // axis, and on a rank-1 i32 tile; indices past either end give 0.
+  const char *source = R"(
+kernel pick(x: tensor<f32>[M, N], idx: tensor<i32>[M, P], out: tensor<f32>[M, P],
+            rows: tensor<f32>[R, N], v: tensor<i32>[N], vout: tensor<i32>[N])
+    params(BM: i32 = 4, BN: i32 = 64, BP: i32 = 100, BR: i32 = 3) grid(1) {
+  let r = expand_dims(arange(0, BM), 1);
+  let c = expand_dims(arange(0, BN), 0);
+  let p = expand_dims(arange(0, BP), 0);
+  let t = load(x[r, c]);
+  store(out[r, p], gather(t, load(idx[r, p]), 1));
+  let which = broadcast_to(expand_dims((arange(0, BR) * 3 + 1) % 5 - 1, 1), [BR, BN]);
+  store(rows[expand_dims(arange(0, BR), 1), c], gather(t, which, axis = 0));
+  let lanes = arange(0, BN);
+  store(vout[lanes], gather(load(v[lanes]), BN - 1 - lanes));
+}
+)";
+  const int64_t m = 4, n = 64, p = 100, r = 3;
+  std::vector<float> x(m * n);
+  for (int64_t i = 0; i < m * n; ++i)
+    x[i] = float(i) * 0.5f - 7.0f;
+  std::vector<int32_t> idx(m * p), v(n);
+  for (int64_t i = 0; i < m * p; ++i)
+    idx[i] = int32_t((i * 37) % 80) - 8; // -8 .. 71: some below 0, some past 63
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = int32_t(i * i) - 100;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "pick");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {m, n}), ti = s.upload(idx, {m, p}), out = s.empty<float>({m, p}),
+           rows = s.empty<float>({r, n}), tv = s.upload(v, {n}), vout = s.empty<int32_t>({n});
+    ASSERT_TRUE(k(tx, ti, out, rows, tv, vout).ok()) << device;
+    std::vector<float> got, gotRows;
+    std::vector<int32_t> gotV;
+    ASSERT_TRUE(out.download(got).ok() && rows.download(gotRows).ok() &&
+                vout.download(gotV).ok());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < p; ++j) {
+        int32_t at = idx[i * p + j];
+        float want = at >= 0 && at < n ? x[i * n + at] : 0.0f;
+        ASSERT_EQ(got[i * p + j], want) << device << " [" << i << ", " << j << "] index " << at;
+      }
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t at = (i * 3 + 1) % 5 - 1; // 0, 3, 1
+        ASSERT_EQ(gotRows[i * n + j], at < m ? x[at * n + j] : 0.0f) << device;
+      }
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(gotV[i], v[n - 1 - i]) << device;
   });
 }
 

@@ -207,6 +207,24 @@ LogicalResult TransOp::verify() {
   return success();
 }
 
+LogicalResult GatherOp::verify() {
+  RankedTensorType src = getSource().getType(), index = getIndex().getType(),
+                   result = getResult().getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= src.getRank())
+    return emitOpError("axis ") << axis << " is out of range for rank " << src.getRank();
+  if (index.getRank() != src.getRank())
+    return emitOpError("index rank ") << index.getRank() << " differs from source rank "
+                                      << src.getRank();
+  for (int64_t d = 0; d < src.getRank(); ++d)
+    if (d != axis && index.getDimSize(d) != src.getDimSize(d))
+      return emitOpError("index dimension ") << d << " must be " << src.getDimSize(d);
+  if (result.getShape() != index.getShape() ||
+      result.getElementType() != src.getElementType())
+    return emitOpError("result must have the index's shape and the source's element type");
+  return success();
+}
+
 OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int32_t> perm = getPerm();
   if (llvm::all_of(llvm::enumerate(perm),

@@ -177,6 +177,27 @@ def Kiln_TransOp : Kiln_Op<"trans", [Pure, SameOperandsAndResultElementType]> {
   let hasFolder = 1;
 }
 
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure]> {
+  let summary = "pick elements of a tile along one axis by index";
+  let description = [{
+    The result has the index tile's shape; element `p` is the source element at
+    `p` with coordinate `axis` replaced by `index[p]`. The index has the source's
+    rank and its sizes in every other dimension. An index outside
+    `[0, size(axis))` gives 0.
+
+    ```mlir
+    %g = kiln.gather %src[%idx] axis 1 : tensor<4x64xf32>, tensor<4x8xi32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$source, Kiln_IndexTile:$index, I32Attr:$axis);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = [{
+    $source `[` $index `]` `axis` $axis attr-dict `:` type($source) `,` type($index) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and dot
 //===----------------------------------------------------------------------===//
