@@ -256,6 +256,7 @@ private:
   MaybeValue genDot(const CallExpr &e);
   MaybeValue genShapeOp(const CallExpr &e);
   MaybeValue genGather(const CallExpr &e);
+  MaybeValue genSort(const CallExpr &e);
 
   /// fp8 is a storage format: loads, stores, casts, comparisons, `where`,
   /// data movement and `dot` take it; arithmetic would round after every step,
@@ -1707,6 +1708,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genShapeOp(e);
   if (name == "gather")
     return genGather(e);
+  if (name == "sort")
+    return genSort(e);
   if (name == "cdiv") {
     if (!checkArity(e, 2, 2))
       return std::nullopt;
@@ -2486,6 +2489,89 @@ MaybeValue Generator::genGather(const CallExpr &e) {
   out.value = builder.create<GatherOp>(loc(e.loc), valueType(src->type.dtype, ishape),
                                        src->value, idx.value,
                                        builder.getI32IntegerAttr(static_cast<int32_t>(*axis)));
+  return out;
+}
+
+MaybeValue Generator::genSort(const CallExpr &e) {
+  if (!checkArity(e, 1, 1, {"axis", "descending"}))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], "sort operand");
+  if (!v)
+    return std::nullopt;
+  DType dt = v->type.dtype;
+  if (v->type.kind != SType::Tile || dt == DType::I1 || isF8(dt))
+    return error(e.args[0]->loc, "sort needs a tile of integers or f16/bf16/f32/f64, got " +
+                                     withArticle(v->type.str()));
+  const Shape &shape = v->type.shape;
+  int64_t rank = shape.size(), axis = rank - 1;
+  if (const KeywordArg *kw = e.kwarg("axis")) {
+    auto a = axisArg(*kw->value, rank);
+    if (!a)
+      return std::nullopt;
+    axis = *a;
+  }
+  bool descending = false;
+  if (const KeywordArg *kw = e.kwarg("descending")) {
+    MaybeValue d = genValue(*kw->value, "descending");
+    if (!d)
+      return std::nullopt;
+    if (!d->cst || d->type.dtype != DType::I1 || d->type.kind != SType::Scalar)
+      return error(kw->value->loc, "descending must be true or false");
+    descending = d->cst->i;
+  }
+  int64_t n = shape[axis];
+  if (!llvm::isPowerOf2_64(n))
+    return error(e.args[0]->loc, "sort needs a power-of-two extent along the axis, got " +
+                                     llvm::Twine(n) + " in " + v->type.str() +
+                                     " (pad with a load's other = inf)");
+
+  // A bitonic sorting network: log2(n) (log2(n) + 1) / 2 compare-exchange steps,
+  // each pairing every element with the one whose position along the axis
+  // differs in bit j and keeping the smaller or the larger by position and block.
+  mlir::Location l = loc(e.loc);
+  Shape line(rank, 1);
+  line[axis] = n;
+  Value pos = builder.create<ArangeOp>(l, valueType(DType::I32, {n}), 0, n);
+  if (rank > 1)
+    pos = builder.create<ReshapeOp>(l, valueType(DType::I32, line), pos);
+  pos = broadcastValue(pos, line, shape, DType::I32, l);
+  auto i32 = [&](int64_t c) { return splat(Const::ofInt(c), DType::I32, shape, e.loc); };
+  auto bitClear = [&](int64_t bit) {
+    Value masked = builder.create<mlir::arith::AndIOp>(l, pos, i32(bit));
+    return builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::eq, masked, i32(0))
+        .getResult();
+  };
+  // a before b in the sorted order; NaN sorts after every number (as in torch.sort).
+  auto before = [&](Value a, Value b) -> Value {
+    if (descending)
+      std::swap(a, b);
+    if (!isFloat(dt))
+      return builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::slt, a, b);
+    using P = mlir::arith::CmpFPredicate;
+    Value less = builder.create<mlir::arith::CmpFOp>(l, P::OLT, a, b);
+    Value bNaN = builder.create<mlir::arith::CmpFOp>(l, P::UNO, b, b);
+    Value aNumber = builder.create<mlir::arith::CmpFOp>(l, P::ORD, a, a);
+    Value nanLast = builder.create<mlir::arith::AndIOp>(l, bNaN, aNumber);
+    return builder.create<mlir::arith::OrIOp>(l, less, nanLast);
+  };
+  Value x = v->value;
+  for (int64_t k = 2; k <= n; k *= 2) {
+    for (int64_t j = k / 2; j > 0; j /= 2) {
+      Value partnerPos = builder.create<mlir::arith::XOrIOp>(l, pos, i32(j));
+      Value partner = builder.create<GatherOp>(l, x.getType(), x, partnerPos,
+                                               builder.getI32IntegerAttr(axis));
+      // The lower of the pair keeps the first in order in an ascending block.
+      Value keepFirst = builder.create<mlir::arith::CmpIOp>(
+          l, mlir::arith::CmpIPredicate::eq, bitClear(j), bitClear(k));
+      Value partnerFirst = before(partner, x);
+      Value first = builder.create<mlir::arith::SelectOp>(l, partnerFirst, partner, x);
+      Value second = builder.create<mlir::arith::SelectOp>(l, partnerFirst, x, partner);
+      x = builder.create<mlir::arith::SelectOp>(l, keepFirst, first, second);
+    }
+  }
+  TValue out;
+  out.type = SType::tile(dt, shape);
+  out.value = x;
   return out;
 }
 

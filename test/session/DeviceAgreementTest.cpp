@@ -1,7 +1,7 @@
 //===- DeviceAgreementTest.cpp - the language gives the same answers everywhere ===//
 //
 // Kernels through kiln::Session on the CPU and on Vulkan (lavapipe here), against
-// C++ references: integer edge cases, shifts, argmax, gather, while loops,
+// C++ references: integer edge cases, shifts, argmax, gather, sort, while loops,
 // atomics, fp8 conversions, random numbers, and the FMA dot's register
 // blockings. Where LLVM and SPIR-V define an operation differently (or MLIR
 // lowers it wrongly), Kiln defines it once and these tests hold both targets to
@@ -548,6 +548,75 @@ kernel pick(x: tensor<f32>[M, N], idx: tensor<i32>[M, P], out: tensor<f32>[M, P]
       }
     for (int64_t i = 0; i < n; ++i)
       ASSERT_EQ(gotV[i], v[n - 1 - i]) << device;
+  });
+}
+
+TEST_F(DeviceAgreement, SortOnEveryDevice) {
+  // Rows sorted both ways (NaN last ascending, first descending, as torch.sort),
+  // columns of the same tile (axis 0), and i32 extremes; ragged rows padded with
+  // other = inf stay at the end.
+  const char *source = R"(
+kernel sort_rows(x: tensor<f32>[M, N], up: tensor<f32>[M, N], down: tensor<f32>[M, N],
+                 cols: tensor<f32>[M, N], v: tensor<i32>[L], vs: tensor<i32>[L])
+    params(BM: i32 = 4, BN: i32 = 32, BL: i32 = 64) grid(1) {
+  let r = expand_dims(arange(0, BM), 1);
+  let c = expand_dims(arange(0, BN), 0);
+  let t = load(x[r, c], other = inf);
+  store(up[r, c], sort(t));
+  store(down[r, c], sort(t, descending = true));
+  store(cols[r, c], sort(t, axis = 0));
+  let lanes = arange(0, BL);
+  store(vs[lanes], sort(load(v[lanes])));
+}
+)";
+  const int64_t m = 4, n = 30, len = 64;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(-20, 20);
+  std::vector<float> x(m * n);
+  for (float &f : x)
+    f = float(small(rng)) * 0.25f; // many ties
+  x[3] = NAN, x[40] = NAN, x[41] = -INFINITY, x[70] = INFINITY, x[71] = -0.0f;
+  std::vector<int32_t> v(len);
+  for (int64_t i = 0; i < len; ++i)
+    v[i] = int32_t(uint32_t(i) * 2654435761u);
+  v[5] = INT_MIN, v[6] = INT_MAX;
+  auto nanLast = [](float a, float b) { return a < b || (std::isnan(b) && !std::isnan(a)); };
+  auto same = [](float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+  // The tile is 4 x 32: lanes past column 30 hold inf.
+  std::vector<std::vector<float>> rows(m), columns(n);
+  for (int64_t i = 0; i < m; ++i) {
+    rows[i].assign(x.begin() + i * n, x.begin() + (i + 1) * n);
+    rows[i].resize(32, INFINITY);
+    std::sort(rows[i].begin(), rows[i].end(), nanLast);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < m; ++i)
+      columns[j].push_back(x[i * n + j]);
+    std::sort(columns[j].begin(), columns[j].end(), nanLast);
+  }
+  std::vector<int32_t> sortedV = v;
+  std::sort(sortedV.begin(), sortedV.end());
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "sort_rows");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {m, n}), up = s.empty<float>({m, n}), down = s.empty<float>({m, n}),
+           cols = s.empty<float>({m, n}), tv = s.upload(v, {len}), vs = s.empty<int32_t>({len});
+    ASSERT_TRUE(k(tx, up, down, cols, tv, vs).ok()) << device;
+    std::vector<float> gotUp, gotDown, gotCols;
+    std::vector<int32_t> gotV;
+    ASSERT_TRUE(up.download(gotUp).ok() && down.download(gotDown).ok() &&
+                cols.download(gotCols).ok() && vs.download(gotV).ok());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_TRUE(same(gotUp[i * n + j], rows[i][j]))
+            << device << " ascending [" << i << ", " << j << "]: " << gotUp[i * n + j];
+        // Descending: the 32-wide row reversed, whose first 2 are the inf padding.
+        ASSERT_TRUE(same(gotDown[i * n + j], rows[i][31 - j]))
+            << device << " descending [" << i << ", " << j << "]: " << gotDown[i * n + j];
+        ASSERT_TRUE(same(gotCols[i * n + j], columns[j][i]))
+            << device << " column [" << i << ", " << j << "]: " << gotCols[i * n + j];
+      }
+    EXPECT_EQ(gotV, sortedV) << device;
   });
 }
 
