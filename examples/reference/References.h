@@ -38,19 +38,27 @@ inline std::vector<double> softmax(const float *x, int64_t m, int64_t n, int64_t
   return y;
 }
 
+/// A row's mean and 1 / sqrt(variance + eps) (the population variance).
+struct RowStats {
+  double mean, rstd;
+};
+inline RowStats rowStats(const float *row, int64_t n, double eps) {
+  double mean = 0, var = 0;
+  for (int64_t c = 0; c < n; ++c)
+    mean += row[c];
+  mean /= n;
+  for (int64_t c = 0; c < n; ++c)
+    var += (row[c] - mean) * (row[c] - mean);
+  var /= n;
+  return {mean, 1.0 / std::sqrt(var + eps)};
+}
+
 inline std::vector<double> layernorm(const float *x, const float *w, const float *b,
                                      int64_t m, int64_t n, double eps) {
   std::vector<double> y(m * n);
   for (int64_t r = 0; r < m; ++r) {
     const float *row = x + r * n;
-    double mean = 0, var = 0;
-    for (int64_t c = 0; c < n; ++c)
-      mean += row[c];
-    mean /= n;
-    for (int64_t c = 0; c < n; ++c)
-      var += (row[c] - mean) * (row[c] - mean);
-    var /= n;
-    double rstd = 1.0 / std::sqrt(var + eps);
+    auto [mean, rstd] = rowStats(row, n, eps);
     for (int64_t c = 0; c < n; ++c)
       y[r * n + c] = (row[c] - mean) * rstd * w[c] + b[c];
   }
@@ -69,14 +77,8 @@ inline LayerNormGradients layernormBackward(const float *x, const float *w, cons
   std::vector<double> xhat(n), wdy(n);
   for (int64_t r = 0; r < m; ++r) {
     const float *row = x + r * n, *drow = dy + r * n;
-    double mean = 0, var = 0;
-    for (int64_t c = 0; c < n; ++c)
-      mean += row[c];
-    mean /= n;
-    for (int64_t c = 0; c < n; ++c)
-      var += (row[c] - mean) * (row[c] - mean);
-    var /= n;
-    double rstd = 1.0 / std::sqrt(var + eps), c1 = 0, c2 = 0;
+    auto [mean, rstd] = rowStats(row, n, eps);
+    double c1 = 0, c2 = 0;
     for (int64_t c = 0; c < n; ++c) {
       xhat[c] = (row[c] - mean) * rstd;
       wdy[c] = double(w[c]) * drow[c];
