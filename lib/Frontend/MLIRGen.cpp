@@ -1708,7 +1708,7 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genShapeOp(e);
   if (name == "gather")
     return genGather(e);
-  if (name == "sort")
+  if (name == "sort" || name == "argsort")
     return genSort(e);
   if (name == "cdiv") {
     if (!checkArity(e, 2, 2))
@@ -2493,6 +2493,7 @@ MaybeValue Generator::genGather(const CallExpr &e) {
 }
 
 MaybeValue Generator::genSort(const CallExpr &e) {
+  const std::string &name = e.callee; // sort or argsort
   if (!checkArity(e, 1, 1, {"axis", "descending"}))
     return std::nullopt;
   MaybeValue v = genValue(*e.args[0], "sort operand");
@@ -2500,7 +2501,7 @@ MaybeValue Generator::genSort(const CallExpr &e) {
     return std::nullopt;
   DType dt = v->type.dtype;
   if (v->type.kind != SType::Tile || dt == DType::I1 || isF8(dt))
-    return error(e.args[0]->loc, "sort needs a tile of integers or f16/bf16/f32/f64, got " +
+    return error(e.args[0]->loc, name + " needs a tile of integers or f16/bf16/f32/f64, got " +
                                      withArticle(v->type.str()));
   const Shape &shape = v->type.shape;
   int64_t rank = shape.size(), axis = rank - 1;
@@ -2521,13 +2522,15 @@ MaybeValue Generator::genSort(const CallExpr &e) {
   }
   int64_t n = shape[axis];
   if (!llvm::isPowerOf2_64(n))
-    return error(e.args[0]->loc, "sort needs a power-of-two extent along the axis, got " +
+    return error(e.args[0]->loc, name + " needs a power-of-two extent along the axis, got " +
                                      llvm::Twine(n) + " in " + v->type.str() +
                                      " (pad with a load's other = inf)");
 
   // A bitonic sorting network: log2(n) (log2(n) + 1) / 2 compare-exchange steps,
   // each pairing every element with the one whose position along the axis
   // differs in bit j and keeping the smaller or the larger by position and block.
+  // argsort carries each element's original position along and breaks ties by
+  // it, so its order is the stable one.
   mlir::Location l = loc(e.loc);
   Shape line(rank, 1);
   line[axis] = n;
@@ -2554,24 +2557,53 @@ MaybeValue Generator::genSort(const CallExpr &e) {
     Value nanLast = builder.create<mlir::arith::AndIOp>(l, bNaN, aNumber);
     return builder.create<mlir::arith::OrIOp>(l, less, nanLast);
   };
-  Value x = v->value;
+  // Equal keys, NaN included (-0.0 equals 0.0).
+  auto equal = [&](Value a, Value b) -> Value {
+    if (!isFloat(dt))
+      return builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::eq, a, b);
+    using P = mlir::arith::CmpFPredicate;
+    Value same = builder.create<mlir::arith::CmpFOp>(l, P::OEQ, a, b);
+    Value aNaN = builder.create<mlir::arith::CmpFOp>(l, P::UNO, a, a);
+    Value bNaN = builder.create<mlir::arith::CmpFOp>(l, P::UNO, b, b);
+    return builder.create<mlir::arith::OrIOp>(
+        l, same, builder.create<mlir::arith::AndIOp>(l, aNaN, bNaN));
+  };
+  bool withIndices = name == "argsort";
+  llvm::SmallVector<Value, 2> tiles{v->value};
+  if (withIndices)
+    tiles.push_back(pos);
+  auto gatherAt = [&](Value tile, Value at) -> Value {
+    return builder.create<GatherOp>(l, tile.getType(), tile, at, builder.getI32IntegerAttr(axis));
+  };
+  auto select = [&](Value c, Value a, Value b) -> Value {
+    return builder.create<mlir::arith::SelectOp>(l, c, a, b);
+  };
   for (int64_t k = 2; k <= n; k *= 2) {
     for (int64_t j = k / 2; j > 0; j /= 2) {
       Value partnerPos = builder.create<mlir::arith::XOrIOp>(l, pos, i32(j));
-      Value partner = builder.create<GatherOp>(l, x.getType(), x, partnerPos,
-                                               builder.getI32IntegerAttr(axis));
+      llvm::SmallVector<Value, 2> partners;
+      for (Value t : tiles)
+        partners.push_back(gatherAt(t, partnerPos));
       // The lower of the pair keeps the first in order in an ascending block.
       Value keepFirst = builder.create<mlir::arith::CmpIOp>(
           l, mlir::arith::CmpIPredicate::eq, bitClear(j), bitClear(k));
-      Value partnerFirst = before(partner, x);
-      Value first = builder.create<mlir::arith::SelectOp>(l, partnerFirst, partner, x);
-      Value second = builder.create<mlir::arith::SelectOp>(l, partnerFirst, x, partner);
-      x = builder.create<mlir::arith::SelectOp>(l, keepFirst, first, second);
+      Value partnerFirst = before(partners[0], tiles[0]);
+      if (withIndices) {
+        Value tie = equal(partners[0], tiles[0]);
+        Value earlier = builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::slt,
+                                                            partners[1], tiles[1]);
+        partnerFirst = builder.create<mlir::arith::OrIOp>(
+            l, partnerFirst, builder.create<mlir::arith::AndIOp>(l, tie, earlier));
+      }
+      for (size_t i = 0; i < tiles.size(); ++i) {
+        Value t = tiles[i], p = partners[i];
+        tiles[i] = select(keepFirst, select(partnerFirst, p, t), select(partnerFirst, t, p));
+      }
     }
   }
   TValue out;
-  out.type = SType::tile(dt, shape);
-  out.value = x;
+  out.type = SType::tile(withIndices ? DType::I32 : dt, shape);
+  out.value = tiles.back();
   return out;
 }
 

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -554,7 +555,8 @@ kernel pick(x: tensor<f32>[M, N], idx: tensor<i32>[M, P], out: tensor<f32>[M, P]
 TEST_F(DeviceAgreement, SortOnEveryDevice) {
   // Rows sorted both ways (NaN last ascending, first descending, as torch.sort),
   // columns of the same tile (axis 0), and i32 extremes; ragged rows padded with
-  // other = inf stay at the end.
+  // other = inf stay at the end. argsort is the stable order: equal keys keep
+  // their positions' order, both ways.
   const char *source = R"(
 kernel sort_rows(x: tensor<f32>[M, N], up: tensor<f32>[M, N], down: tensor<f32>[M, N],
                  cols: tensor<f32>[M, N], v: tensor<i32>[L], vs: tensor<i32>[L])
@@ -567,6 +569,14 @@ kernel sort_rows(x: tensor<f32>[M, N], up: tensor<f32>[M, N], down: tensor<f32>[
   store(cols[r, c], sort(t, axis = 0));
   let lanes = arange(0, BL);
   store(vs[lanes], sort(load(v[lanes])));
+}
+kernel orders(x: tensor<f32>[M, N], order: tensor<i32>[M, N], rorder: tensor<i32>[M, N])
+    params(BM: i32 = 2, BN: i32 = 16) grid(1) {
+  let r = expand_dims(arange(0, BM), 1);
+  let c = expand_dims(arange(0, BN), 0);
+  let t = load(x[r, c], other = inf);
+  store(order[r, c], argsort(t));
+  store(rorder[r, c], argsort(t, descending = true));
 }
 )";
   const int64_t m = 4, n = 30, len = 64;
@@ -596,6 +606,24 @@ kernel sort_rows(x: tensor<f32>[M, N], up: tensor<f32>[M, N], down: tensor<f32>[
   }
   std::vector<int32_t> sortedV = v;
   std::sort(sortedV.begin(), sortedV.end());
+  // argsort over the first 2 rows' first 16 columns (a 2 x 14 tensor, so the
+  // last two positions are inf padding): the stable orders.
+  const int64_t om = 2, on = 14;
+  std::vector<float> ox(om * on);
+  for (int64_t i = 0; i < om; ++i)
+    for (int64_t j = 0; j < on; ++j)
+      ox[i * on + j] = x[i * n + j];
+  std::vector<std::vector<int32_t>> order(om), rorder(om);
+  for (int64_t i = 0; i < om; ++i) {
+    auto key = [&](int32_t j) { return j < on ? ox[i * on + j] : INFINITY; };
+    order[i].resize(16);
+    std::iota(order[i].begin(), order[i].end(), 0);
+    rorder[i] = order[i];
+    std::stable_sort(order[i].begin(), order[i].end(),
+                     [&](int32_t a, int32_t b) { return nanLast(key(a), key(b)); });
+    std::stable_sort(rorder[i].begin(), rorder[i].end(),
+                     [&](int32_t a, int32_t b) { return nanLast(key(b), key(a)); });
+  }
   forEachDevice([&](Session &s, const std::string &device) {
     Kernel k = s.compile(source, "sort_rows");
     ASSERT_TRUE(k.ok()) << k.status().message();
@@ -617,6 +645,18 @@ kernel sort_rows(x: tensor<f32>[M, N], up: tensor<f32>[M, N], down: tensor<f32>[
             << device << " column [" << i << ", " << j << "]: " << gotCols[i * n + j];
       }
     EXPECT_EQ(gotV, sortedV) << device;
+    Kernel ko = s.compile(source, "orders");
+    ASSERT_TRUE(ko.ok()) << ko.status().message();
+    Tensor tox = s.upload(ox, {om, on}), to = s.empty<int32_t>({om, on}),
+           tro = s.empty<int32_t>({om, on});
+    ASSERT_TRUE(ko(tox, to, tro).ok()) << device;
+    std::vector<int32_t> gotOrder, gotROrder;
+    ASSERT_TRUE(to.download(gotOrder).ok() && tro.download(gotROrder).ok());
+    for (int64_t i = 0; i < om; ++i)
+      for (int64_t j = 0; j < on; ++j) {
+        ASSERT_EQ(gotOrder[i * on + j], order[i][j]) << device << " argsort row " << i;
+        ASSERT_EQ(gotROrder[i * on + j], rorder[i][j]) << device << " descending row " << i;
+      }
   });
 }
 
