@@ -206,8 +206,33 @@ private:
   bool genFor(const ForStmt &stmt);
   bool genWhile(const WhileStmt &stmt);
   bool genIf(const IfStmt &stmt);
-  /// Mutable outer bindings that `blocks` assign, in a stable order.
-  std::vector<std::pair<std::string, Binding *>> carried(std::initializer_list<const Block *> blocks);
+  /// The mutable outer bindings a loop or `if` body assigns (in name order)
+  /// and their values before it: what its region carries in and out.
+  struct Carry {
+    std::vector<Binding *> vars;
+    std::vector<TValue> before;
+    /// The variables' current values: the region's inits, or its yields.
+    llvm::SmallVector<Value> values() const {
+      llvm::SmallVector<Value> out;
+      for (Binding *b : vars)
+        out.push_back(b->val.value);
+      return out;
+    }
+    /// Points each variable, typed as before the region, at `values[i]` (block
+    /// arguments inside the region, the op's results after it).
+    void bind(mlir::ValueRange values) {
+      for (auto [b, old, v] : llvm::zip_equal(vars, before, values)) {
+        b->val = old;
+        b->val.value = v;
+      }
+    }
+    /// Gives every variable its value from before the region back.
+    void restore() {
+      for (auto [b, old] : llvm::zip_equal(vars, before))
+        b->val = old;
+    }
+  };
+  Carry carried(std::initializer_list<const Block *> blocks);
 
   //===--- expressions ------------------------------------------------------===//
   MaybeValue genExpr(const Expr &e);
@@ -827,17 +852,21 @@ bool Generator::genStmt(const Stmt &stmt) {
   return false;
 }
 
-std::vector<std::pair<std::string, Binding *>>
-Generator::carried(std::initializer_list<const Block *> blocks) {
-  llvm::StringSet<> names;
+Generator::Carry Generator::carried(std::initializer_list<const Block *> blocks) {
+  llvm::StringSet<> assigned;
   for (const Block *b : blocks)
-    collectAssigned(*b, names);
-  std::vector<std::pair<std::string, Binding *>> out;
-  for (auto &entry : names)
-    if (Binding *b = lookup(entry.getKey()); b && b->isMutable)
-      out.emplace_back(entry.getKey().str(), b);
-  llvm::sort(out, [](auto &a, auto &b) { return a.first < b.first; });
-  return out;
+    collectAssigned(*b, assigned);
+  std::vector<llvm::StringRef> names;
+  for (auto &entry : assigned)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  Carry carry;
+  for (llvm::StringRef name : names)
+    if (Binding *b = lookup(name); b && b->isMutable) {
+      carry.vars.push_back(b);
+      carry.before.push_back(b->val);
+    }
+  return carry;
 }
 
 bool Generator::genFor(const ForStmt &stmt) {
@@ -883,12 +912,10 @@ bool Generator::genFor(const ForStmt &stmt) {
              false;
   }
 
-  auto carry = carried({&stmt.body});
-  llvm::SmallVector<Value> inits;
-  for (auto &[name, b] : carry)
-    inits.push_back(b->val.value);
+  Carry carry = carried({&stmt.body});
   mlir::Location l = loc(stmt.loc);
-  auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value, inits);
+  auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value,
+                                                carry.values());
   if (*stages > 1)
     forOp->setAttr(kStagesAttr, builder.getI32IntegerAttr(*stages));
   mlir::OpBuilder::InsertionGuard guard(builder);
@@ -896,11 +923,7 @@ bool Generator::genFor(const ForStmt &stmt) {
   if (!forOp.getBody()->empty() && forOp.getBody()->back().hasTrait<mlir::OpTrait::IsTerminator>())
     forOp.getBody()->back().erase();
   builder.setInsertionPointToEnd(forOp.getBody());
-  std::vector<TValue> saved;
-  for (auto [i, c] : llvm::enumerate(carry)) {
-    saved.push_back(c.second->val);
-    c.second->val.value = forOp.getRegionIterArgs()[i];
-  }
+  carry.bind(forOp.getRegionIterArgs());
   {
     ScopeGuard scope(*this);
     TValue iv;
@@ -912,14 +935,8 @@ bool Generator::genFor(const ForStmt &stmt) {
     if (!genBlock(stmt.body))
       return false;
   }
-  llvm::SmallVector<Value> yields;
-  for (auto &c : carry)
-    yields.push_back(c.second->val.value);
-  builder.create<mlir::scf::YieldOp>(l, yields);
-  for (auto [i, c] : llvm::enumerate(carry)) {
-    c.second->val = saved[i];
-    c.second->val.value = forOp.getResult(i);
-  }
+  builder.create<mlir::scf::YieldOp>(l, carry.values());
+  carry.bind(forOp.getResults());
   return true;
 }
 
@@ -952,15 +969,10 @@ bool Generator::genWhile(const WhileStmt &stmt) {
   // work is then in the "after" region, which every target lowers like a `for`
   // body (SPIR-V's serializer, in particular, mishandles structured control
   // flow, such as a reduction's, inside a loop header).
-  auto carry = carried({&stmt.body});
-  llvm::SmallVector<Value> inits;
-  llvm::SmallVector<mlir::Type> types;
-  for (auto &c : carry) {
-    inits.push_back(c.second->val.value);
-    types.push_back(c.second->val.value.getType());
-  }
+  Carry carry = carried({&stmt.body});
+  llvm::SmallVector<Value> inits = carry.values();
   inits.push_back(first->value);
-  types.push_back(first->value.getType());
+  llvm::SmallVector<mlir::Type> types(mlir::ValueRange(inits).getTypes());
   mlir::Location l = loc(stmt.loc);
   auto whileOp = builder.create<mlir::scf::WhileOp>(l, llvm::ArrayRef(types).drop_back(), inits);
   llvm::SmallVector<mlir::Location> locs(types.size(), l);
@@ -970,16 +982,12 @@ bool Generator::genWhile(const WhileStmt &stmt) {
     builder.create<mlir::scf::ConditionOp>(l, before->getArguments().back(),
                                            before->getArguments().drop_back());
   }
-  std::vector<TValue> saved;
-  for (auto &c : carry)
-    saved.push_back(c.second->val);
   {
     mlir::OpBuilder::InsertionGuard guard(builder);
     mlir::Block *after = builder.createBlock(&whileOp.getAfter(), {},
                                              llvm::ArrayRef(types).drop_back(),
                                              llvm::ArrayRef(locs).drop_back());
-    for (auto [i, c] : llvm::enumerate(carry))
-      c.second->val.value = after->getArgument(i);
+    carry.bind(after->getArguments());
     {
       ScopeGuard scope(*this);
       if (!genBlock(stmt.body))
@@ -988,16 +996,11 @@ bool Generator::genWhile(const WhileStmt &stmt) {
     MaybeValue next = condition();
     if (!next)
       return false;
-    llvm::SmallVector<Value> yields;
-    for (auto &c : carry)
-      yields.push_back(c.second->val.value);
+    llvm::SmallVector<Value> yields = carry.values();
     yields.push_back(next->value);
     builder.create<mlir::scf::YieldOp>(l, yields);
   }
-  for (auto [i, c] : llvm::enumerate(carry)) {
-    c.second->val = saved[i];
-    c.second->val.value = whileOp.getResult(i);
-  }
+  carry.bind(whileOp.getResults());
   return true;
 }
 
@@ -1014,41 +1017,29 @@ bool Generator::genIf(const IfStmt &stmt) {
     ScopeGuard scope(*this);
     return genBlock(cond->cst->i ? stmt.thenBody : stmt.elseBody);
   }
-  auto carry = carried({&stmt.thenBody, &stmt.elseBody});
-  llvm::SmallVector<mlir::Type> types;
-  for (auto &c : carry)
-    types.push_back(c.second->val.value.getType());
+  Carry carry = carried({&stmt.thenBody, &stmt.elseBody});
   mlir::Location l = loc(stmt.loc);
-  auto ifOp = builder.create<mlir::scf::IfOp>(l, types, cond->value, /*withElse=*/true);
-  std::vector<TValue> saved;
-  for (auto &c : carry)
-    saved.push_back(c.second->val);
+  auto ifOp = builder.create<mlir::scf::IfOp>(l, mlir::ValueRange(carry.values()).getTypes(),
+                                              cond->value, /*withElse=*/true);
   auto genBranch = [&](mlir::Region &region, const Block &body) {
     mlir::OpBuilder::InsertionGuard guard(builder);
     mlir::Block *block = &region.front();
     if (!block->empty())
       block->back().erase(); // the implicit empty yield
     builder.setInsertionPointToEnd(block);
-    for (auto [i, c] : llvm::enumerate(carry))
-      c.second->val = saved[i];
+    carry.restore();
     {
       ScopeGuard scope(*this);
       if (!genBlock(body))
         return false;
     }
-    llvm::SmallVector<Value> yields;
-    for (auto &c : carry)
-      yields.push_back(c.second->val.value);
-    builder.create<mlir::scf::YieldOp>(l, yields);
+    builder.create<mlir::scf::YieldOp>(l, carry.values());
     return true;
   };
   if (!genBranch(ifOp.getThenRegion(), stmt.thenBody) ||
       !genBranch(ifOp.getElseRegion(), stmt.elseBody))
     return false;
-  for (auto [i, c] : llvm::enumerate(carry)) {
-    c.second->val = saved[i];
-    c.second->val.value = ifOp.getResult(i);
-  }
+  carry.bind(ifOp.getResults());
   return true;
 }
 
