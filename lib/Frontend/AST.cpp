@@ -127,6 +127,11 @@ struct Dumper {
       list(static_cast<const ListExpr &>(e).elements);
       os << "]";
       return;
+    case Expr::Tuple:
+      os << "(tuple ";
+      list(static_cast<const TupleExpr &>(e).elements);
+      os << ")";
+      return;
     }
   }
 
@@ -149,7 +154,10 @@ struct Dumper {
     switch (s.kind) {
     case Stmt::Let: {
       auto &l = static_cast<const LetStmt &>(s);
-      line() << (l.isMutable ? "var " : "let ") << l.name << " = ";
+      line() << (l.isMutable ? "var " : "let ") << l.name;
+      for (auto [i, target] : llvm::enumerate(l.unpack))
+        os << (i ? ", " : "(") << target.name << (i + 1 == l.unpack.size() ? ")" : "");
+      os << " = ";
       expr(*l.init);
       os << "\n";
       return;

@@ -20,7 +20,7 @@ namespace kiln {
 //===----------------------------------------------------------------------===//
 
 struct Expr {
-  enum Kind { IntLit, FloatLit, BoolLit, Name, Unary, Binary, Call, Index, Method, List };
+  enum Kind { IntLit, FloatLit, BoolLit, Name, Unary, Binary, Call, Index, Method, List, Tuple };
   Expr(Kind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
   virtual ~Expr() = default;
   Kind kind;
@@ -111,6 +111,13 @@ struct ListExpr : Expr {
   std::vector<ExprPtr> elements;
 };
 
+/// `(a, b, ...)`: two or more runtime values travelling together, as a helper's
+/// results or the operands of `reduce` and `associative_scan`.
+struct TupleExpr : Expr {
+  TupleExpr(llvm::SMLoc loc) : Expr(Tuple, loc) {}
+  std::vector<ExprPtr> elements;
+};
+
 //===----------------------------------------------------------------------===//
 // Statements
 //===----------------------------------------------------------------------===//
@@ -125,10 +132,18 @@ struct Stmt {
 using StmtPtr = std::unique_ptr<Stmt>;
 using Block = std::vector<StmtPtr>;
 
+struct NameLoc {
+  std::string name;
+  llvm::SMLoc loc;
+};
+
+/// `let x = e;`, or `let (a, b) = e;`, which unpacks a tuple: then `name` is
+/// empty and `unpack` names each element.
 struct LetStmt : Stmt {
   LetStmt(llvm::SMLoc loc, std::string name, bool isMutable, ExprPtr init)
       : Stmt(Let, loc), name(std::move(name)), isMutable(isMutable), init(std::move(init)) {}
   std::string name;
+  std::vector<NameLoc> unpack;
   bool isMutable;
   ExprPtr init;
 };

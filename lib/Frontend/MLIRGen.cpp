@@ -47,6 +47,11 @@ struct ViewData {
   llvm::SmallVector<Value> coords; // gather: i32 index per dim; block: i32 offsets
 };
 
+/// On a helper specialization: its results' element types (dtype names), and
+/// whether they form a tuple (a single result may be one value or a 1-tuple).
+constexpr llvm::StringLiteral kResultDTypesAttr = "kiln.result_dtypes";
+constexpr llvm::StringLiteral kReturnsTupleAttr = "kiln.returns_tuple";
+
 /// A value during generation: its static type, its IR value, and what is known
 /// about it at compile time.
 struct TValue {
@@ -54,7 +59,7 @@ struct TValue {
   Value value;
   std::optional<Const> cst;
   std::shared_ptr<ViewData> view;
-  std::vector<TValue> elements; // List
+  std::vector<TValue> elements; // List and Tuple
   std::string tensorName;       // Tensor
 };
 using MaybeValue = std::optional<TValue>;
@@ -247,8 +252,12 @@ private:
   MaybeValue genIndex(const IndexExpr &e);
   MaybeValue genMethod(const MethodExpr &e);
   MaybeValue genList(const ListExpr &e);
+  MaybeValue genTuple(const TupleExpr &e);
   MaybeValue genCall(const CallExpr &e);
   MaybeValue genHelperCall(const CallExpr &e, const FnDecl &fn);
+  /// Calls `fn` with `args` (already generated), specializing it for their types.
+  MaybeValue callHelper(const FnDecl &fn, std::vector<TValue> args,
+                        llvm::ArrayRef<SMLoc> argLocs, SMLoc at);
   MaybeValue genBuiltin(const CallExpr &e);
 
   // Builtin families.
@@ -785,16 +794,39 @@ bool Generator::genStmt(const Stmt &stmt) {
       error(let.init->loc, "expression has no value");
       return false;
     }
-    if (let.isMutable) {
-      if (!v->type.isValue()) {
-        error(let.init->loc, "a 'var' must hold a scalar or a tile, not " + withArticle(v->type.str()));
+    if (!let.unpack.empty()) {
+      if (v->type.kind != SType::Tuple) {
+        error(let.init->loc, "only a tuple can be unpacked, got " + withArticle(v->type.str()));
         return false;
       }
-      // A var is a runtime value: it forgets compile-time-ness so loops may update it.
-      v->type.weak = false;
-      v->cst.reset();
+      if (v->elements.size() != let.unpack.size()) {
+        error(let.loc, "cannot unpack a tuple of " + llvm::Twine(v->elements.size()) +
+                           " values into " + llvm::Twine(let.unpack.size()) + " names");
+        return false;
+      }
+    } else if (v->type.kind == SType::Tuple) {
+      error(let.loc, "a tuple needs one name per value: let (a, b) = ...;");
+      return false;
     }
-    return declare(let.loc, let.name, *v, let.isMutable);
+    auto bind = [&](const NameLoc &target, TValue value) {
+      if (let.isMutable) {
+        if (!value.type.isValue()) {
+          error(let.init->loc,
+                "a 'var' must hold a scalar or a tile, not " + withArticle(value.type.str()));
+          return false;
+        }
+        // A var is a runtime value: it forgets compile-time-ness so loops may update it.
+        value.type.weak = false;
+        value.cst.reset();
+      }
+      return declare(target.loc, target.name, value, let.isMutable);
+    };
+    if (let.unpack.empty())
+      return bind({let.name, let.loc}, *v);
+    for (auto [target, value] : llvm::zip(let.unpack, v->elements))
+      if (!bind(target, value))
+        return false;
+    return true;
   }
   case Stmt::Assign: {
     auto &assign = static_cast<const AssignStmt &>(stmt);
@@ -836,8 +868,9 @@ bool Generator::genStmt(const Stmt &stmt) {
     MaybeValue v = genExpr(*ret.value);
     if (!v)
       return false;
-    if (!v->type.isValue()) {
-      error(ret.value->loc, "a function returns a scalar or a tile, not " + withArticle(v->type.str()));
+    if (!v->type.isValue() && v->type.kind != SType::Tuple) {
+      error(ret.value->loc, "a function returns a scalar, a tile or a tuple of them, not " +
+                                withArticle(v->type.str()));
       return false;
     }
     helperResult = *v;
@@ -1069,6 +1102,7 @@ MaybeValue Generator::genExpr(const Expr &e) {
   case Expr::Index: return genIndex(static_cast<const IndexExpr &>(e));
   case Expr::Method: return genMethod(static_cast<const MethodExpr &>(e));
   case Expr::List: return genList(static_cast<const ListExpr &>(e));
+  case Expr::Tuple: return genTuple(static_cast<const TupleExpr &>(e));
   }
   return std::nullopt;
 }
@@ -1085,6 +1119,9 @@ MaybeValue Generator::genValue(const Expr &e, const char *what) {
   if (v->type.kind == SType::View)
     return error(e.loc, llvm::Twine("a view is not a value (") + what +
                             "); wrap it in load(...)");
+  if (v->type.kind == SType::Tuple)
+    return error(e.loc, llvm::Twine("a tuple is not a value (") + what +
+                            "); unpack it first: let (a, b) = ...;");
   return error(e.loc, llvm::Twine("expected a scalar or tile for the ") + what +
                           ", got " + withArticle(v->type.str()));
 }
@@ -1370,6 +1407,18 @@ MaybeValue Generator::genList(const ListExpr &e) {
   return out;
 }
 
+MaybeValue Generator::genTuple(const TupleExpr &e) {
+  TValue out;
+  out.type.kind = SType::Tuple;
+  for (auto &el : e.elements) {
+    MaybeValue v = genValue(*el, "tuple element");
+    if (!v)
+      return std::nullopt;
+    out.elements.push_back(*v);
+  }
+  return out;
+}
+
 //===----------------------------------------------------------------------===//
 // Calls
 //===----------------------------------------------------------------------===//
@@ -1470,36 +1519,46 @@ MaybeValue Generator::genHelperCall(const CallExpr &e, const FnDecl &fn) {
   if (e.args.size() != fn.params.size())
     return error(e.loc, "'" + fn.name + "' takes " + llvm::Twine(fn.params.size()) +
                             " arguments, got " + llvm::Twine(e.args.size()));
-  if (activeHelpers.contains(fn.name))
-    return error(e.loc, "recursive call to '" + fn.name + "' is not supported");
   std::vector<TValue> args;
-  std::string key = fn.name;
-  for (auto [i, a] : llvm::enumerate(e.args)) {
+  llvm::SmallVector<SMLoc> argLocs;
+  for (auto &a : e.args) {
     MaybeValue v = genExpr(*a);
     if (!v)
       return std::nullopt;
-    if (v->type.kind == SType::View || v->type.kind == SType::List ||
-        v->type.kind == SType::Void)
-      return error(a->loc, "cannot pass " + withArticle(v->type.str()) + " to a function");
+    args.push_back(*v);
+    argLocs.push_back(a->loc);
+  }
+  return callHelper(fn, std::move(args), argLocs, e.loc);
+}
+
+MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
+                                 llvm::ArrayRef<SMLoc> argLocs, SMLoc at) {
+  if (activeHelpers.contains(fn.name))
+    return error(at, "recursive call to '" + fn.name + "' is not supported");
+  std::string key = fn.name;
+  for (size_t i = 0; i < args.size(); ++i) {
+    TValue &v = args[i];
+    if (v.type.kind == SType::View || v.type.kind == SType::List ||
+        v.type.kind == SType::Tuple || v.type.kind == SType::Void)
+      return error(argLocs[i], "cannot pass " + withArticle(v.type.str()) + " to a function");
     if (fn.params[i].dtype &&
-        (v->type.kind != SType::Scalar ||
-         !assignable(v->type, SType::scalar(*fn.params[i].dtype))))
-      return error(a->loc, "argument '" + fn.params[i].name + "' of '" + fn.name +
-                               "' must be " + withArticle(dtypeName(*fn.params[i].dtype)) +
-                               " scalar, got " + v->type.str());
-    if (fn.params[i].dtype && v->type.dtype != *fn.params[i].dtype)
-      v = convert(*v, *fn.params[i].dtype, {}, a->loc);
+        (v.type.kind != SType::Scalar ||
+         !assignable(v.type, SType::scalar(*fn.params[i].dtype))))
+      return error(argLocs[i], "argument '" + fn.params[i].name + "' of '" + fn.name +
+                                   "' must be " + withArticle(dtypeName(*fn.params[i].dtype)) +
+                                   " scalar, got " + v.type.str());
+    if (fn.params[i].dtype && v.type.dtype != *fn.params[i].dtype)
+      v = convert(v, *fn.params[i].dtype, {}, argLocs[i]);
     // Exact: weak and strong constants, and nearby values, get separate copies.
-    key += "|" + v->type.str() + (v->type.weak ? "~" : "");
-    if (v->cst) {
+    key += "|" + v.type.str() + (v.type.weak ? "~" : "");
+    if (v.cst) {
       char exact[64];
-      if (v->cst->isFloat)
-        snprintf(exact, sizeof exact, "%a", v->cst->f);
+      if (v.cst->isFloat)
+        snprintf(exact, sizeof exact, "%a", v.cst->f);
       else
-        snprintf(exact, sizeof exact, "%lld", static_cast<long long>(v->cst->i));
+        snprintf(exact, sizeof exact, "%lld", static_cast<long long>(v.cst->i));
       key += std::string("=") + exact;
     }
-    args.push_back(*v);
   }
 
   // Signature: runtime values become arguments; constants are baked into the
@@ -1550,18 +1609,26 @@ MaybeValue Generator::genHelperCall(const CallExpr &e, const FnDecl &fn) {
     helperResult = std::move(savedResult);
     if (!ok)
       return std::nullopt;
+    std::vector<TValue> results;
+    if (result && result->type.kind == SType::Tuple)
+      results = result->elements;
+    else if (result && result->value)
+      results.push_back(*result);
     llvm::SmallVector<Value> rets;
     llvm::SmallVector<mlir::Type> retTypes;
-    if (result && result->value) {
-      rets.push_back(result->value);
-      retTypes.push_back(result->value.getType());
+    llvm::SmallVector<mlir::Attribute> retDTypes;
+    for (const TValue &r : results) {
+      rets.push_back(r.value);
+      retTypes.push_back(r.value.getType());
+      retDTypes.push_back(builder.getStringAttr(dtypeName(r.type.dtype)));
     }
     builder.create<mlir::func::ReturnOp>(loc(fn.loc), rets);
     callee.setType(builder.getFunctionType(argTypes, retTypes));
-    // Remember the result's static type on the function for later call sites.
-    if (result && result->value)
-      callee->setAttr("kiln.result_dtype",
-                      builder.getStringAttr(dtypeName(result->type.dtype)));
+    // Remember the results' static types on the function for later call sites,
+    // and whether they form a tuple.
+    callee->setAttr(kResultDTypesAttr, builder.getArrayAttr(retDTypes));
+    if (result && result->type.kind == SType::Tuple)
+      callee->setAttr(kReturnsTupleAttr, builder.getUnitAttr());
     specializations[key] = callee;
   }
 
@@ -1569,22 +1636,27 @@ MaybeValue Generator::genHelperCall(const CallExpr &e, const FnDecl &fn) {
   for (const TValue &a : args)
     if (!a.cst)
       operands.push_back(a.value);
-  auto call = builder.create<mlir::func::CallOp>(loc(e.loc), callee, operands);
+  auto call = builder.create<mlir::func::CallOp>(loc(at), callee, operands);
   TValue out;
-  if (call.getNumResults() == 0) {
+  auto dtypes = mlir::cast<mlir::ArrayAttr>(callee->getAttr(kResultDTypesAttr));
+  for (auto [r, name] : llvm::zip(call.getResults(), dtypes)) {
+    Shape shape;
+    if (auto t = mlir::dyn_cast<mlir::RankedTensorType>(r.getType()))
+      shape.assign(t.getShape().begin(), t.getShape().end());
+    TValue v;
+    v.type = SType::value(*parseDType(mlir::cast<mlir::StringAttr>(name).getValue().str()), shape);
+    v.value = r;
+    out.elements.push_back(v);
+  }
+  if (callee->hasAttr(kReturnsTupleAttr)) {
+    out.type.kind = SType::Tuple;
+    return out;
+  }
+  if (out.elements.empty()) {
     out.type.kind = SType::Void;
     return out;
   }
-  Value r = call.getResult(0);
-  auto dt = parseDType(mlir::cast<mlir::StringAttr>(callee->getAttr("kiln.result_dtype"))
-                           .getValue()
-                           .str());
-  Shape shape;
-  if (auto t = mlir::dyn_cast<mlir::RankedTensorType>(r.getType()))
-    shape.assign(t.getShape().begin(), t.getShape().end());
-  out.type = SType::value(*dt, shape);
-  out.value = r;
-  return out;
+  return TValue(out.elements.front());
 }
 
 MaybeValue Generator::genBuiltin(const CallExpr &e) {

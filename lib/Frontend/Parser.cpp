@@ -355,19 +355,41 @@ StmtPtr Parser::parseStmt() {
   case Tok::KwVar: {
     bool isMutable = is(Tok::KwVar);
     advance();
-    if (!is(Tok::Ident)) {
+    std::vector<NameLoc> unpack;
+    SMLoc nameLoc = tok.loc();
+    if (is(Tok::LParen)) { // let (a, b) = ...
+      advance();
+      do {
+        if (!is(Tok::Ident)) {
+          errorHere("expected a variable name");
+          return nullptr;
+        }
+        unpack.push_back({tok.text.str(), tok.loc()});
+        advance();
+      } while (consumeIf(Tok::Comma));
+      if (!expect(Tok::RParen, "after the names to unpack"))
+        return nullptr;
+      if (unpack.size() < 2) {
+        error(nameLoc, "unpacking needs two or more names; write 'let x = ...' for one");
+        return nullptr;
+      }
+    } else if (!is(Tok::Ident)) {
       errorHere("expected a variable name");
       return nullptr;
     }
-    std::string name = tok.text.str();
-    SMLoc nameLoc = tok.loc();
-    advance();
-    if (!expect(Tok::Assign, "after the variable name"))
+    std::string name;
+    if (unpack.empty()) {
+      name = tok.text.str();
+      advance();
+    }
+    if (!expect(Tok::Assign, unpack.empty() ? "after the variable name" : "after the names"))
       return nullptr;
     ExprPtr init = parseExpr();
     if (!init || !expect(Tok::Semi, "after the statement"))
       return nullptr;
-    return std::make_unique<LetStmt>(nameLoc, name, isMutable, std::move(init));
+    auto let = std::make_unique<LetStmt>(nameLoc, name, isMutable, std::move(init));
+    let->unpack = std::move(unpack);
+    return let;
   }
   case Tok::KwFor:
     return parseFor();
@@ -679,12 +701,23 @@ ExprPtr Parser::parsePrimary() {
     advance();
     return std::make_unique<BoolLitExpr>(loc, value);
   }
-  case Tok::LParen: {
+  case Tok::LParen: { // a parenthesized expression, or a tuple `(a, b, ...)`
     advance();
     ExprPtr inner = parseExpr();
-    if (!inner || !expect(Tok::RParen, "to close the parenthesis"))
+    if (!inner)
       return nullptr;
-    return inner;
+    if (!is(Tok::Comma))
+      return expect(Tok::RParen, "to close the parenthesis") ? std::move(inner) : nullptr;
+    auto tuple = std::make_unique<TupleExpr>(loc);
+    tuple->elements.push_back(std::move(inner));
+    advance();
+    if (!parseExprList(Tok::RParen, tuple->elements, "to close the tuple"))
+      return nullptr;
+    if (tuple->elements.size() < 2) {
+      error(loc, "a tuple needs two or more elements; drop the comma for one");
+      return nullptr;
+    }
+    return tuple;
   }
   case Tok::LBracket: {
     auto list = std::make_unique<ListExpr>(loc);

@@ -23,6 +23,7 @@ std::string SType::str() const {
                       std::to_string(shape.size());
   case View: return "view " + std::string(dtypeName(dtype)) + shapeStr(shape);
   case List: return "list";
+  case Tuple: return "tuple";
   case Void: return "void";
   }
   return "?";

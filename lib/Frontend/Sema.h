@@ -24,7 +24,7 @@ inline constexpr int64_t kMaxTileElements = 1 << 22;
 
 /// The static type of a value in a .kiln program.
 struct SType {
-  enum Kind { Scalar, Tile, Tensor, View, List, Void };
+  enum Kind { Scalar, Tile, Tensor, View, List, Tuple, Void };
   Kind kind = Void;
   DType dtype = DType::I32;
   Shape shape;       // Tile and View: the tile shape. Tensor: rank only (all -1).
