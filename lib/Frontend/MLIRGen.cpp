@@ -291,6 +291,15 @@ private:
   MaybeValue genShapeOp(const CallExpr &e);
   MaybeValue genGather(const CallExpr &e);
   MaybeValue genSort(const CallExpr &e);
+  /// reduce / associative_scan with a combine function (a helper `fn`).
+  MaybeValue genCombine(const CallExpr &e);
+  /// The `name = true|false` keyword of `e` (`false` when absent); nullopt after
+  /// reporting a value that is not a constant bool.
+  std::optional<bool> boolKeyword(const CallExpr &e, llvm::StringRef name);
+  /// An i32 tile of `shape` holding each element's position along `axis`.
+  Value axisPositions(const Shape &shape, int64_t axis, mlir::Location l);
+  /// The only element of a one-element tile of `dt`, as a scalar.
+  Value onlyElement(Value tile, DType dt, mlir::Location l);
 
   /// fp8 is a storage format: loads, stores, casts, comparisons, `where`,
   /// data movement and `dot` take it; arithmetic would round after every step,
@@ -1773,6 +1782,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genGather(e);
   if (name == "sort" || name == "argsort")
     return genSort(e);
+  if (name == "reduce" || name == "associative_scan")
+    return genCombine(e);
   if (name == "cdiv") {
     if (!checkArity(e, 2, 2))
       return std::nullopt;
@@ -2091,14 +2102,10 @@ std::optional<Generator::ReductionArgs> Generator::reductionArgs(const CallExpr 
   if (rejectF8(v->type.dtype, e.args[0]->loc, "'" + e.callee + "'"))
     return std::nullopt;
   ReductionArgs r;
-  if (const KeywordArg *kw = e.kwarg("keepdims")) {
-    MaybeValue k = genValue(*kw->value, "keepdims");
-    if (!k)
-      return std::nullopt;
-    if (!k->cst || k->type.dtype != DType::I1)
-      return error(kw->value->loc, "keepdims must be true or false");
-    r.keepdims = k->cst->i;
-  }
+  std::optional<bool> keepdims = boolKeyword(e, "keepdims");
+  if (!keepdims)
+    return std::nullopt;
+  r.keepdims = *keepdims;
   mlir::Location l = loc(e.loc);
   r.src = *v;
   // Reductions of bools are done in i32 (sums count).
@@ -2181,14 +2188,7 @@ MaybeValue Generator::genArgReduce(const CallExpr &e, bool isMax) {
   } else {
     hit = builder.create<CmpIOp>(l, CmpIPredicate::eq, src.value, spread);
   }
-  Value lanes = builder.create<ArangeOp>(
-      l, mlir::RankedTensorType::get({extent}, builder.getI32Type()), 0, extent);
-  Shape along(shape.size(), 1);
-  along[axis] = extent;
-  if (shape.size() > 1)
-    lanes = builder.create<ReshapeOp>(l, mlir::RankedTensorType::get(along, builder.getI32Type()),
-                                      lanes);
-  lanes = broadcastValue(lanes, along, shape, DType::I32, l);
+  Value lanes = axisPositions(shape, axis, l);
   Value none = splat(Const::ofInt(extent), DType::I32, shape, e.loc);
   TValue candidates;
   candidates.type = SType::tile(DType::I32, shape);
@@ -2574,15 +2574,10 @@ MaybeValue Generator::genSort(const CallExpr &e) {
       return std::nullopt;
     axis = *a;
   }
-  bool descending = false;
-  if (const KeywordArg *kw = e.kwarg("descending")) {
-    MaybeValue d = genValue(*kw->value, "descending");
-    if (!d)
-      return std::nullopt;
-    if (!d->cst || d->type.dtype != DType::I1 || d->type.kind != SType::Scalar)
-      return error(kw->value->loc, "descending must be true or false");
-    descending = d->cst->i;
-  }
+  std::optional<bool> descendingFlag = boolKeyword(e, "descending");
+  if (!descendingFlag)
+    return std::nullopt;
+  bool descending = *descendingFlag;
   int64_t n = shape[axis];
   if (!llvm::isPowerOf2_64(n))
     return error(e.args[0]->loc, name + " needs a power-of-two extent along the axis, got " +
@@ -2595,12 +2590,7 @@ MaybeValue Generator::genSort(const CallExpr &e) {
   // argsort carries each element's original position along and breaks ties by
   // it, so its order is the stable one.
   mlir::Location l = loc(e.loc);
-  Shape line(rank, 1);
-  line[axis] = n;
-  Value pos = builder.create<ArangeOp>(l, valueType(DType::I32, {n}), 0, n);
-  if (rank > 1)
-    pos = builder.create<ReshapeOp>(l, valueType(DType::I32, line), pos);
-  pos = broadcastValue(pos, line, shape, DType::I32, l);
+  Value pos = axisPositions(shape, axis, l);
   auto i32 = [&](int64_t c) { return splat(Const::ofInt(c), DType::I32, shape, e.loc); };
   auto bitClear = [&](int64_t bit) {
     Value masked = builder.create<mlir::arith::AndIOp>(l, pos, i32(bit));
@@ -2667,6 +2657,221 @@ MaybeValue Generator::genSort(const CallExpr &e) {
   TValue out;
   out.type = SType::tile(withIndices ? DType::I32 : dt, shape);
   out.value = tiles.back();
+  return out;
+}
+
+std::optional<bool> Generator::boolKeyword(const CallExpr &e, llvm::StringRef name) {
+  const KeywordArg *kw = e.kwarg(name);
+  if (!kw)
+    return false;
+  MaybeValue v = genValue(*kw->value, name.data());
+  if (!v)
+    return std::nullopt;
+  if (!v->cst || v->type.dtype != DType::I1 || v->type.kind != SType::Scalar)
+    return error(kw->value->loc, name + " must be true or false");
+  return v->cst->i != 0;
+}
+
+Value Generator::axisPositions(const Shape &shape, int64_t axis, mlir::Location l) {
+  int64_t n = shape[axis];
+  Shape line(shape.size(), 1);
+  line[axis] = n;
+  Value pos = builder.create<ArangeOp>(l, valueType(DType::I32, {n}), 0, n);
+  if (shape.size() > 1)
+    pos = builder.create<ReshapeOp>(l, valueType(DType::I32, line), pos);
+  return broadcastValue(pos, line, shape, DType::I32, l);
+}
+
+Value Generator::onlyElement(Value tile, DType dt, mlir::Location l) {
+  // A max over one element is that element (NaN and -0.0 included); bools are
+  // reduced as i32, as everywhere else.
+  DType via = dt == DType::I1 ? DType::I32 : dt;
+  if (via != dt)
+    tile = castValue(tile, dt, via, l);
+  Value v = builder.create<ReduceOp>(l, mlirType(via),
+                                     ReduceKindAttr::get(&ctx, ReduceKind::Max), tile,
+                                     builder.getI32IntegerAttr(0));
+  return via == dt ? v : castValue(v, via, dt, l);
+}
+
+MaybeValue Generator::genCombine(const CallExpr &e) {
+  const std::string &name = e.callee;
+  bool scan = name == "associative_scan";
+  llvm::StringRef flagName = scan ? "reverse" : "keepdims";
+  if (!checkArity(e, 1, 3, {"axis", "combine", flagName}))
+    return std::nullopt;
+  // The operands: a tile, or a tuple of tiles of one shape.
+  MaybeValue in = genExpr(*e.args[0]);
+  if (!in)
+    return std::nullopt;
+  bool isTuple = in->type.kind == SType::Tuple;
+  std::vector<TValue> xs = isTuple ? in->elements : std::vector<TValue>{*in};
+  for (const TValue &x : xs) {
+    if (x.type.kind != SType::Tile)
+      return error(e.args[0]->loc, name + " needs a tile or a tuple of tiles, got " +
+                                       withArticle(x.type.str()));
+    if (x.type.shape != xs[0].type.shape)
+      return error(e.args[0]->loc, "the tiles of " + name + "'s tuple must have one shape, got " +
+                                       xs[0].type.str() + " and " + x.type.str());
+  }
+  auto positionalOrKeyword = [&](size_t i, llvm::StringRef kw) -> std::optional<const Expr *> {
+    const KeywordArg *k = e.kwarg(kw);
+    if (k && e.args.size() > i)
+      return error(k->loc, "the " + kw + " is given twice");
+    return k ? k->value.get() : e.args.size() > i ? e.args[i].get() : nullptr;
+  };
+  auto axisExpr = positionalOrKeyword(1, "axis");
+  auto combineExpr = positionalOrKeyword(2, "combine");
+  if (!axisExpr || !combineExpr)
+    return std::nullopt;
+  if (!*combineExpr)
+    return error(e.loc, name + " needs a combine function: " + name + "(t, axis, f) or " + name +
+                            "(t, combine = f)");
+  const FnDecl *fn = nullptr;
+  if ((*combineExpr)->kind == Expr::Name)
+    fn = module.findFunction(static_cast<const NameExpr &>(**combineExpr).name);
+  if (!fn)
+    return error((*combineExpr)->loc, "the combine function must be the name of a 'fn' "
+                                      "declared in this file");
+  size_t arity = xs.size();
+  if (fn->params.size() != 2 * arity)
+    return error((*combineExpr)->loc,
+                 "'" + fn->name + "' must take " + llvm::Twine(2 * arity) +
+                     " parameters (two of each of the " + llvm::Twine(arity) + " operand" +
+                     (arity == 1 ? "" : "s") + "), it takes " + llvm::Twine(fn->params.size()));
+  std::optional<bool> flag = boolKeyword(e, flagName);
+  if (!flag)
+    return std::nullopt;
+
+  mlir::Location l = loc(e.loc);
+  int64_t rank = xs[0].type.shape.size();
+  std::optional<int64_t> axis;
+  if (*axisExpr) {
+    if (!(axis = axisArg(**axisExpr, rank)))
+      return std::nullopt;
+  } else if (rank == 1) {
+    axis = 0;
+  } else if (scan) {
+    return error(e.loc, name + " of a rank-" + llvm::Twine(rank) + " tile needs an axis");
+  } else { // reduce every element, in row-major order
+    if (*flag)
+      return error(e.loc, "keepdims needs an axis");
+    int64_t total = 1;
+    for (int64_t d : xs[0].type.shape)
+      total *= d;
+    for (TValue &x : xs) {
+      x.value = builder.create<ReshapeOp>(l, valueType(x.type.dtype, {total}), x.value);
+      x.type.shape = {total};
+    }
+    axis = 0;
+  }
+  Shape shape = xs[0].type.shape;
+  int64_t n = shape[*axis];
+
+  // The combine function must be a function of scalars, so that applying it to
+  // whole tiles combines them lane by lane: check it on scalars first (the
+  // specialization is left unused and dropped by symbol-dce).
+  auto describe = [](const std::vector<TValue> &vs, bool asScalars = false) {
+    std::string text;
+    for (auto [i, v] : llvm::enumerate(vs))
+      text += (i ? ", " : "") + (asScalars ? SType::scalar(v.type.dtype) : v.type).str();
+    return vs.size() == 1 ? text : "(" + text + ")";
+  };
+  auto call = [&](std::vector<TValue> args, SMLoc at) -> std::optional<std::vector<TValue>> {
+    llvm::SmallVector<SMLoc> locs(args.size(), at);
+    MaybeValue r = callHelper(*fn, std::move(args), locs, at);
+    if (!r)
+      return std::nullopt;
+    return r->type.kind == SType::Tuple ? r->elements
+           : r->type.kind == SType::Void ? std::vector<TValue>{}
+                                          : std::vector<TValue>{*r};
+  };
+  {
+    mlir::Block scratch; // the check's call and operands are thrown away
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&scratch);
+    std::vector<TValue> args;
+    for (int copy = 0; copy < 2; ++copy)
+      for (const TValue &x : xs) {
+        TValue a;
+        a.type = SType::scalar(x.type.dtype);
+        a.value = builder.create<mlir::arith::ConstantOp>(l, constAttr(Const::ofInt(0),
+                                                                       x.type.dtype));
+        args.push_back(a);
+      }
+    auto results = call(std::move(args), (*combineExpr)->loc);
+    if (!results)
+      return std::nullopt;
+    bool same = results->size() == arity;
+    for (size_t i = 0; same && i < arity; ++i)
+      same = (*results)[i].type.sameValueType(SType::scalar(xs[i].type.dtype));
+    if (!same)
+      return error((*combineExpr)->loc,
+                   "'" + fn->name + "' must return " + describe(xs, true) + " for scalars " +
+                       describe(xs, true) + ", got " +
+                       (results->empty() ? std::string("nothing") : describe(*results)));
+    scratch.clear();
+  }
+
+  // Trees of `gather`s along the axis, log2(n) steps. A reduction combines each
+  // lane with the one `s` after it (the first lane ends with the whole range,
+  // combined in order); a scan combines each lane with the one `s` before it
+  // (after it when reversed), Hillis-Steele style. Either way the earlier range
+  // is the combine function's first operand, so it need not commute.
+  Value pos = axisPositions(shape, *axis, l);
+  auto i32 = [&](int64_t c) { return splat(Const::ofInt(c), DType::I32, shape, e.loc); };
+  using mlir::arith::CmpIPredicate;
+  for (int64_t s = 1; s < n; s *= 2) {
+    bool forward = !scan || *flag; // the partner comes after this lane
+    Value at = forward ? builder.create<mlir::arith::AddIOp>(l, pos, i32(s)).getResult()
+                       : builder.create<mlir::arith::SubIOp>(l, pos, i32(s)).getResult();
+    Value valid = forward ? builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::slt, at, i32(n))
+                          : builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::sge, at, i32(0));
+    std::vector<TValue> partners = xs;
+    for (TValue &p : partners)
+      p.value = builder.create<GatherOp>(l, p.value.getType(), p.value, at,
+                                         builder.getI32IntegerAttr(*axis));
+    // reduce: (this, later); scan: (earlier, this); reversed scan: (later, this).
+    std::vector<TValue> args = scan ? partners : xs;
+    for (const TValue &v : scan ? xs : partners)
+      args.push_back(v);
+    auto combined = call(std::move(args), (*combineExpr)->loc);
+    if (!combined)
+      return std::nullopt;
+    for (size_t i = 0; i < arity; ++i) {
+      if (combined->size() != arity || !(*combined)[i].type.sameValueType(xs[i].type))
+        return error((*combineExpr)->loc, "'" + fn->name + "' must return " + describe(xs) +
+                                              " for tiles " + describe(xs) + ", got " +
+                                              describe(*combined));
+      xs[i].value =
+          builder.create<mlir::arith::SelectOp>(l, valid, (*combined)[i].value, xs[i].value);
+    }
+  }
+
+  if (!scan) { // the first lane along the axis
+    Shape kept = shape;
+    kept[*axis] = 1;
+    Shape dropped = shape;
+    dropped.erase(dropped.begin() + *axis);
+    Value first = splat(Const::ofInt(0), DType::I32, kept, e.loc);
+    for (TValue &x : xs) {
+      DType dt = x.type.dtype;
+      x.value = builder.create<GatherOp>(l, valueType(dt, kept), x.value, first,
+                                         builder.getI32IntegerAttr(*axis));
+      x.type = SType::tile(dt, kept);
+      if (*flag)
+        continue;
+      x.type = SType::value(dt, dropped);
+      x.value = dropped.empty() ? onlyElement(x.value, dt, l)
+                                : builder.create<ReshapeOp>(l, valueType(dt, dropped), x.value)
+                                      .getResult();
+    }
+  }
+  if (!isTuple)
+    return xs[0];
+  TValue out;
+  out.type.kind = SType::Tuple;
+  out.elements = std::move(xs);
   return out;
 }
 

@@ -1,9 +1,9 @@
 //===- DeviceAgreementTest.cpp - the language gives the same answers everywhere ===//
 //
 // Kernels through kiln::Session on the CPU and on Vulkan (lavapipe here), against
-// C++ references: integer edge cases, shifts, argmax, gather, sort, while loops,
-// atomics, fp8 conversions, random numbers, and the FMA dot's register
-// blockings. Where LLVM and SPIR-V define an operation differently (or MLIR
+// C++ references: integer edge cases, shifts, argmax, gather, sort, custom
+// reductions and scans, while loops, atomics, fp8 conversions, random numbers,
+// and the FMA dot's register blockings. Where LLVM and SPIR-V define an operation differently (or MLIR
 // lowers it wrongly), Kiln defines it once and these tests hold both targets to
 // it.
 //
@@ -657,6 +657,104 @@ kernel orders(x: tensor<f32>[M, N], order: tensor<i32>[M, N], rorder: tensor<i32
         ASSERT_EQ(gotOrder[i * on + j], order[i][j]) << device << " argsort row " << i;
         ASSERT_EQ(gotROrder[i * on + j], rorder[i][j]) << device << " descending row " << i;
       }
+  });
+}
+
+TEST_F(DeviceAgreement, CustomReductionsAndScansOnEveryDevice) {
+  // reduce and associative_scan with combine functions: an argmax over (value,
+  // index) pairs along a ragged axis of 24, "last non-zero" down the columns (it
+  // does not commute, so the order must hold), a first-order linear recurrence
+  // h = a h + b scanned forwards and backwards (JAX's reverse), an "any" over
+  // bools to a scalar, and a max over every element of a 2-D tile.
+  const char *source = R"(
+fn argmax_pair(v1, i1, v2, i2) {
+  let second = v2 > v1 || (v2 == v1 && i2 < i1);
+  return (where(second, v2, v1), where(second, i2, i1));
+}
+fn last_nonzero(a, b) { return where(b != 0, b, a); }
+fn recurrence(a1, b1, a2, b2) { return (a1 * a2, b1 * a2 + b2); }
+fn any(p, q) { return p || q; }
+fn imax(a, b) { return max(a, b); }
+kernel reductions(x: tensor<f32>[M, N], best: tensor<f32>[M], at: tensor<i32>[M],
+                  z: tensor<i32>[M, N], last: tensor<i32>[1, N], flags: tensor<i32>[2])
+    params(BM: i32 = 5, BN: i32 = 24) grid(1) {
+  let rows = arange(0, BM);
+  let r = expand_dims(rows, 1);
+  let c = expand_dims(arange(0, BN), 0);
+  let (m, i) = reduce((load(x[r, c]), broadcast_to(c, [BM, BN])), 1, argmax_pair);
+  store(best[rows], m);
+  store(at[rows], i);
+  let zt = load(z[r, c]);
+  store(last[expand_dims(arange(0, 1), 1), c],
+        reduce(zt, axis = 0, combine = last_nonzero, keepdims = true));
+  let pick = arange(0, 2);
+  let found = cast<i32>(reduce(zt == 7, axis = 1, combine = any));
+  store(flags[pick], where(pick == 0, reduce(found, combine = imax), reduce(zt, combine = imax)));
+}
+kernel scans(a: tensor<f32>[M, N], b: tensor<f32>[M, N], h: tensor<f32>[M, N],
+             hr: tensor<f32>[M, N]) params(BM: i32 = 5, BN: i32 = 24) grid(1) {
+  let r = expand_dims(arange(0, BM), 1);
+  let c = expand_dims(arange(0, BN), 0);
+  let (ta, tb) = (load(a[r, c]), load(b[r, c]));
+  let (pa, fwd) = associative_scan((ta, tb), 1, recurrence);
+  let (ra, back) = associative_scan((ta, tb), axis = 1, combine = recurrence, reverse = true);
+  store(h[r, c], fwd);
+  store(hr[r, c], back);
+}
+)";
+  const int64_t m = 5, n = 24;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> small(-6, 6);
+  std::uniform_real_distribution<float> decay(0.5f, 1.0f);
+  std::vector<float> x(m * n), a(m * n), b(m * n);
+  std::vector<int32_t> z(m * n);
+  for (int64_t i = 0; i < m * n; ++i) {
+    x[i] = float(small(rng)); // ties: the first index must win
+    z[i] = small(rng) % 3 == 0 ? 0 : small(rng);
+    a[i] = decay(rng), b[i] = float(small(rng)) * 0.25f;
+  }
+  x[2 * n + 17] = 100.0f, z[3 * n + 5] = 7;
+  for (int64_t i = 0; i < m; ++i) // a zero at the bottom of column i
+    z[(m - 1) * n + i] = 0;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel reductions = s.compile(source, "reductions"), scans = s.compile(source, "scans");
+    ASSERT_TRUE(reductions.ok()) << reductions.status().message();
+    ASSERT_TRUE(scans.ok()) << scans.status().message();
+    Tensor tx = s.upload(x, {m, n}), best = s.empty<float>({m}), at = s.empty<int32_t>({m}),
+           tz = s.upload(z, {m, n}), last = s.empty<int32_t>({1, n}), ta = s.upload(a, {m, n}),
+           tb = s.upload(b, {m, n}), h = s.empty<float>({m, n}), hr = s.empty<float>({m, n}),
+           flags = s.empty<int32_t>({2});
+    ASSERT_TRUE(reductions(tx, best, at, tz, last, flags).ok()) << device;
+    ASSERT_TRUE(scans(ta, tb, h, hr).ok()) << device;
+    std::vector<float> gotBest, gotH, gotHr;
+    std::vector<int32_t> gotAt, gotLast, gotFlags;
+    ASSERT_TRUE(best.download(gotBest).ok() && at.download(gotAt).ok() &&
+                last.download(gotLast).ok() && h.download(gotH).ok() &&
+                hr.download(gotHr).ok() && flags.download(gotFlags).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      auto row = x.begin() + i * n;
+      auto top = std::max_element(row, row + n); // the first largest
+      EXPECT_EQ(gotBest[i], *top) << device << " row " << i;
+      EXPECT_EQ(gotAt[i], top - row) << device << " row " << i;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      int32_t want = 0;
+      for (int64_t i = 0; i < m; ++i)
+        want = z[i * n + j] != 0 ? z[i * n + j] : want;
+      EXPECT_EQ(gotLast[j], want) << device << " column " << j;
+    }
+    std::vector<double> wantH(m * n), wantHr(m * n);
+    for (int64_t i = 0; i < m; ++i) {
+      double fwd = 0, back = 0;
+      for (int64_t j = 0; j < n; ++j)
+        wantH[i * n + j] = fwd = a[i * n + j] * fwd + b[i * n + j];
+      for (int64_t j = n - 1; j >= 0; --j)
+        wantHr[i * n + j] = back = a[i * n + j] * back + b[i * n + j];
+    }
+    EXPECT_TRUE(test::allClose(gotH, wantH, 1e-5, 1e-5)) << device;
+    EXPECT_TRUE(test::allClose(gotHr, wantHr, 1e-5, 1e-5)) << device;
+    EXPECT_EQ(gotFlags[0], 1) << device;
+    EXPECT_EQ(gotFlags[1], *std::max_element(z.begin(), z.end())) << device;
   });
 }
 
