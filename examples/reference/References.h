@@ -241,4 +241,18 @@ inline std::vector<int32_t> searchsorted(const float *sorted, int64_t n, const f
   return out;
 }
 
+/// h[t] = a[t] * h[t-1] + x[t] per channel of row-major [t, d] inputs, from
+/// `h0` (h[-1]); the result holds T rows of h, then the final state (T + 1 rows).
+inline std::vector<double> linearRecurrence(const float *a, const float *x, const float *h0,
+                                            int64_t t, int64_t d) {
+  std::vector<double> out((t + 1) * d);
+  for (int64_t j = 0; j < d; ++j) {
+    double h = h0[j];
+    for (int64_t i = 0; i < t; ++i)
+      out[i * d + j] = h = double(a[i * d + j]) * h + x[i * d + j];
+    out[t * d + j] = h;
+  }
+  return out;
+}
+
 } // namespace kiln::reference

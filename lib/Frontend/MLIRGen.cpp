@@ -813,9 +813,6 @@ bool Generator::genStmt(const Stmt &stmt) {
                            " values into " + llvm::Twine(let.unpack.size()) + " names");
         return false;
       }
-    } else if (v->type.kind == SType::Tuple) {
-      error(let.loc, "a tuple needs one name per value: let (a, b) = ...;");
-      return false;
     }
     auto bind = [&](const NameLoc &target, TValue value) {
       if (let.isMutable) {

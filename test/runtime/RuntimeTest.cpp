@@ -495,6 +495,24 @@ TEST_P(OnDevice, SearchSortedBisectsInAWhileLoop) {
   EXPECT_EQ(got, reference::searchsorted(sorted.data(), n, queries.data(), q));
 }
 
+TEST_P(OnDevice, LinearRecurrenceScansAcrossChunks) {
+  // associative_scan with a combine function that does not commute, carried
+  // across 7 chunks of 16 steps, in 3 programs of 64 channels.
+  Module m = load("linear_recurrence");
+  int64_t t = 100, d = 130;
+  auto a = randomVector(t * d, 40), x = randomVector(t * d, 41), h0 = randomVector(d, 42);
+  Buffer ba = upload(a), bx = upload(x), bh0 = upload(h0),
+         bh = upload(std::vector<float>(t * d, NAN)), last = upload(std::vector<float>(d, NAN));
+  run(m, "linear_recurrence",
+      {Arg::tensor(ba, DType::F32, {t, d}), Arg::tensor(bx, DType::F32, {t, d}),
+       Arg::tensor(bh0, DType::F32, {d}), Arg::tensor(bh, DType::F32, {t, d}),
+       Arg::tensor(last, DType::F32, {d})});
+  auto got = download(bh, t * d), gotLast = download(last, d);
+  got.insert(got.end(), gotLast.begin(), gotLast.end());
+  EXPECT_TRUE(allClose(got, reference::linearRecurrence(a.data(), x.data(), h0.data(), t, d),
+                       1e-5, 1e-5));
+}
+
 TEST_P(OnDevice, LaunchRejectsBadArguments) {
   Module m = load("vector_add");
   Buffer small = upload(std::vector<float>(4));
