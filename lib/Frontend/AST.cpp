@@ -164,7 +164,10 @@ struct Dumper {
     }
     case Stmt::Assign: {
       auto &a = static_cast<const AssignStmt &>(s);
-      line() << "assign " << a.name << " = ";
+      line() << "assign " << a.name;
+      for (auto [i, target] : llvm::enumerate(a.unpack))
+        os << (i ? ", " : "(") << target.name << (i + 1 == a.unpack.size() ? ")" : "");
+      os << " = ";
       expr(*a.value);
       os << "\n";
       return;

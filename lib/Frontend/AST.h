@@ -148,10 +148,13 @@ struct LetStmt : Stmt {
   ExprPtr init;
 };
 
+/// `name = value;`, or `(a, b) = value;`, which assigns a tuple's elements: then
+/// `name` is empty and `unpack` names each target.
 struct AssignStmt : Stmt {
   AssignStmt(llvm::SMLoc loc, std::string name, ExprPtr value)
       : Stmt(Assign, loc), name(std::move(name)), value(std::move(value)) {}
   std::string name;
+  std::vector<NameLoc> unpack;
   ExprPtr value; // compound assignments are desugared to `name = name op rhs`
 };
 

@@ -79,8 +79,12 @@ std::string withArticle(const std::string &noun) {
 /// Collects the names assigned anywhere in a block.
 void collectAssigned(const Block &block, llvm::StringSet<> &names) {
   for (auto &stmt : block) {
-    if (auto *a = dynamic_cast<const AssignStmt *>(stmt.get()))
-      names.insert(a->name);
+    if (auto *a = dynamic_cast<const AssignStmt *>(stmt.get())) {
+      if (a->unpack.empty())
+        names.insert(a->name);
+      for (const NameLoc &target : a->unpack)
+        names.insert(target.name);
+    }
     else if (auto *f = dynamic_cast<const ForStmt *>(stmt.get()))
       collectAssigned(f->body, names);
     else if (auto *w = dynamic_cast<const WhileStmt *>(stmt.get()))
@@ -208,6 +212,8 @@ private:
   //===--- statements -------------------------------------------------------===//
   bool genBlock(const Block &block);
   bool genStmt(const Stmt &stmt);
+  /// `target = v;` for a `var` (checked: declared, mutable, assignable type).
+  bool assignTo(const NameLoc &target, const TValue &v, SMLoc valueLoc);
   bool genFor(const ForStmt &stmt);
   bool genWhile(const WhileStmt &stmt);
   bool genIf(const IfStmt &stmt);
@@ -792,6 +798,24 @@ bool Generator::genBlock(const Block &block) {
   return true;
 }
 
+bool Generator::assignTo(const NameLoc &target, const TValue &v, SMLoc valueLoc) {
+  Binding *b = lookup(target.name);
+  if (!b)
+    return error(target.loc, "assignment to undeclared variable '" + target.name + "'"), false;
+  if (!b->isMutable)
+    return error(target.loc, b->isLoopVar ? "cannot assign to loop variable '" + target.name + "'"
+                                          : "cannot assign to '" + target.name +
+                                                "': declare it with 'var' to make it mutable"),
+           false;
+  if (!assignable(v.type, b->val.type))
+    return error(valueLoc, "cannot assign a value of type " + v.type.str() + " to '" +
+                               target.name + "' of type " + b->val.type.str()),
+           false;
+  b->val = convert(v, b->val.type.dtype, b->val.type.shape, valueLoc);
+  b->val.cst.reset();
+  return true;
+}
+
 bool Generator::genStmt(const Stmt &stmt) {
   switch (stmt.kind) {
   case Stmt::Let: {
@@ -836,27 +860,26 @@ bool Generator::genStmt(const Stmt &stmt) {
   }
   case Stmt::Assign: {
     auto &assign = static_cast<const AssignStmt &>(stmt);
-    Binding *b = lookup(assign.name);
-    if (!b) {
-      error(assign.loc, "assignment to undeclared variable '" + assign.name + "'");
-      return false;
+    if (assign.unpack.empty()) {
+      MaybeValue v = genValue(*assign.value, "assigned value");
+      return v && assignTo({assign.name, assign.loc}, *v, assign.value->loc);
     }
-    if (!b->isMutable) {
-      error(assign.loc, b->isLoopVar ? "cannot assign to loop variable '" + assign.name + "'"
-                                     : "cannot assign to '" + assign.name +
-                                           "': declare it with 'var' to make it mutable");
-      return false;
-    }
-    MaybeValue v = genValue(*assign.value, "assigned value");
+    // Every element is computed before any variable changes: (a, b) = (b, a) swaps.
+    MaybeValue v = genExpr(*assign.value);
     if (!v)
       return false;
-    if (!assignable(v->type, b->val.type)) {
-      error(assign.value->loc, "cannot assign a value of type " + v->type.str() + " to '" +
-                                   assign.name + "' of type " + b->val.type.str());
+    if (v->type.kind != SType::Tuple) {
+      error(assign.value->loc, "only a tuple can be unpacked, got " + withArticle(v->type.str()));
       return false;
     }
-    b->val = convert(*v, b->val.type.dtype, b->val.type.shape, assign.value->loc);
-    b->val.cst.reset();
+    if (v->elements.size() != assign.unpack.size()) {
+      error(assign.loc, "cannot unpack a tuple of " + llvm::Twine(v->elements.size()) +
+                            " values into " + llvm::Twine(assign.unpack.size()) + " names");
+      return false;
+    }
+    for (auto [target, value] : llvm::zip(assign.unpack, v->elements))
+      if (!assignTo(target, value, assign.value->loc))
+        return false;
     return true;
   }
   case Stmt::For:

@@ -438,7 +438,27 @@ StmtPtr Parser::parseStmt() {
   }
 
   ExprPtr expr = parseExpr();
-  if (!expr || !expect(Tok::Semi, "after the expression"))
+  if (!expr)
+    return nullptr;
+  // Tuple assignment: (a, b) = expr;
+  if (expr->kind == Expr::Tuple && is(Tok::Assign)) {
+    std::vector<NameLoc> targets;
+    for (auto &e : static_cast<TupleExpr &>(*expr).elements) {
+      if (e->kind != Expr::Name) {
+        error(e->loc, "only variables can be assigned; use store(...) for memory");
+        return nullptr;
+      }
+      targets.push_back({static_cast<NameExpr &>(*e).name, e->loc});
+    }
+    advance();
+    ExprPtr value = parseExpr();
+    if (!value || !expect(Tok::Semi, "after the assignment"))
+      return nullptr;
+    auto assign = std::make_unique<AssignStmt>(loc, "", std::move(value));
+    assign->unpack = std::move(targets);
+    return assign;
+  }
+  if (!expect(Tok::Semi, "after the expression"))
     return nullptr;
   return std::make_unique<ExprStmt>(loc, std::move(expr));
 }

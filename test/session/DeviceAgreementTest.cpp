@@ -758,6 +758,43 @@ kernel scans(a: tensor<f32>[M, N], b: tensor<f32>[M, N], h: tensor<f32>[M, N],
   });
 }
 
+TEST_F(DeviceAgreement, TuplesOnEveryDevice) {
+  // A helper returning a tuple carries an online-softmax state (running max and
+  // rescaled sum) through a loop by tuple assignment; (a, b) = (b, a) swaps,
+  // because the whole right side is computed before any variable changes.
+  const char *source = R"(
+fn step(m, l, x) {
+  let m2 = max(m, x);
+  return (m2, l * exp(m - m2) + exp(x - m2));
+}
+kernel k(x: tensor<f32>[N], out: tensor<f32>[2]) grid(1) {
+  var (m, l) = (-inf, 0.0);
+  var a = 1;
+  var b = 2;
+  for i in range(0, N) {
+    (m, l) = step(m, l, load(x[i]));
+    (a, b) = (b, a);
+  }
+  let o = arange(0, 2);
+  store(out[o], where(o == 0, m, l + cast<f32>(a * 10)));
+}
+)";
+  std::vector<float> x = {0.5f, -3.0f, 2.25f, 1.0f, 2.0f};
+  double m = *std::max_element(x.begin(), x.end()), l = 0;
+  for (float v : x)
+    l += std::exp(double(v) - m);
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {5}), out = s.empty<float>({2});
+    ASSERT_TRUE(k(tx, out).ok()) << device;
+    std::vector<float> got;
+    ASSERT_TRUE(out.download(got).ok());
+    EXPECT_EQ(got[0], 2.25f) << device;
+    EXPECT_NEAR(got[1], l + 20.0, 1e-5) << device; // five swaps leave a = 2
+  });
+}
+
 TEST_F(DeviceAgreement, F8ConversionsAgreeOnEveryDevice) {
   // Every code of both fp8 formats decodes, and f32 values around every code
   // (ties, neighbours, overflow, subnormals, NaN) encode, to the same bits on
