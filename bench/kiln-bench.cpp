@@ -79,9 +79,9 @@ void report(Row r) {
   rows.push_back(std::move(r));
 }
 
-std::vector<float> randomVector(size_t n, unsigned seed) {
+std::vector<float> randomVector(size_t n, unsigned seed, float lo = -1, float hi = 1) {
   std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
+  std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(n);
   for (float &x : v)
     x = d(gen);
@@ -184,6 +184,21 @@ void cpuBenchmarks(const std::string &examples, double bandwidth) {
   p = measure([&] { peers::rowSum(x.data(), r.data(), m, n, all); });
   report({"cpu", "row_sum", "4096x1024", "GB/s", gbs(bytes / 2, k), gbs(bytes / 2, p),
           "C++ -O3 loops", 100 * gbs(bytes / 2, k) / bandwidth});
+
+  // A first-order recurrence over time (an associative_scan in Kiln, sequential
+  // in the peer): x as the step inputs, a in [0, 1) as the decays.
+  auto decay = randomVector(m * n, 12, 0.0f, 1.0f), h0 = randomVector(n, 13);
+  std::vector<float> last(n);
+  Tensor ta = s.upload(decay, {m, n}), th0 = s.upload(h0, {n}), tlast = s.empty<float>({n});
+  Kernel lr = s.compile(slurp(examples + "/linear_recurrence.kiln"), "linear_recurrence", {},
+                        "linear_recurrence.kiln");
+  double scanBytes = 3.0 * m * n * 4;
+  k = measure([&] { (void)lr(ta, tx, th0, ty, tlast); });
+  p = measure([&] {
+    peers::linearRecurrence(decay.data(), x.data(), h0.data(), y.data(), last.data(), m, n, all);
+  });
+  report({"cpu", "linear_recurrence", "4096x1024", "GB/s", gbs(scanBytes, k), gbs(scanBytes, p),
+          "C++ -O3 loops", 100 * gbs(scanBytes, k) / bandwidth});
 }
 
 void vulkanBenchmarks(const std::string &examples, const std::string &peerDir,

@@ -90,6 +90,19 @@ def KilnPromoteTilesToStack : Pass<"kiln-promote-tiles-to-stack", "mlir::func::F
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def KilnHoistLoopAllocas : Pass<"kiln-hoist-loop-allocas", "mlir::func::FuncOp"> {
+  let summary = "Move static stack buffers out of loops to the function's entry";
+  let description = [{
+    Runs after `convert-vector-to-scf`, whose n-D vector transfers use
+    `memref.alloca` scratch buffers placed inside loops: each trip would reserve
+    new stack until the function returns. Every `memref.alloca` without dynamic
+    sizes that is not in the entry block (nor in a `memref.alloca_scope` or a
+    nested allocation scope) moves to the start of the entry block. Such a
+    buffer carries nothing from one trip to the next, so one is enough.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def KilnCPUMatmulMicroKernel : Pass<"kiln-cpu-matmul-microkernel", "mlir::func::FuncOp"> {
   let summary = "Register-blocked micro-kernel for linalg.matmul on tile buffers";
   let description = [{

@@ -49,3 +49,20 @@ void peers::rowSum(const float *x, float *out, int64_t m, int64_t n, unsigned th
     out[r] = s;
   });
 }
+
+void peers::linearRecurrence(const float *a, const float *x, const float *h0, float *h,
+                             float *last, int64_t t, int64_t d, unsigned threads) {
+  // Sequential in time, vectorized across a block of channels per task.
+  constexpr int64_t kBlock = 64;
+  kiln::parallelFor((d + kBlock - 1) / kBlock, threads, [&](int64_t blk, unsigned) {
+    int64_t c0 = blk * kBlock, c1 = std::min(d, c0 + kBlock);
+    float state[kBlock];
+    for (int64_t c = c0; c < c1; ++c)
+      state[c - c0] = h0[c];
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t c = c0; c < c1; ++c)
+        h[i * d + c] = state[c - c0] = a[i * d + c] * state[c - c0] + x[i * d + c];
+    for (int64_t c = c0; c < c1; ++c)
+      last[c] = state[c - c0];
+  });
+}

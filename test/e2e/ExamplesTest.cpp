@@ -488,6 +488,26 @@ TEST_P(LinearRecurrence, MatchesTheSequentialLoop) {
   EXPECT_TRUE(allClose(h, want, 1e-5, 1e-5));
 }
 
+TEST(LinearRecurrenceLongLoop, KeepsItsStack) {
+  // 1500 trips of a loop over 2-D tiles: the vector lowering's scratch buffers
+  // once reserved new stack on every trip, and overflowed it.
+  auto exe = compileExample("linear_recurrence.kiln", "linear_recurrence",
+                            {{"BT", "4"}, {"BD", "256"}});
+  ASSERT_TRUE(exe);
+  int64_t t = 6000, d = 256;
+  auto a = randomVector(t * d, 43), x = randomVector(t * d, 44), h0 = randomVector(d, 45);
+  std::vector<float> h(t * d, NAN), last(d, NAN);
+  launchOrFail(*exe, "linear_recurrence",
+               {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {t, d})),
+                KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {t, d})),
+                KernelArg::of(TensorRef::contiguous(h0.data(), DType::F32, {d})),
+                KernelArg::of(TensorRef::contiguous(h.data(), DType::F32, {t, d})),
+                KernelArg::of(TensorRef::contiguous(last.data(), DType::F32, {d}))});
+  auto want = reference::linearRecurrence(a.data(), x.data(), h0.data(), t, d);
+  h.insert(h.end(), last.begin(), last.end());
+  EXPECT_TRUE(allClose(h, want, 1e-5, 1e-5));
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, LinearRecurrence,
                          ::testing::Values(std::pair<int64_t, int64_t>{1, 1},
                                            std::pair<int64_t, int64_t>{16, 64},
