@@ -471,21 +471,24 @@ TEST(SearchSorted, FindsTheFirstNotLessElement) {
 class LinearRecurrence : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
 
 TEST_P(LinearRecurrence, MatchesTheSequentialLoop) {
-  // Ragged chunks of time and channels; |a| <= 1, so h stays bounded.
+  // Ragged chunks of time and channels; |a| <= 1, so h stays bounded. Both
+  // forms: the chunked scan and the loop over time.
   auto [t, d] = GetParam();
-  auto exe = compileExample("linear_recurrence.kiln", "linear_recurrence");
-  ASSERT_TRUE(exe);
-  auto a = randomVector(t * d, 40), x = randomVector(t * d, 41), h0 = randomVector(d, 42);
-  std::vector<float> h(t * d, NAN), last(d, NAN);
-  launchOrFail(*exe, "linear_recurrence",
-               {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {t, d})),
-                KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {t, d})),
-                KernelArg::of(TensorRef::contiguous(h0.data(), DType::F32, {d})),
-                KernelArg::of(TensorRef::contiguous(h.data(), DType::F32, {t, d})),
-                KernelArg::of(TensorRef::contiguous(last.data(), DType::F32, {d}))});
-  auto want = reference::linearRecurrence(a.data(), x.data(), h0.data(), t, d);
-  h.insert(h.end(), last.begin(), last.end());
-  EXPECT_TRUE(allClose(h, want, 1e-5, 1e-5));
+  for (const char *kernel : {"linear_recurrence", "linear_recurrence_loop"}) {
+    auto exe = compileExample("linear_recurrence.kiln", kernel);
+    ASSERT_TRUE(exe);
+    auto a = randomVector(t * d, 40), x = randomVector(t * d, 41), h0 = randomVector(d, 42);
+    std::vector<float> h(t * d, NAN), last(d, NAN);
+    launchOrFail(*exe, kernel,
+                 {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {t, d})),
+                  KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {t, d})),
+                  KernelArg::of(TensorRef::contiguous(h0.data(), DType::F32, {d})),
+                  KernelArg::of(TensorRef::contiguous(h.data(), DType::F32, {t, d})),
+                  KernelArg::of(TensorRef::contiguous(last.data(), DType::F32, {d}))});
+    auto want = reference::linearRecurrence(a.data(), x.data(), h0.data(), t, d);
+    h.insert(h.end(), last.begin(), last.end());
+    EXPECT_TRUE(allClose(h, want, 1e-5, 1e-5)) << kernel;
+  }
 }
 
 TEST(LinearRecurrenceLongLoop, KeepsItsStack) {
