@@ -299,6 +299,11 @@ private:
   MaybeValue genSort(const CallExpr &e);
   /// reduce / associative_scan with a combine function (a helper `fn`).
   MaybeValue genCombine(const CallExpr &e);
+  /// join, interleave and cat: two tiles side by side (Triton's tl.join,
+  /// tl.interleave; torch.cat), built from selects and gathers.
+  MaybeValue genJoin(const CallExpr &e);
+  /// split: a tile whose last dimension is 2 as a tuple of its two halves.
+  MaybeValue genSplit(const CallExpr &e);
   /// The `name = true|false` keyword of `e` (`false` when absent); nullopt after
   /// reporting a value that is not a constant bool.
   std::optional<bool> boolKeyword(const CallExpr &e, llvm::StringRef name);
@@ -1804,6 +1809,10 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genSort(e);
   if (name == "reduce" || name == "associative_scan")
     return genCombine(e);
+  if (name == "join" || name == "interleave" || name == "cat")
+    return genJoin(e);
+  if (name == "split")
+    return genSplit(e);
   if (name == "cdiv") {
     if (!checkArity(e, 2, 2))
       return std::nullopt;
@@ -2892,6 +2901,121 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
   TValue out;
   out.type.kind = SType::Tuple;
   out.elements = std::move(xs);
+  return out;
+}
+
+MaybeValue Generator::genJoin(const CallExpr &e) {
+  const std::string &name = e.callee; // join, interleave or cat
+  bool isCat = name == "cat";
+  if (isCat ? !checkArity(e, 2, 3, {"axis"}) : !checkArity(e, 2, 2))
+    return std::nullopt;
+  MaybeValue a = genValue(*e.args[0], "operand"), b = a ? genValue(*e.args[1], "operand")
+                                                           : std::nullopt;
+  if (!a || !b)
+    return std::nullopt;
+  DType dt = promote(a->type, b->type);
+  if (!constantFits(*a, dt, e.loc) || !constantFits(*b, dt, e.loc))
+    return std::nullopt;
+  mlir::Location l = loc(e.loc);
+  if (name != "join" && (a->type.kind != SType::Tile || b->type.kind != SType::Tile))
+    return error(e.loc, name + " needs two tiles, got " + a->type.str() + " and " +
+                            b->type.str());
+  TValue out;
+  if (isCat) {
+    const Shape &sa = a->type.shape, &sb = b->type.shape;
+    int64_t axis = 0;
+    if (e.args.size() == 3 || e.kwarg("axis")) {
+      auto ax = axisArg(e.args.size() == 3 ? *e.args[2] : *e.kwarg("axis")->value, sa.size());
+      if (!ax)
+        return std::nullopt;
+      axis = *ax;
+    }
+    Shape shape = sa;
+    bool fits = sa.size() == sb.size();
+    for (size_t d = 0; fits && d < sa.size(); ++d)
+      fits = static_cast<int64_t>(d) == axis || sa[d] == sb[d];
+    if (!fits)
+      return error(e.loc, "cat: " + a->type.str() + " and " + b->type.str() +
+                              " must have the same sizes except along axis " +
+                              llvm::Twine(axis));
+    shape[axis] = sa[axis] + sb[axis];
+    if (!checkTileSize(shape, e.loc))
+      return std::nullopt;
+    // Each result lane gathers from the operand it falls in; the other gather
+    // is out of range (0) and not selected.
+    Value pos = axisPositions(shape, axis, l);
+    Value split = splat(Const::ofInt(sa[axis]), DType::I32, shape, e.loc);
+    Value bPos = builder.create<mlir::arith::SubIOp>(l, pos, split);
+    auto gatherFrom = [&](const TValue &v, Value at) -> Value {
+      return builder.create<GatherOp>(l, valueType(dt, shape),
+                                      convert(v, dt, v.type.shape, e.loc).value, at,
+                                      builder.getI32IntegerAttr(axis));
+    };
+    Value inA = builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::slt, pos, split);
+    out.type = SType::tile(dt, shape);
+    out.value = builder.create<mlir::arith::SelectOp>(l, inA, gatherFrom(*a, pos),
+                                                      gatherFrom(*b, bPos));
+    return out;
+  }
+  auto s = broadcastShapes(a->type.shape, b->type.shape);
+  if (!s)
+    return error(e.loc, name + ": shapes " + shapeStr(a->type.shape) + " and " +
+                            shapeStr(b->type.shape) + " do not broadcast");
+  Shape joined = *s;
+  joined.push_back(2);
+  if (!checkTileSize(joined, e.loc))
+    return std::nullopt;
+  // Each operand gains a trailing dimension of 1, broadcast to 2; lane 0 of it
+  // is `a`, lane 1 is `b`.
+  auto widen = [&](const TValue &v) -> Value {
+    TValue c = convert(v, dt, *s, e.loc);
+    if (s->empty())
+      return convert(c, dt, joined, e.loc).value;
+    Shape one = *s;
+    one.push_back(1);
+    Value x = builder.create<ExpandDimsOp>(l, valueType(dt, one), c.value,
+                                           builder.getI32IntegerAttr(s->size()));
+    return broadcastValue(x, one, joined, dt, l);
+  };
+  Value first = builder.create<mlir::arith::CmpIOp>(
+      l, mlir::arith::CmpIPredicate::eq, axisPositions(joined, s->size(), l),
+      splat(Const::ofInt(0), DType::I32, joined, e.loc));
+  out.type = SType::tile(dt, joined);
+  out.value = builder.create<mlir::arith::SelectOp>(l, first, widen(*a), widen(*b));
+  if (name == "interleave") {
+    Shape flat = *s;
+    flat.back() *= 2;
+    out.type = SType::tile(dt, flat);
+    out.value = builder.create<ReshapeOp>(l, valueType(dt, flat), out.value);
+  }
+  return out;
+}
+
+MaybeValue Generator::genSplit(const CallExpr &e) {
+  if (!checkArity(e, 1, 1))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], "split operand");
+  if (!v)
+    return std::nullopt;
+  if (v->type.kind != SType::Tile || v->type.shape.back() != 2)
+    return error(e.args[0]->loc, "split needs a tile whose last dimension is 2, got " +
+                                     withArticle(v->type.str()));
+  mlir::Location l = loc(e.loc);
+  DType dt = v->type.dtype;
+  Shape half(v->type.shape.begin(), v->type.shape.end() - 1), kept = half;
+  kept.push_back(1);
+  TValue out;
+  out.type.kind = SType::Tuple;
+  for (int64_t k = 0; k < 2; ++k) {
+    Value at = splat(Const::ofInt(k), DType::I32, kept, e.loc);
+    Value g = builder.create<GatherOp>(l, valueType(dt, kept), v->value, at,
+                                       builder.getI32IntegerAttr(half.size()));
+    TValue part;
+    part.type = SType::value(dt, half);
+    part.value = half.empty() ? onlyElement(g, dt, l)
+                              : builder.create<ReshapeOp>(l, valueType(dt, half), g).getResult();
+    out.elements.push_back(part);
+  }
   return out;
 }
 

@@ -154,6 +154,7 @@ bool kiln::isBuiltin(llvm::StringRef name) {
       "log2", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid",
       "min", "max", "argmin", "argmax", "rand", "randint", "randn", "sum", "prod", "cumsum",
       "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
-      "broadcast_to", "gather", "sort", "argsort", "reduce", "associative_scan", "cdiv", "inf", "nan", "range"};
+      "broadcast_to", "gather", "sort", "argsort", "reduce", "associative_scan", "join", "split",
+      "interleave", "cat", "cdiv", "inf", "nan", "range"};
   return builtins.contains(name);
 }

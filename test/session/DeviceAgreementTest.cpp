@@ -2,10 +2,10 @@
 //
 // Kernels through kiln::Session on the CPU and on Vulkan (lavapipe here), against
 // C++ references: integer edge cases, shifts, argmax, gather, sort, custom
-// reductions and scans, while loops, atomics, fp8 conversions, random numbers,
-// and the FMA dot's register blockings. Where LLVM and SPIR-V define an operation differently (or MLIR
-// lowers it wrongly), Kiln defines it once and these tests hold both targets to
-// it.
+// reductions and scans, join/split/cat, tuples, while loops, atomics, fp8
+// conversions, random numbers, and the FMA dot's register blockings. Where LLVM
+// and SPIR-V define an operation differently (or MLIR lowers it wrongly), Kiln
+// defines it once and these tests hold both targets to it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -792,6 +792,56 @@ kernel k(x: tensor<f32>[N], out: tensor<f32>[2]) grid(1) {
     ASSERT_TRUE(out.download(got).ok());
     EXPECT_EQ(got[0], 2.25f) << device;
     EXPECT_NEAR(got[1], l + 20.0, 1e-5) << device; // five swaps leave a = 2
+  });
+}
+
+TEST_F(DeviceAgreement, JoinSplitInterleaveCatOnEveryDevice) {
+  // join stacks two tiles along a new last dimension, interleave alternates
+  // their elements, split takes the pairs apart again (into a tuple), and cat
+  // concatenates along an axis (a 1 x 8 and a 2 x 8 tile; two rank-1 tiles).
+  const char *source = R"(
+kernel k(x: tensor<f32>[N], y: tensor<f32>[N], j: tensor<f32>[N, 2], il: tensor<f32>[L],
+         c: tensor<f32>[3, N], s: tensor<f32>[N], cc: tensor<f32>[L]) grid(1) {
+  let o = arange(0, 8);
+  let a = load(x[o]);
+  let b = load(y[o]);
+  let jt = join(a, b);
+  store(j[expand_dims(o, 1), expand_dims(arange(0, 2), 0)], jt);
+  store(il[arange(0, 16)], interleave(a, b));
+  let ct = cat(expand_dims(a, 0), broadcast_to(expand_dims(b * 2.0, 0), [2, 8]));
+  store(c[expand_dims(arange(0, 3), 1), expand_dims(o, 0)], ct);
+  let (p, q) = split(jt);
+  let (u, w) = split(join(q, 1.5));
+  store(s[o], p * 100.0 + u * 10.0 + w);
+  store(cc[arange(0, 16)], cat(b, a, axis = 0));
+}
+)";
+  const int64_t n = 8;
+  std::vector<float> x(n), y(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = float(i) + 0.25f, y[i] = -float(i) * 3.0f;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {n}), ty = s.upload(y, {n}), j = s.empty<float>({n, 2}),
+           il = s.empty<float>({2 * n}), c = s.empty<float>({3, n}), sp = s.empty<float>({n}),
+           cc = s.empty<float>({2 * n});
+    ASSERT_TRUE(k(tx, ty, j, il, c, sp, cc).ok()) << device;
+    std::vector<float> gotJ, gotIl, gotC, gotS, gotCc;
+    ASSERT_TRUE(j.download(gotJ).ok() && il.download(gotIl).ok() && c.download(gotC).ok() &&
+                sp.download(gotS).ok() && cc.download(gotCc).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(gotJ[2 * i], x[i]) << device << " join " << i;
+      EXPECT_EQ(gotJ[2 * i + 1], y[i]) << device << " join " << i;
+      EXPECT_EQ(gotIl[2 * i], x[i]) << device << " interleave " << i;
+      EXPECT_EQ(gotIl[2 * i + 1], y[i]) << device << " interleave " << i;
+      EXPECT_EQ(gotC[i], x[i]) << device << " cat row 0, " << i;
+      EXPECT_EQ(gotC[n + i], y[i] * 2.0f) << device << " cat row 1, " << i;
+      EXPECT_EQ(gotC[2 * n + i], y[i] * 2.0f) << device << " cat row 2, " << i;
+      EXPECT_EQ(gotS[i], x[i] * 100.0f + y[i] * 10.0f + 1.5f) << device << " split " << i;
+      EXPECT_EQ(gotCc[i], y[i]) << device << " cat " << i;
+      EXPECT_EQ(gotCc[n + i], x[i]) << device << " cat " << n + i;
+    }
   });
 }
 
