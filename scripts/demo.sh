@@ -44,5 +44,8 @@ echo "== Running on the best device, checked against the CPU backend =="
 "$RUN" examples/dropout.kiln --shape N=4194304 --arg p=0.1 --arg seed=42 --check --bench
 "$RUN" examples/searchsorted.kiln --shape N=1048576,Q=1048576 --check --bench
 "$RUN" examples/linear_recurrence.kiln --shape T=4096,D=1024 --check --bench
+"$RUN" examples/linear_recurrence.kiln --kernel linear_recurrence_loop --shape T=4096,D=1024 \
+  --check --bench
+"$RUN" examples/rope.kiln --shape R=65536,P=4096,H2=32 --check --bench
 "$RUN" examples/layernorm_backward.kiln --shape M=4096,N=1000,G=64 --arg eps=1e-5 \
   --zero dw_partial,db_partial,locks --check --bench

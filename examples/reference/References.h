@@ -255,4 +255,20 @@ inline std::vector<double> linearRecurrence(const float *a, const float *x, cons
   return out;
 }
 
+/// Rotary embeddings, interleaved pairs: row r of `x` ([rows, head]) rotated by
+/// the table entries (`cos`, `sin`: [positions, head / 2]) of position pos[r].
+inline std::vector<double> rope(const float *x, const int32_t *pos, const float *cos,
+                                const float *sin, int64_t rows, int64_t head) {
+  std::vector<double> out(rows * head);
+  int64_t half = head / 2;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      double x0 = x[r * head + 2 * i], x1 = x[r * head + 2 * i + 1];
+      double c = cos[pos[r] * half + i], s = sin[pos[r] * half + i];
+      out[r * head + 2 * i] = x0 * c - x1 * s;
+      out[r * head + 2 * i + 1] = x0 * s + x1 * c;
+    }
+  return out;
+}
+
 } // namespace kiln::reference

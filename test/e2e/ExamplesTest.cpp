@@ -7,6 +7,7 @@
 #include "test/e2e/Harness.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -516,6 +517,47 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LinearRecurrence,
                                            std::pair<int64_t, int64_t>{16, 64},
                                            std::pair<int64_t, int64_t>{100, 130},
                                            std::pair<int64_t, int64_t>{1000, 7}));
+
+//===----------------------------------------------------------------------===//
+// rope (split and join)
+//===----------------------------------------------------------------------===//
+
+/// cos and sin tables of rotary embeddings: p * 10000^(-2i / head).
+static std::pair<std::vector<float>, std::vector<float>> ropeTables(int64_t positions,
+                                                                    int64_t head) {
+  std::vector<float> c(positions * head / 2), s(positions * head / 2);
+  for (int64_t p = 0; p < positions; ++p)
+    for (int64_t i = 0; i < head / 2; ++i) {
+      double angle = double(p) * std::pow(10000.0, -2.0 * double(i) / double(head));
+      c[p * head / 2 + i] = float(std::cos(angle));
+      s[p * head / 2 + i] = float(std::sin(angle));
+    }
+  return {c, s};
+}
+
+TEST(Rope, RotatesEveryPair) {
+  // Head sizes 64 and 128; ragged rows; positions out of order, repeated.
+  for (int64_t head : {64, 128}) {
+    auto exe = compileExample("rope.kiln", "rope", {{"HEAD", std::to_string(head)}});
+    ASSERT_TRUE(exe);
+    int64_t rows = 37, positions = 300;
+    auto x = randomVector(rows * head, 50);
+    std::vector<int32_t> pos(rows);
+    for (int64_t r = 0; r < rows; ++r)
+      pos[r] = int32_t((r * 97) % positions);
+    auto [c, s] = ropeTables(positions, head);
+    std::vector<float> y(rows * head, NAN);
+    launchOrFail(*exe, "rope",
+                 {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {rows, head})),
+                  KernelArg::of(TensorRef::contiguous(pos.data(), DType::I32, {rows})),
+                  KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {positions, head / 2})),
+                  KernelArg::of(TensorRef::contiguous(s.data(), DType::F32, {positions, head / 2})),
+                  KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {rows, head}))});
+    EXPECT_TRUE(allClose(y, reference::rope(x.data(), pos.data(), c.data(), s.data(), rows, head),
+                         1e-6, 1e-6))
+        << "head " << head;
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // histogram (atomics)

@@ -513,6 +513,30 @@ TEST_P(OnDevice, LinearRecurrenceScansAcrossChunks) {
                        1e-5, 1e-5));
 }
 
+TEST_P(OnDevice, RopeRotatesPairs) {
+  // split and join of a [16, 32, 2] tile; tables read at each row's position.
+  Module m = load("rope");
+  int64_t rows = 70, head = 64, positions = 40;
+  auto x = randomVector(rows * head, 50), c = randomVector(positions * head / 2, 51),
+       s = randomVector(positions * head / 2, 52);
+  std::vector<int32_t> pos(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    pos[r] = int32_t((r * 7) % positions);
+  Buffer bx = upload(x), bc = upload(c), bs = upload(s),
+         by = upload(std::vector<float>(rows * head, NAN));
+  auto bpos = device->allocate(rows * sizeof(int32_t));
+  ASSERT_TRUE(bpos.ok());
+  ASSERT_TRUE(device->write(*bpos, pos.data(), rows * sizeof(int32_t)).ok());
+  run(m, "rope",
+      {Arg::tensor(bx, DType::F32, {rows, head}), Arg::tensor(*bpos, DType::I32, {rows}),
+       Arg::tensor(bc, DType::F32, {positions, head / 2}),
+       Arg::tensor(bs, DType::F32, {positions, head / 2}),
+       Arg::tensor(by, DType::F32, {rows, head})});
+  EXPECT_TRUE(allClose(download(by, rows * head),
+                       reference::rope(x.data(), pos.data(), c.data(), s.data(), rows, head),
+                       1e-5, 1e-5));
+}
+
 TEST_P(OnDevice, LaunchRejectsBadArguments) {
   Module m = load("vector_add");
   Buffer small = upload(std::vector<float>(4));
