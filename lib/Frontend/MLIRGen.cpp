@@ -2909,9 +2909,11 @@ MaybeValue Generator::genJoin(const CallExpr &e) {
   bool isCat = name == "cat";
   if (isCat ? !checkArity(e, 2, 3, {"axis"}) : !checkArity(e, 2, 2))
     return std::nullopt;
-  MaybeValue a = genValue(*e.args[0], "operand"), b = a ? genValue(*e.args[1], "operand")
-                                                           : std::nullopt;
-  if (!a || !b)
+  MaybeValue a = genValue(*e.args[0], "operand");
+  if (!a)
+    return std::nullopt;
+  MaybeValue b = genValue(*e.args[1], "operand");
+  if (!b)
     return std::nullopt;
   DType dt = promote(a->type, b->type);
   if (!constantFits(*a, dt, e.loc) || !constantFits(*b, dt, e.loc))
@@ -2924,8 +2926,11 @@ MaybeValue Generator::genJoin(const CallExpr &e) {
   if (isCat) {
     const Shape &sa = a->type.shape, &sb = b->type.shape;
     int64_t axis = 0;
-    if (e.args.size() == 3 || e.kwarg("axis")) {
-      auto ax = axisArg(e.args.size() == 3 ? *e.args[2] : *e.kwarg("axis")->value, sa.size());
+    const KeywordArg *kw = e.kwarg("axis");
+    if (kw && e.args.size() == 3)
+      return error(kw->loc, "the axis is given twice");
+    if (e.args.size() == 3 || kw) {
+      auto ax = axisArg(kw ? *kw->value : *e.args[2], sa.size());
       if (!ax)
         return std::nullopt;
       axis = *ax;
