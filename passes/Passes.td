@@ -228,6 +228,10 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     Option<"subgroupReduce", "subgroup-reduce", "std::string", /*default=*/"\"shuffle\"",
            "shuffle: xor butterflies of gpu.shuffle; amd-swizzle: ds_swizzle within 32 "
            "lanes (AMDGPU); native: gpu.subgroup_reduce (SPIR-V)">,
+    Option<"vendor", "vendor", "std::string", /*default=*/"\"nvidia\"",
+           "nvidia, amd or any (SPIR-V): with memory=llvm, an atomic exchange or "
+           "compare-and-swap sits between PTX fence.acq_rel.gpu (nvidia) or LLVM "
+           "agent-scope fences (amd)">,
     Option<"matrixUnits", "matrix-units", "std::string", /*default=*/"\"none\"",
            "Lower eligible dots with warp-level matrix instructions: none, mma-sync "
            "(ldmatrix + mma.sync.m16n8k16, NVIDIA sm_80+), wgmma "

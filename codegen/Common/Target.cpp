@@ -224,15 +224,16 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
   // CUDA declares up to 48 KiB of shared memory statically; beyond that it is
   // requested at launch.
   int64_t dynamicAbove = target.kind == Target::Kind::CUDA ? 48 * 1024 : 0;
-  if (stage >= Stage::ThreadCode)
+  if (stage >= Stage::ThreadCode) {
+    bool amd = target.kind == Target::Kind::AMDGPU;
     passes += llvm::formatv(",convert-kiln-gpu-to-gpu{{memory={0} subgroup-reduce={1} "
-                            "matrix-units={2} dynamic-shared-above={3}},canonicalize,cse",
+                            "vendor={2} matrix-units={3} dynamic-shared-above={4}},"
+                            "canonicalize,cse",
                             spirv ? "spirv" : "llvm",
-                            spirv                                 ? "native"
-                            : target.kind == Target::Kind::AMDGPU ? "amd-swizzle"
-                                                                  : "shuffle",
-                            units, dynamicAbove)
+                            spirv ? "native" : amd ? "amd-swizzle" : "shuffle",
+                            spirv ? "any" : amd ? "amd" : "nvidia", units, dynamicAbove)
                   .str();
+  }
   if (stage >= Stage::Device)
     passes += "," + devicePipeline(target);
   return "builtin.module(" + passes + ")";

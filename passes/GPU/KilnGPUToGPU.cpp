@@ -20,6 +20,7 @@
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_CONVERTKILNGPUTOGPU
@@ -607,6 +608,16 @@ struct ConvertKilnGPUToGPUPass
       module.emitError("subgroup-reduce must be shuffle, amd-swizzle or native");
       return signalPassFailure();
     }
+    std::optional<ThreadEmitter::Vendor> gpuVendor =
+        llvm::StringSwitch<std::optional<ThreadEmitter::Vendor>>(vendor)
+            .Case("nvidia", ThreadEmitter::Vendor::NVIDIA)
+            .Case("amd", ThreadEmitter::Vendor::AMD)
+            .Case("any", ThreadEmitter::Vendor::Any)
+            .Default(std::nullopt);
+    if (!gpuVendor) {
+      module.emitError("vendor must be nvidia, amd or any, not '") << vendor << "'";
+      return signalPassFailure();
+    }
     std::optional<MatrixUnits> units = parseMatrixUnits(matrixUnits);
     if (!units) {
       module.emitError("matrix-units must be none, mma-sync or mfma, not '") << matrixUnits << "'";
@@ -674,7 +685,7 @@ struct ConvertKilnGPUToGPUPass
       }
 
       OpBuilder bodyBuilder(ctx);
-      ThreadEmitter emitter(bodyBuilder, layout, model, reduce, *units);
+      ThreadEmitter emitter(bodyBuilder, layout, model, reduce, *gpuVendor, *units);
       if (failed(emitter.emitKernel(kernel, func)))
         return signalPassFailure();
       kernel.erase();

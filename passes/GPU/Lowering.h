@@ -71,12 +71,17 @@ class ThreadEmitter {
 public:
   /// How a whole-tile reduction crosses the lanes of a subgroup.
   enum class SubgroupReduce { Shuffle, AMDSwizzle, Native };
+  /// Whose GPU the code is for, where the IR alone does not say (with LLVM
+  /// pointers: which fences order a lock's atomics).
+  enum class Vendor { NVIDIA, AMD, Any };
 
   ThreadEmitter(mlir::OpBuilder &builder, BlockedEncodingAttr layout, MemoryModel memory,
-                SubgroupReduce subgroupReduce, MatrixUnits matrixUnits = MatrixUnits::None)
+                SubgroupReduce subgroupReduce, Vendor vendor,
+                MatrixUnits matrixUnits = MatrixUnits::None)
       : b(builder), layout(layout), memory(memory),
         nativeSubgroupReduce(subgroupReduce == SubgroupReduce::Native),
-        amdSwizzle(subgroupReduce == SubgroupReduce::AMDSwizzle), matrixUnits(matrixUnits) {}
+        amdSwizzle(subgroupReduce == SubgroupReduce::AMDSwizzle), vendor(vendor),
+        matrixUnits(matrixUnits) {}
 
   /// Emits the body of `kernel` into the entry block of `gpuFunc`.
   mlir::LogicalResult emitKernel(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc);
@@ -266,7 +271,8 @@ private:
   BlockedEncodingAttr layout;
   MemoryModel memory;
   bool nativeSubgroupReduce;
-  bool amdSwizzle; // set exactly for AMD targets (LLVM pointers otherwise mean NVIDIA)
+  bool amdSwizzle; // subgroup reductions by ds_swizzle
+  Vendor vendor;
   MatrixUnits matrixUnits;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::Value threadId; // i32

@@ -378,7 +378,7 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
     auto fence = [&] {
       if (rmw)
         return;
-      if (amdSwizzle) // AMD: LLVM fences at device (agent) scope
+      if (vendor == Vendor::AMD) // LLVM fences at device (agent) scope
         b.create<LLVM::FenceOp>(loc, LLVM::AtomicOrdering::acq_rel, "agent");
       else
         inlinePTX(b, loc, "fence.acq_rel.gpu;", "", 0, Type(), {});
