@@ -266,13 +266,26 @@ def KilnAttachSPIRVTarget : Pass<"kiln-attach-spirv-target", "mlir::ModuleOp"> {
 }
 
 def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
-  let summary = "Replace math functions a target lacks with polynomial approximations";
+  let summary = "Replace math functions a target lacks with expansions";
   let description = [{
-    SPIR-V's GLSL.std.450 set has no `erf`; this pass rewrites `math.erf` (f32) as
-    MLIR's polynomial approximation so that Vulkan and Metal kernels can use it.
-    MLIR 19's math-to-spirv has no pattern for `math.exp2` or `math.log2`, so
-    they are expanded to `math.exp(x * ln 2)` and `math.log(x) * (1 / ln 2)`.
+    With `target=spirv`: SPIR-V's GLSL.std.450 set has no `erf`, `atan2`,
+    `trunc` or `log10`; `math.erf` (f32) becomes MLIR's polynomial
+    approximation, `math.atan2(y, x)` becomes `atan(y / x)` corrected by
+    quadrant (signed zeros and two infinities as C's `atan2f`), `math.trunc(x)`
+    becomes `x < 0 ? ceil(x) : floor(x)`, and `math.log10` (like `math.log2`,
+    for which MLIR 19's math-to-spirv has no pattern) a scaled `math.log`;
+    `math.exp2` becomes `math.exp(x * ln 2)`. `asin` and `acos` are expanded
+    as for NVIDIA below: GLSL's own may be much less accurate than its `atan`.
+
+    With `target=nvvm`: MLIR 19's GPU-to-NVVM lowering calls libdevice for most
+    functions but not `asin`, `acos`, `sinh` and `cosh`: `asin(x)` becomes
+    `atan2(x, sqrt((1 - x)(1 + x)))`, `acos(x)` `atan2(sqrt((1 - x)(1 + x)), x)`,
+    and `sinh`/`cosh` MLIR's expansions through `exp`.
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"spirv\"",
+           "spirv (Vulkan and Metal) or nvvm (NVIDIA)">
+  ];
 }
 
 def KilnSPIRVSignedRemainder : Pass<"kiln-spirv-signed-remainder", "mlir::ModuleOp"> {

@@ -245,7 +245,7 @@ std::string kiln::devicePipeline(const Target &target) {
     // PTX ISA 8.4 (CUDA 12.4) is the first with fp8 mma.sync; sm_90 code
     // declares it, older architectures keep LLVM's default.
     return llvm::formatv("nvvm-attach-target{{chip={0} O=3{1}},"
-                         "gpu.module(convert-scf-to-cf,"
+                         "kiln-approximate-math{{target=nvvm},gpu.module(convert-scf-to-cf,"
                          "arith-emulate-unsupported-floats{{source-types=f8E4M3FN,f8E5M2 "
                          "target-type=f32},kiln-expand-f8,"
                          "convert-gpu-to-nvvm,convert-math-to-llvm),"
@@ -268,7 +268,7 @@ std::string kiln::devicePipeline(const Target &target) {
     // on them (and math on f16, as on NVIDIA) run in f32, their conversions
     // become integer arithmetic (kiln-expand-f8, arith-expand) and their values
     // their bits (kiln-retype-unsupported-floats).
-    return llvm::formatv("kiln-attach-spirv-target{{client={0}},kiln-approximate-math,"
+    return llvm::formatv("kiln-attach-spirv-target{{client={0}},kiln-approximate-math{{target=spirv},"
                          "kiln-spirv-signed-remainder,"
                          "gpu.module(math-legalize-to-f32,"
                          "arith-emulate-unsupported-floats{{source-types=bf16,"

@@ -276,6 +276,11 @@ private:
   /// null when absent. False after reporting an error.
   bool maskArg(const CallExpr &e, const TValue &view, Value &mask);
   MaybeValue genUnaryMath(const CallExpr &e);
+  /// pow(x, y), atan2(y, x) and clamp(x, lo, hi): operands broadcast and
+  /// promote (integers to f32 for pow and atan2).
+  MaybeValue genFloatMath(const CallExpr &e);
+  /// isnan, isinf, isfinite: i1 per element (integers are always finite).
+  MaybeValue genClassify(const CallExpr &e);
   /// A reduction's operand (bools widened to i32; flattened when no axis is
   /// given), its axis and keepdims.
   struct ReductionArgs {
@@ -1899,6 +1904,10 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     out.value = builder.create<mlir::math::FmaOp>(l, a, b, c);
     return out;
   }
+  if (name == "pow" || name == "atan2" || name == "clamp")
+    return genFloatMath(e);
+  if (name == "isnan" || name == "isinf" || name == "isfinite")
+    return genClassify(e);
   if (name == "range")
     return error(e.loc, "'range' is only valid in a for loop: for i in range(...)");
   if (name == "inf" || name == "nan")
@@ -1944,6 +1953,17 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
   else if (name == "cos") out.value = builder.create<CosOp>(l, x);
   else if (name == "floor") out.value = builder.create<FloorOp>(l, x);
   else if (name == "ceil") out.value = builder.create<CeilOp>(l, x);
+  else if (name == "trunc") out.value = builder.create<TruncOp>(l, x);
+  else if (name == "round") out.value = builder.create<RoundEvenOp>(l, x);
+  else if (name == "tan") out.value = builder.create<TanOp>(l, x);
+  else if (name == "asin") out.value = builder.create<AsinOp>(l, x);
+  else if (name == "acos") out.value = builder.create<AcosOp>(l, x);
+  else if (name == "atan") out.value = builder.create<AtanOp>(l, x);
+  else if (name == "sinh") out.value = builder.create<SinhOp>(l, x);
+  else if (name == "cosh") out.value = builder.create<CoshOp>(l, x);
+  else if (name == "log1p") out.value = builder.create<Log1pOp>(l, x);
+  else if (name == "expm1") out.value = builder.create<ExpM1Op>(l, x);
+  else if (name == "log10") out.value = builder.create<Log10Op>(l, x);
   else if (name == "sigmoid") {
     // 1 / (1 + exp(-x))
     Value neg = builder.create<mlir::arith::NegFOp>(l, x);
@@ -1953,6 +1973,88 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
     out.value = builder.create<mlir::arith::DivFOp>(l, one, den);
   } else
     return error(e.loc, "unknown builtin '" + name + "'");
+  return out;
+}
+
+MaybeValue Generator::genFloatMath(const CallExpr &e) {
+  const std::string &name = e.callee;
+  size_t arity = name == "clamp" ? 3 : 2;
+  if (!checkArity(e, arity, arity))
+    return std::nullopt;
+  std::vector<TValue> ops;
+  Shape shape;
+  std::optional<SType> common;
+  for (auto &a : e.args) {
+    MaybeValue v = genValue(*a, "operand");
+    if (!v)
+      return std::nullopt;
+    if (v->type.dtype == DType::I1)
+      return error(a->loc, "'" + name + "' is not defined on bool");
+    auto s = broadcastShapes(shape, v->type.shape);
+    if (!s)
+      return error(a->loc, name + " operand shape " + shapeStr(v->type.shape) +
+                               " does not broadcast with " + shapeStr(shape));
+    shape = *s;
+    common = common ? SType::scalar(promote(*common, v->type), common->weak && v->type.weak)
+                    : v->type;
+    ops.push_back(*v);
+  }
+  if (!checkTileSize(shape, e.loc))
+    return std::nullopt;
+  DType dt = common->dtype;
+  if (name != "clamp" && !isFloat(dt))
+    dt = DType::F32;
+  if (rejectF8(dt, e.loc, "'" + name + "'"))
+    return std::nullopt;
+  llvm::SmallVector<Value, 3> x;
+  for (const TValue &v : ops) {
+    if (!constantFits(v, dt, e.loc))
+      return std::nullopt;
+    x.push_back(convert(v, dt, shape, e.loc).value);
+  }
+  mlir::Location l = loc(e.loc);
+  TValue out;
+  out.type = SType::value(dt, shape);
+  if (name == "pow")
+    out.value = builder.create<mlir::math::PowFOp>(l, x[0], x[1]);
+  else if (name == "atan2")
+    out.value = builder.create<mlir::math::Atan2Op>(l, x[0], x[1]);
+  else // clamp: min(max(x, lo), hi), so a NaN anywhere gives NaN, as min and max do
+    out.value = isFloat(dt)
+                    ? builder.create<mlir::arith::MinimumFOp>(
+                          l, builder.create<mlir::arith::MaximumFOp>(l, x[0], x[1]), x[2])
+                          .getResult()
+                    : builder.create<mlir::arith::MinSIOp>(
+                          l, builder.create<mlir::arith::MaxSIOp>(l, x[0], x[1]), x[2])
+                          .getResult();
+  return out;
+}
+
+MaybeValue Generator::genClassify(const CallExpr &e) {
+  if (!checkArity(e, 1, 1))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], "operand");
+  if (!v)
+    return std::nullopt;
+  const std::string &name = e.callee;
+  const Shape &shape = v->type.shape;
+  TValue out;
+  out.type = SType::value(DType::I1, shape);
+  if (!isFloat(v->type.dtype)) {
+    out.value = splat(Const::ofInt(name == "isfinite"), DType::I1, shape, e.loc);
+    return out;
+  }
+  mlir::Location l = loc(e.loc);
+  using P = mlir::arith::CmpFPredicate;
+  if (name == "isnan") {
+    out.value = builder.create<mlir::arith::CmpFOp>(l, P::UNO, v->value, v->value);
+    return out;
+  }
+  // |x| == inf, or |x| < inf (false for NaN).
+  Value mag = builder.create<mlir::math::AbsFOp>(l, v->value);
+  Value inf = splat(Const::ofFloat(std::numeric_limits<double>::infinity()), v->type.dtype, shape,
+                    e.loc);
+  out.value = builder.create<mlir::arith::CmpFOp>(l, name == "isinf" ? P::OEQ : P::OLT, mag, inf);
   return out;
 }
 

@@ -152,6 +152,8 @@ bool kiln::isBuiltin(llvm::StringRef name) {
       "program_id", "num_programs", "arange", "zeros", "ones", "full", "cast", "load", "store",
       "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "exp", "exp2", "log",
       "log2", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid",
+      "tan", "asin", "acos", "atan", "sinh", "cosh", "log1p", "expm1", "log10", "trunc", "round",
+      "pow", "atan2", "clamp", "isnan", "isinf", "isfinite",
       "min", "max", "argmin", "argmax", "rand", "randint", "randn", "sum", "prod", "cumsum",
       "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
       "broadcast_to", "gather", "sort", "argsort", "reduce", "associative_scan", "join", "split",

@@ -15,6 +15,7 @@
 #include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
@@ -119,6 +120,26 @@ struct CompareAndSwapPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
   }
 };
 
+/// math.X -> spirv.GL.X for the GLSL.std.450 functions MLIR 19's math-to-spirv
+/// leaves out (one operand). GLSL leaves them undefined for NaN (lavapipe's
+/// atan(NaN) is 0), so a NaN operand is passed through.
+template <typename MathOp, typename GLOp>
+struct GLMathPattern : OpConversionPattern<MathOp> {
+  using OpConversionPattern<MathOp>::OpConversionPattern;
+  LogicalResult matchAndRewrite(MathOp op, typename MathOp::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Type type = this->getTypeConverter()->convertType(op.getType());
+    if (!type)
+      return failure();
+    Location loc = op.getLoc();
+    Value x = adaptor.getOperand();
+    Value result = rewriter.create<GLOp>(loc, type, x);
+    Value nan = rewriter.create<spirv::IsNanOp>(loc, x);
+    rewriter.replaceOpWithNewOp<spirv::SelectOp>(op, nan, x, result);
+    return success();
+  }
+};
+
 struct GPUToSPIRV : kiln::impl::KilnGPUToSPIRVBase<GPUToSPIRV> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
@@ -142,7 +163,11 @@ struct GPUToSPIRV : kiln::impl::KilnGPUToSPIRVBase<GPUToSPIRV> {
       arith::populateArithToSPIRVPatterns(converter, patterns);
       populateMemRefToSPIRVPatterns(converter, patterns);
       populateFuncToSPIRVPatterns(converter, patterns);
-      patterns.add<ExchangePattern, CompareAndSwapPattern>(converter, ctx);
+      patterns.add<ExchangePattern, CompareAndSwapPattern,
+                   GLMathPattern<math::TanOp, spirv::GLTanOp>,
+                   GLMathPattern<math::AtanOp, spirv::GLAtanOp>,
+                   GLMathPattern<math::SinhOp, spirv::GLSinhOp>,
+                   GLMathPattern<math::CoshOp, spirv::GLCoshOp>>(converter, ctx);
       if (failed(applyFullConversion(copy, *target, std::move(patterns))))
         return signalPassFailure();
     }

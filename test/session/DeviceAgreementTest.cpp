@@ -845,6 +845,104 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], j: tensor<f32>[N, 2], il: tensor<
   });
 }
 
+TEST_F(DeviceAgreement, MoreMathOnEveryDevice) {
+  // The functions beyond exp/log/sin/cos against the C library in double:
+  // ordinary values, then the cases C defines specially (atan2 of signed zeros
+  // and infinities in every quadrant, pow of negative bases, halves for round,
+  // the classification of NaN and infinities).
+  const char *source = R"(
+kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: tensor<i32>[3, N])
+    params(B: i32 = 64) grid(1) {
+  let o = arange(0, B);
+  let v = load(x[o]);
+  let w = load(y[o]);
+  store(out[0, o], tan(v));
+  store(out[1, o], asin(v));
+  store(out[2, o], acos(v));
+  store(out[3, o], atan(v));
+  store(out[4, o], sinh(v));
+  store(out[5, o], cosh(v));
+  store(out[6, o], log1p(v));
+  store(out[7, o], expm1(v));
+  store(out[8, o], log10(v));
+  store(out[9, o], trunc(v * 10.0));
+  store(out[10, o], round(v * 10.0));
+  store(out[11, o], pow(v, w));
+  store(out[12, o], atan2(v, w));
+  store(out[13, o], clamp(v, -0.5, 0.5));
+  store(flags[0, o], cast<i32>(isnan(v)));
+  store(flags[1, o], cast<i32>(isinf(v)));
+  store(flags[2, o], cast<i32>(isfinite(v)));
+}
+)";
+  const int64_t n = 64, f = 14;
+  std::vector<float> x(n), y(n);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> unit(-0.95f, 0.95f), any(-3.0f, 3.0f);
+  for (int64_t i = 0; i < 32; ++i)
+    x[i] = unit(rng), y[i] = any(rng);
+  // atan2's special cases, pow of negative bases, halves, NaN and infinities.
+  const float inf = INFINITY;
+  std::vector<std::pair<float, float>> special = {
+      {0.0f, 0.0f},  {-0.0f, 0.0f}, {0.0f, -0.0f}, {-0.0f, -0.0f}, {1.0f, 0.0f},
+      {1.0f, -0.0f}, {-1.0f, -0.0f}, {0.0f, -2.0f}, {-0.0f, -2.0f}, {inf, inf},
+      {inf, -inf},   {-inf, inf},   {-inf, -inf}, {2.0f, -inf},  {-2.0f, inf},
+      {-2.0f, 3.0f}, {-2.0f, 2.0f}, {-8.0f, 0.5f}, {0.25f, -1.5f}, {0.05f, 0.0f},
+      {0.15f, 1.0f}, {-0.25f, 2.0f}, {-0.35f, 1.0f}, {NAN, 1.0f},  {1.0f, NAN},
+      {0.5f, 0.5f},  {-0.5f, -0.5f}, {0.7f, -0.3f}, {-0.6f, -0.2f}, {0.45f, 3.0f},
+      {-0.45f, -3.0f}, {0.0f, 1.0f}};
+  for (size_t i = 0; i < special.size(); ++i)
+    std::tie(x[32 + i], y[32 + i]) = special[i];
+  // What each row computes, in double.
+  std::vector<std::function<double(double, double)>> fns = {
+      [](double a, double) { return std::tan(a); },
+      [](double a, double) { return std::asin(a); },
+      [](double a, double) { return std::acos(a); },
+      [](double a, double) { return std::atan(a); },
+      [](double a, double) { return std::sinh(a); },
+      [](double a, double) { return std::cosh(a); },
+      [](double a, double) { return std::log1p(a); },
+      [](double a, double) { return std::expm1(a); },
+      [](double a, double) { return std::log10(a); },
+      [](double a, double) { return std::trunc(float(a * 10.0f)); },
+      [](double a, double) { return std::nearbyint(float(a * 10.0f)); }, // half to even
+      [](double a, double b) { return std::pow(a, b); },
+      [](double a, double b) { return std::atan2(a, b); },
+      [](double a, double) { return std::isnan(a) ? a : std::min(std::max(a, -0.5), 0.5); }};
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {n}), ty = s.upload(y, {n}), out = s.empty<float>({f, n}),
+           flags = s.empty<int32_t>({3, n});
+    ASSERT_TRUE(k(tx, ty, out, flags).ok()) << device;
+    std::vector<float> got;
+    std::vector<int32_t> gotFlags;
+    ASSERT_TRUE(out.download(got).ok() && flags.download(gotFlags).ok());
+    for (int64_t r = 0; r < f; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        double want = fns[r](x[i], y[i]), g = got[r * n + i];
+        std::string what = device + " row " + std::to_string(r) + " x = " +
+                           std::to_string(x[i]) + " y = " + std::to_string(y[i]);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(g)) << what << ": got " << g;
+          continue;
+        }
+        if (std::isinf(want) || want == 0) { // exact; atan2, trunc and round keep zeros' signs
+          EXPECT_EQ(g, want) << what;
+          if (r == 9 || r == 10 || r == 12)
+            EXPECT_EQ(std::signbit(g), std::signbit(want)) << what;
+          continue;
+        }
+        EXPECT_NEAR(g, want, 2e-6 + 2e-6 * std::abs(want)) << what;
+      }
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(gotFlags[i], std::isnan(x[i]) ? 1 : 0) << device << " isnan " << x[i];
+      EXPECT_EQ(gotFlags[n + i], std::isinf(x[i]) ? 1 : 0) << device << " isinf " << x[i];
+      EXPECT_EQ(gotFlags[2 * n + i], std::isfinite(x[i]) ? 1 : 0) << device << " isfinite " << x[i];
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, F8ConversionsAgreeOnEveryDevice) {
   // Every code of both fp8 formats decodes, and f32 values around every code
   // (ties, neighbours, overflow, subnormals, NaN) encode, to the same bits on
