@@ -268,7 +268,8 @@ std::string kiln::devicePipeline(const Target &target) {
     // on them (and math on f16, as on NVIDIA) run in f32, their conversions
     // become integer arithmetic (kiln-expand-f8, arith-expand) and their values
     // their bits (kiln-retype-unsupported-floats).
-    return llvm::formatv("kiln-attach-spirv-target{{client={0}},kiln-approximate-math{{target=spirv},"
+    return llvm::formatv("kiln-attach-spirv-target{{client={0}},"
+                         "kiln-approximate-math{{target=spirv},"
                          "kiln-spirv-signed-remainder,"
                          "gpu.module(math-legalize-to-f32,"
                          "arith-emulate-unsupported-floats{{source-types=bf16,"
