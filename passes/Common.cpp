@@ -82,3 +82,34 @@ void kiln::retypeResultsAndArguments(Operation *op, function_ref<Type(Type)> ret
       for (BlockArgument arg : block.getArguments())
         arg.setType(retype(arg.getType()));
 }
+
+std::string kiln::printFormat(llvm::StringRef prefix, unsigned rank, Type element) {
+  std::string format = "pid (%d, %d, %d)";
+  if (rank) {
+    format += " idx (";
+    for (unsigned d = 0; d < rank; ++d)
+      format += d ? ", %d" : "%d";
+    format += ")";
+  }
+  format += " ";
+  for (char c : prefix)
+    format += c == '%' ? std::string("%%") : std::string(1, c);
+  if (element) {
+    if (auto f = dyn_cast<FloatType>(element))
+      format += f.getWidth() == 64 ? ": %.17g" : ": %.9g";
+    else
+      format += element.getIntOrFloatBitWidth() == 64 ? ": %lld" : ": %d";
+  }
+  return format + "\n";
+}
+
+Value kiln::printArgument(OpBuilder &b, Location loc, Value element) {
+  Type type = element.getType();
+  if (isa<FloatType>(type))
+    return type.isF64() ? element : b.create<arith::ExtFOp>(loc, b.getF64Type(), element);
+  if (type.isInteger(1)) // true prints as 1
+    return b.create<arith::ExtUIOp>(loc, b.getI32Type(), element);
+  if (type.getIntOrFloatBitWidth() < 32)
+    return b.create<arith::ExtSIOp>(loc, b.getI32Type(), element);
+  return element;
+}

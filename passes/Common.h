@@ -24,6 +24,15 @@ mlir::arith::AtomicRMWKind atomicKind(ReduceKind kind, bool isFloat);
 /// cvt.rna.tf32.f32); Inf and NaN pass unchanged.
 mlir::Value roundToTF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 
+/// The printf format of one line of `kiln.print`: "pid (%d, %d, %d)", then
+/// " idx (%d, ...)" with `rank` coordinates, " PREFIX" (its % doubled), and
+/// ": VALUE" when `element` (the printed element type) is not null.
+std::string printFormat(llvm::StringRef prefix, unsigned rank, mlir::Type element);
+
+/// `element` as printf's variadic arguments take it: floats as f64, integers
+/// narrower than 32 bits sign-extended to i32 (bools zero-extended).
+mlir::Value printArgument(mlir::OpBuilder &b, mlir::Location loc, mlir::Value element);
+
 /// Gives each result of `op`, and each argument of the blocks in its regions, the
 /// type `retype` maps its type to: one step of a walk that changes types in place.
 void retypeResultsAndArguments(mlir::Operation *op,

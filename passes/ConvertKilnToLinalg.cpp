@@ -12,6 +12,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -289,6 +290,52 @@ Value lowerScan(OpBuilder &b, ScanOp op) {
         return {inner.getResult(0)};
       });
   return nest.results.front();
+}
+
+/// kiln.print as calls of the C library's printf, one per element (programs
+/// run in parallel on the thread pool; printf writes each line whole).
+void lowerPrint(OpBuilder &b, PrintOp op) {
+  Location loc = op.getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  MLIRContext *ctx = b.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto printf = module.lookupSymbol<LLVM::LLVMFuncOp>("printf");
+  if (!printf) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    printf = b.create<LLVM::LLVMFuncOp>(
+        loc, "printf", LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr}, /*isVarArg=*/true));
+  }
+  Value value = op.getValue();
+  auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
+  std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
+                                   value ? getElementTypeOrSelf(value.getType()) : Type());
+  // The format, NUL-terminated, as a private constant global.
+  std::string name;
+  for (unsigned n = 0; name.empty() || module.lookupSymbol(name); ++n)
+    name = "kiln_print_" + std::to_string(n);
+  std::string bytes = format + std::string(1, '\0');
+  auto arrayType = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    b.create<LLVM::GlobalOp>(loc, arrayType, /*isConstant=*/true, LLVM::Linkage::Private, name,
+                             b.getStringAttr(bytes));
+  }
+  auto emit = [&](OpBuilder &nb, Location l, ValueRange coords, Value element) {
+    SmallVector<Value> args{nb.create<LLVM::AddressOfOp>(l, ptr, name), op.getPidX(),
+                            op.getPidY(), op.getPidZ()};
+    for (Value c : coords)
+      args.push_back(nb.create<arith::IndexCastOp>(l, nb.getI32Type(), c));
+    if (element)
+      args.push_back(printArgument(nb, l, element));
+    nb.create<LLVM::CallOp>(l, printf, args);
+  };
+  if (!tile)
+    return emit(b, loc, {}, value);
+  loopNest(b, loc, tile.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
+    emit(nb, l, ivs, nb.create<tensor::ExtractOp>(l, value, ivs));
+  });
 }
 
 Value lowerDot(OpBuilder &b, DotOp op) {
@@ -686,6 +733,7 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
       else if (auto o = dyn_cast<StoreBlockOp>(op)) lowerStoreBlock(rewriter, o);
       else if (auto o = dyn_cast<AtomicRMWOp>(op)) replacement = lowerAtomic(rewriter, o);
       else if (auto o = dyn_cast<AtomicSwapOp>(op)) replacement = lowerAtomicSwap(rewriter, o);
+      else if (auto o = dyn_cast<PrintOp>(op)) lowerPrint(rewriter, o);
       else {
         op->emitOpError("has no CPU lowering (run kiln-lower-program-ids first?)");
         return signalPassFailure();

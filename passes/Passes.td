@@ -25,7 +25,7 @@ def ConvertKilnToLinalg : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
                            "mlir::scf::SCFDialect", "mlir::memref::MemRefDialect",
-                           "mlir::arith::ArithDialect"];
+                           "mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect"];
 }
 
 def KilnSimplifyMasks : Pass<"kiln-simplify-masks", "mlir::ModuleOp"> {

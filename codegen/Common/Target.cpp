@@ -257,7 +257,8 @@ std::string kiln::devicePipeline(const Target &target) {
                          "gpu.module(convert-scf-to-cf,"
                          "arith-emulate-unsupported-floats{{source-types=bf16,f8E4M3FN,f8E5M2 "
                          "target-type=f32},kiln-expand-f8,"
-                         "arith-expand{{include-bf16=1},convert-gpu-to-rocdl{{chipset={0}},"
+                         "arith-expand{{include-bf16=1},"
+                         "convert-gpu-to-rocdl{{chipset={0} runtime=HIP},"
                          "convert-math-to-llvm),"
                          "reconcile-unrealized-casts,kiln-bitcast-bf16-casts",
                          target.chip)

@@ -63,6 +63,12 @@ struct Dumper {
     case Expr::BoolLit:
       os << (static_cast<const BoolLitExpr &>(e).value ? "true" : "false");
       return;
+    case Expr::StringLit: {
+      os << '"';
+      os.write_escaped(static_cast<const StringLitExpr &>(e).value);
+      os << '"';
+      return;
+    }
     case Expr::Name: os << static_cast<const NameExpr &>(e).name; return;
     case Expr::Unary: {
       auto &u = static_cast<const UnaryExpr &>(e);

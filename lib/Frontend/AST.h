@@ -20,7 +20,8 @@ namespace kiln {
 //===----------------------------------------------------------------------===//
 
 struct Expr {
-  enum Kind { IntLit, FloatLit, BoolLit, Name, Unary, Binary, Call, Index, Method, List, Tuple };
+  enum Kind { IntLit, FloatLit, BoolLit, StringLit, Name, Unary, Binary, Call, Index, Method, List,
+              Tuple };
   Expr(Kind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
   virtual ~Expr() = default;
   Kind kind;
@@ -41,6 +42,13 @@ struct FloatLitExpr : Expr {
 struct BoolLitExpr : Expr {
   BoolLitExpr(llvm::SMLoc loc, bool value) : Expr(BoolLit, loc), value(value) {}
   bool value;
+};
+
+/// `"text"`, with its escapes resolved; only `print` takes one.
+struct StringLitExpr : Expr {
+  StringLitExpr(llvm::SMLoc loc, std::string value)
+      : Expr(StringLit, loc), value(std::move(value)) {}
+  std::string value;
 };
 
 struct NameExpr : Expr {

@@ -16,6 +16,7 @@ const char *kiln::tokSpelling(Tok kind) {
   case Tok::Ident: return "identifier";
   case Tok::Int: return "integer";
   case Tok::Float: return "number";
+  case Tok::String: return "string";
   case Tok::KwKernel: return "'kernel'";
   case Tok::KwFn: return "'fn'";
   case Tok::KwParams: return "'params'";
@@ -148,6 +149,30 @@ Token Lexer::lexNumber(const char *start) {
   return make(isFloat ? Tok::Float : Tok::Int, start);
 }
 
+Token Lexer::lexString(const char *start) {
+  // "...": printable ASCII on one line; \" \\ \n \t are the escapes.
+  while (cur != buf.end() && *cur != '"') {
+    unsigned char byte = static_cast<unsigned char>(*cur);
+    if (byte == '\n' || !isprint(byte)) {
+      error = byte == '\n' ? "unterminated string" : "strings hold printable ASCII only";
+      return make(Tok::Error, start);
+    }
+    if (*cur++ == '\\') {
+      if (cur == buf.end() || !llvm::StringRef("\"\\nt").contains(*cur)) {
+        error = "unknown escape in a string; use \\\", \\\\, \\n or \\t";
+        return make(Tok::Error, cur - 1);
+      }
+      ++cur;
+    }
+  }
+  if (cur == buf.end()) {
+    error = "unterminated string";
+    return make(Tok::Error, start);
+  }
+  ++cur;
+  return make(Tok::String, start);
+}
+
 Token Lexer::next() {
   skipTrivia();
   if (unterminatedComment) {
@@ -195,6 +220,8 @@ Token Lexer::next() {
     }
     return false;
   };
+  if (c == '"')
+    return lexString(start);
   switch (c) {
   case '(': return make(Tok::LParen, start);
   case ')': return make(Tok::RParen, start);

@@ -9,7 +9,7 @@
 namespace kiln {
 
 enum class Tok {
-  Eof, Error, Ident, Int, Float,
+  Eof, Error, Ident, Int, Float, String,
   // Keywords.
   KwKernel, KwFn, KwParams, KwGrid, KwTensor, KwLet, KwVar, KwFor, KwIn, KwIf,
   KwElse, KwWhile, KwReturn, KwTrue, KwFalse,
@@ -43,6 +43,7 @@ private:
     return {kind, llvm::StringRef(start, cur - start)};
   }
   Token lexNumber(const char *start);
+  Token lexString(const char *start);
   void skipTrivia();
 
   llvm::StringRef buf;

@@ -309,6 +309,8 @@ private:
   MaybeValue genJoin(const CallExpr &e);
   /// split: a tile whose last dimension is 2 as a tuple of its two halves.
   MaybeValue genSplit(const CallExpr &e);
+  /// print("prefix" [, value]): a line per element, with the program's ids.
+  MaybeValue genPrint(const CallExpr &e);
   /// The `name = true|false` keyword of `e` (`false` when absent); nullopt after
   /// reporting a value that is not a constant bool.
   std::optional<bool> boolKeyword(const CallExpr &e, llvm::StringRef name);
@@ -1134,6 +1136,8 @@ MaybeValue Generator::genExpr(const Expr &e) {
   case Expr::BoolLit:
     return constant(Const::ofInt(static_cast<const BoolLitExpr &>(e).value), DType::I1, true,
                     l);
+  case Expr::StringLit:
+    return error(e.loc, "a string is only allowed as print's first argument");
   case Expr::Name: return genName(static_cast<const NameExpr &>(e));
   case Expr::Unary: return genUnary(static_cast<const UnaryExpr &>(e));
   case Expr::Binary: return genBinary(static_cast<const BinaryExpr &>(e));
@@ -1818,6 +1822,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genJoin(e);
   if (name == "split")
     return genSplit(e);
+  if (name == "print")
+    return genPrint(e);
   if (name == "cdiv") {
     if (!checkArity(e, 2, 2))
       return std::nullopt;
@@ -3123,6 +3129,32 @@ MaybeValue Generator::genSplit(const CallExpr &e) {
                               : builder.create<ReshapeOp>(l, valueType(dt, half), g).getResult();
     out.elements.push_back(part);
   }
+  return out;
+}
+
+MaybeValue Generator::genPrint(const CallExpr &e) {
+  if (!checkArity(e, 1, 2))
+    return std::nullopt;
+  if (e.args[0]->kind != Expr::StringLit)
+    return error(e.args[0]->loc, "print's first argument is the text to print, a string: "
+                                 "print(\"x\", x)");
+  const std::string &prefix = static_cast<const StringLitExpr &>(*e.args[0]).value;
+  Value value;
+  if (e.args.size() == 2) {
+    MaybeValue v = genValue(*e.args[1], "printed value");
+    if (!v)
+      return std::nullopt;
+    if (isF8(v->type.dtype))
+      return error(e.args[1]->loc, "print shows numbers; cast an fp8 value to f32 first");
+    value = v->value;
+  }
+  mlir::Location l = loc(e.loc);
+  llvm::SmallVector<Value, 3> pids;
+  for (int32_t axis = 0; axis < 3; ++axis)
+    pids.push_back(builder.create<ProgramIdOp>(l, builder.getI32Type(), axis));
+  builder.create<PrintOp>(l, builder.getStringAttr(prefix), pids[0], pids[1], pids[2], value);
+  TValue out;
+  out.type.kind = SType::Void;
   return out;
 }
 

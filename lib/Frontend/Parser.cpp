@@ -715,6 +715,20 @@ ExprPtr Parser::parsePrimary() {
     advance();
     return std::make_unique<FloatLitExpr>(loc, value);
   }
+  case Tok::String: {
+    std::string value;
+    llvm::StringRef body = tok.text.drop_front().drop_back();
+    for (size_t i = 0; i < body.size(); ++i) {
+      char ch = body[i];
+      if (ch == '\\') {
+        char e = body[++i];
+        ch = e == 'n' ? '\n' : e == 't' ? '\t' : e;
+      }
+      value.push_back(ch);
+    }
+    advance();
+    return std::make_unique<StringLitExpr>(loc, std::move(value));
+  }
   case Tok::KwTrue:
   case Tok::KwFalse: {
     bool value = is(Tok::KwTrue);

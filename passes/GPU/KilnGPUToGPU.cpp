@@ -572,6 +572,8 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
     return emitStore(op);
   if (isa<AtomicRMWOp, AtomicSwapOp>(op))
     return emitAtomic(op);
+  if (auto o = dyn_cast<PrintOp>(op))
+    return emitPrint(o);
   if (isa<func::ReturnOp>(op))
     return success();
   return emitElementwise(op);
@@ -693,3 +695,33 @@ struct ConvertKilnGPUToGPUPass
   }
 };
 } // namespace
+
+LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
+  if (memory == MemoryModel::SPIRVBuffers)
+    return op.emitError("print needs a CPU, CUDA or HIP target: Vulkan and Metal cannot print "
+                        "from kernels (remove the print, or run the kernel on the CPU)");
+  Value value = op.getValue();
+  auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
+  std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
+                                   value ? getElementTypeOrSelf(value.getType()) : Type());
+  SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
+  auto print = [&](ArrayRef<Value> coords, Value element) {
+    SmallVector<Value> args(pids);
+    args.append(coords.begin(), coords.end());
+    if (element)
+      args.push_back(printArgument(b, loc, element));
+    b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
+    return SmallVector<Value>{};
+  };
+  if (!tile) { // uniform: one thread prints it
+    Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
+    emitIfElse(first, {}, [&] { return print({}, value ? scalar(value) : Value()); }, nullptr);
+    return success();
+  }
+  Registers values = regs(value);
+  for (int64_t r = 0, n = registers(tile); r < n; ++r)
+    emitIfElse(registerValid(r, tile.getNumElements()), {}, [&] {
+      return print(delinearize(elementIndex(r), tile.getShape()), values[r]);
+    }, nullptr);
+  return success();
+}

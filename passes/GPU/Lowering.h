@@ -199,6 +199,8 @@ private:
   /// element its index register names.
   void emitGather(GatherOp op);
   void emitReduce(ReduceOp op);
+  /// gpu.printf per element by the thread that holds it (a scalar: thread 0).
+  mlir::LogicalResult emitPrint(PrintOp op);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);
   /// A dot on the target's matrix instructions (MatrixToGPU.cpp).

@@ -237,6 +237,24 @@ def Kiln_ScanOp : Kiln_Op<"scan", [Pure, SameOperandsAndResultType]> {
   let hasFolder = 1;
 }
 
+def Kiln_PrintOp : Kiln_Op<"print", [MemoryEffects<[MemWrite]>]> {
+  let summary = "print a message, and a scalar or every element of a tile";
+  let description = [{
+    Prints one line per element of `value` (one line for a scalar or no value):
+    `pid (X, Y, Z) idx (I, J) PREFIX: VALUE`, where X, Y, Z are the program's
+    coordinates (`pids`), I, J the element's, and PREFIX the `prefix` attribute.
+    Lines of different programs (and threads) may interleave.
+
+    ```mlir
+    kiln.print "row max" %x, %y, %z, %m : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$prefix, I32:$pidX, I32:$pidY, I32:$pidZ,
+                       Optional<Kiln_TileOrScalar>:$value);
+  let assemblyFormat =
+      "$prefix $pidX `,` $pidY `,` $pidZ (`,` $value^ `:` type($value))? attr-dict";
+}
+
 def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
   let summary = "tile matrix product with accumulator";
   let description = [{
