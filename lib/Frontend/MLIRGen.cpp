@@ -311,6 +311,9 @@ private:
   MaybeValue genSplit(const CallExpr &e);
   /// print("prefix" [, value]): a line per element, with the program's ids.
   MaybeValue genPrint(const CallExpr &e);
+  /// flip (a gather of reversed positions), ravel (a reshape to rank 1) and
+  /// histogram (counts of one-hot comparisons).
+  MaybeValue genRearrange(const CallExpr &e);
   /// The `name = true|false` keyword of `e` (`false` when absent); nullopt after
   /// reporting a value that is not a constant bool.
   std::optional<bool> boolKeyword(const CallExpr &e, llvm::StringRef name);
@@ -1824,6 +1827,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genSplit(e);
   if (name == "print")
     return genPrint(e);
+  if (name == "flip" || name == "ravel" || name == "histogram")
+    return genRearrange(e);
   if (name == "cdiv") {
     if (!checkArity(e, 2, 2))
       return std::nullopt;
@@ -3156,6 +3161,73 @@ MaybeValue Generator::genPrint(const CallExpr &e) {
   TValue out;
   out.type.kind = SType::Void;
   return out;
+}
+
+MaybeValue Generator::genRearrange(const CallExpr &e) {
+  const std::string &name = e.callee;
+  bool isHistogram = name == "histogram";
+  if (name == "flip" ? !checkArity(e, 1, 2, {"axis"})
+                     : !checkArity(e, isHistogram ? 2 : 1, isHistogram ? 2 : 1))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], "operand");
+  if (!v)
+    return std::nullopt;
+  if (v->type.kind != SType::Tile)
+    return error(e.args[0]->loc, name + " needs a tile, got " + withArticle(v->type.str()));
+  mlir::Location l = loc(e.loc);
+  DType dt = v->type.dtype;
+  const Shape &shape = v->type.shape;
+  int64_t total = 1;
+  for (int64_t d : shape)
+    total *= d;
+  TValue out;
+  if (name == "ravel") {
+    out.type = SType::tile(dt, {total});
+    out.value = builder.create<ReshapeOp>(l, valueType(dt, {total}), v->value);
+    return out;
+  }
+  if (name == "flip") {
+    int64_t axis = shape.size() - 1;
+    const KeywordArg *kw = e.kwarg("axis");
+    if (kw && e.args.size() == 2)
+      return error(kw->loc, "the axis is given twice");
+    if (kw || e.args.size() == 2) {
+      auto a = axisArg(kw ? *kw->value : *e.args[1], shape.size());
+      if (!a)
+        return std::nullopt;
+      axis = *a;
+    }
+    Value last = splat(Const::ofInt(shape[axis] - 1), DType::I32, shape, e.loc);
+    Value reversed = builder.create<mlir::arith::SubIOp>(l, last, axisPositions(shape, axis, l));
+    out.type = v->type;
+    out.value = builder.create<GatherOp>(l, v->value.getType(), v->value, reversed,
+                                         builder.getI32IntegerAttr(axis));
+    return out;
+  }
+  // histogram(x, bins): counts of each value 0 .. bins - 1 among the integers of
+  // a rank-1 tile; other values are not counted.
+  if (shape.size() != 1 || isFloat(dt) || dt == DType::I1)
+    return error(e.args[0]->loc, "histogram counts the values of a rank-1 integer tile, got " +
+                                     withArticle(v->type.str()));
+  auto bins = constInt(*e.args[1], "the number of bins");
+  if (!bins)
+    return std::nullopt;
+  if (*bins < 1)
+    return error(e.args[1]->loc, "histogram needs at least one bin, got " + llvm::Twine(*bins));
+  Shape grid = {total, *bins};
+  if (!checkTileSize(grid, e.loc))
+    return std::nullopt;
+  TValue values = convert(*v, DType::I64, shape, e.loc);
+  Value column = builder.create<ExpandDimsOp>(l, valueType(DType::I64, {total, 1}), values.value,
+                                              builder.getI32IntegerAttr(1));
+  Value bin = castValue(axisPositions(grid, 1, l), DType::I32, DType::I64, l);
+  Value hit = builder.create<mlir::arith::CmpIOp>(
+      l, mlir::arith::CmpIPredicate::eq, broadcastValue(column, {total, 1}, grid, DType::I64, l),
+      bin);
+  TValue counts;
+  counts.type = SType::tile(DType::I32, grid);
+  counts.value = castValue(hit, DType::I1, DType::I32, l);
+  return reduceAlong(counts, ReduceKind::Sum, 0, /*keepdims=*/false, l);
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> kiln::mlirGen(mlir::MLIRContext &context,

@@ -943,6 +943,51 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: te
   });
 }
 
+TEST_F(DeviceAgreement, FlipRavelHistogramOnEveryDevice) {
+  // flip along each axis of a 3 x 8 tile, ravel it, and count i32 values in 5
+  // bins (values below 0 or past 4 are not counted).
+  const char *source = R"(
+kernel k(x: tensor<f32>[3, N], rows: tensor<f32>[3, N], cols: tensor<f32>[3, N],
+         flat: tensor<f32>[L], v: tensor<i32>[M], counts: tensor<i32>[B]) grid(1) {
+  let r = expand_dims(arange(0, 3), 1);
+  let c = expand_dims(arange(0, 8), 0);
+  let t = load(x[r, c]);
+  store(rows[r, c], flip(t, 0));
+  store(cols[r, c], flip(t));
+  store(flat[arange(0, 24)], ravel(t));
+  store(counts[arange(0, 5)], histogram(load(v[arange(0, 64)]), 5));
+}
+)";
+  const int64_t n = 8, m = 64;
+  std::vector<float> x(3 * n);
+  for (int64_t i = 0; i < 3 * n; ++i)
+    x[i] = float(i) * 1.5f - 4.0f;
+  std::vector<int32_t> v(m), want(5, 0);
+  for (int64_t i = 0; i < m; ++i) {
+    v[i] = int32_t((i * 7) % 9) - 2; // -2 .. 6
+    if (v[i] >= 0 && v[i] < 5)
+      ++want[v[i]];
+  }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {3, n}), rows = s.empty<float>({3, n}), cols = s.empty<float>({3, n}),
+           flat = s.empty<float>({3 * n}), tv = s.upload(v, {m}), counts = s.empty<int32_t>({5});
+    ASSERT_TRUE(k(tx, rows, cols, flat, tv, counts).ok()) << device;
+    std::vector<float> gotRows, gotCols, gotFlat;
+    std::vector<int32_t> gotCounts;
+    ASSERT_TRUE(rows.download(gotRows).ok() && cols.download(gotCols).ok() &&
+                flat.download(gotFlat).ok() && counts.download(gotCounts).ok());
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        EXPECT_EQ(gotRows[i * n + j], x[(2 - i) * n + j]) << device << " flip 0";
+        EXPECT_EQ(gotCols[i * n + j], x[i * n + n - 1 - j]) << device << " flip 1";
+      }
+    EXPECT_EQ(gotFlat, x) << device;
+    EXPECT_EQ(gotCounts, want) << device;
+  });
+}
+
 TEST_F(DeviceAgreement, F8ConversionsAgreeOnEveryDevice) {
   // Every code of both fp8 formats decodes, and f32 values around every code
   // (ties, neighbours, overflow, subnormals, NaN) encode, to the same bits on
