@@ -76,9 +76,15 @@ std::string withArticle(const std::string &noun) {
   return (vowelSound ? "an " : "a ") + noun;
 }
 
-/// Collects the names assigned anywhere in a block.
-void collectAssigned(const Block &block, llvm::StringSet<> &names) {
-  for (auto &stmt : block) {
+/// The kernel variable an early `return` sets; a keyword, so no user name.
+constexpr llvm::StringLiteral kReturnedVar = "return";
+
+/// Collects the names assigned anywhere in `stmts` (a kernel's `return` assigns
+/// kReturnedVar).
+void collectAssigned(llvm::ArrayRef<StmtPtr> stmts, llvm::StringSet<> &names) {
+  for (auto &stmt : stmts) {
+    if (stmt->kind == Stmt::Return)
+      names.insert(kReturnedVar);
     if (auto *a = dynamic_cast<const AssignStmt *>(stmt.get())) {
       if (a->unpack.empty())
         names.insert(a->name);
@@ -94,6 +100,20 @@ void collectAssigned(const Block &block, llvm::StringSet<> &names) {
       collectAssigned(i->elseBody, names);
     }
   }
+}
+
+/// Whether `stmt` may end a kernel early: a `return`, or an `if` with one in a
+/// branch (returns in loops are errors).
+bool returnsEarly(const Stmt &stmt) {
+  if (stmt.kind == Stmt::Return)
+    return true;
+  if (stmt.kind != Stmt::If)
+    return false;
+  auto &i = static_cast<const IfStmt &>(stmt);
+  auto any = [](const Block &b) {
+    return llvm::any_of(b, [](const StmtPtr &s) { return returnsEarly(*s); });
+  };
+  return any(i.thenBody) || any(i.elseBody);
 }
 
 class Generator {
@@ -211,6 +231,21 @@ private:
 
   //===--- statements -------------------------------------------------------===//
   bool genBlock(const Block &block);
+  /// Statements of a block in order. In a kernel, an `if` that may `return`
+  /// leaves the statements after it to genUnlessReturned.
+  bool genStatements(llvm::ArrayRef<StmtPtr> stmts);
+  /// A loop's body (where a kernel may not return).
+  bool genLoopBody(const Block &body) {
+    ++loopDepth;
+    bool ok = genBlock(body);
+    --loopDepth;
+    return ok;
+  }
+  /// `return;` in a kernel: ends the program (sets kReturnedVar when an
+  /// enclosing `if` needs to know).
+  bool genKernelReturn(const ReturnStmt &ret);
+  /// `rest` under `if !returned`, carrying the variables it assigns.
+  bool genUnlessReturned(llvm::ArrayRef<StmtPtr> rest);
   bool genStmt(const Stmt &stmt);
   /// `target = v;` for a `var` (checked: declared, mutable, assignable type).
   bool assignTo(const NameLoc &target, const TValue &v, SMLoc valueLoc);
@@ -243,7 +278,7 @@ private:
         b->val = old;
     }
   };
-  Carry carried(std::initializer_list<const Block *> blocks);
+  Carry carried(std::initializer_list<llvm::ArrayRef<StmtPtr>> ranges);
 
   //===--- expressions ------------------------------------------------------===//
   MaybeValue genExpr(const Expr &e);
@@ -374,6 +409,7 @@ private:
   bool failed = false;
   bool inGridRule = false;
   bool inHelper = false;
+  unsigned loopDepth = 0; // loops around the statement being generated
   std::optional<TValue> helperResult; // set by `return` in a helper
   std::map<std::string, mlir::func::FuncOp> specializations;
   llvm::StringSet<> activeHelpers; // helpers being generated, to catch recursion
@@ -709,6 +745,16 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
       for (std::string &dim : ai.dims)
         if (auto p = paramValues.find(dim); p != paramValues.end())
           dim = std::to_string(p->second.i);
+    // An `if` that returns early leaves what follows it to run only when it did
+    // not: the kernel carries a flag for that.
+    if (llvm::any_of(kernel.body, [](const StmtPtr &s) {
+          return s->kind == Stmt::If && returnsEarly(*s);
+        })) {
+      TValue notYet = constant(Const::ofInt(0), DType::I1, false, loc(kernel.loc));
+      notYet.cst.reset();
+      if (!declare(kernel.loc, std::string(kReturnedVar), notYet, /*isMutable=*/true))
+        return false;
+    }
     if (!genBlock(kernel.body))
       return false;
     builder.create<mlir::func::ReturnOp>(loc(kernel.loc));
@@ -794,22 +840,66 @@ bool Generator::genGridFunction(const KernelDecl &kernel, const GenOptions &opti
 // Statements
 //===----------------------------------------------------------------------===//
 
-bool Generator::genBlock(const Block &block) {
-  for (auto [i, stmt] : llvm::enumerate(block)) {
-    if (stmt->kind == Stmt::Return) {
-      if (!inHelper) {
-        error(stmt->loc, "a kernel does not return; 'return' is only allowed in 'fn'");
-        return false;
-      }
-      if (i + 1 != block.size() || scopes.size() != 2) {
-        error(stmt->loc, "'return' must be the last statement of a function's body; "
-                         "early returns are not supported");
-        return false;
-      }
+bool Generator::genBlock(const Block &block) { return genStatements(block); }
+
+bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
+  for (auto [i, stmt] : llvm::enumerate(stmts)) {
+    if (stmt->kind == Stmt::Return && !inHelper)
+      return genKernelReturn(static_cast<const ReturnStmt &>(*stmt)); // nothing after it runs
+    if (stmt->kind == Stmt::Return && (i + 1 != stmts.size() || scopes.size() != 2)) {
+      error(stmt->loc, "'return' must be the last statement of a function's body; "
+                       "early returns are not supported");
+      return false;
     }
+    // A statement that may have returned gave the flag a new value (an `if`
+    // folded on a constant that did not return leaves it alone).
+    Binding *flag = inHelper ? nullptr : lookup(kReturnedVar);
+    Value before = flag ? flag->val.value : Value();
     if (!genStmt(*stmt))
       return false;
+    if (flag && flag->val.value != before && i + 1 < stmts.size())
+      return genUnlessReturned(stmts.drop_front(i + 1));
   }
+  return true;
+}
+
+bool Generator::genKernelReturn(const ReturnStmt &ret) {
+  if (ret.value)
+    return error(ret.value->loc, "a kernel returns nothing; write 'return;'"), false;
+  if (loopDepth)
+    return error(ret.loc, "'return' inside a loop is not supported; end the loop through "
+                          "its condition (a while loop) instead"),
+           false;
+  if (Binding *flag = lookup(kReturnedVar)) { // an enclosing `if` continues after it
+    flag->val = constant(Const::ofInt(1), DType::I1, false, loc(ret.loc));
+    flag->val.cst.reset();
+  }
+  return true;
+}
+
+bool Generator::genUnlessReturned(llvm::ArrayRef<StmtPtr> rest) {
+  mlir::Location l = loc(rest.front()->loc);
+  Value returned = lookup(kReturnedVar)->val.value;
+  Value stay = builder.create<mlir::arith::XOrIOp>(
+      l, returned, builder.create<mlir::arith::ConstantIntOp>(l, 1, 1));
+  Carry carry = carried({rest});
+  auto ifOp = builder.create<mlir::scf::IfOp>(l, mlir::ValueRange(carry.values()).getTypes(),
+                                              stay, /*withElse=*/true);
+  mlir::OpBuilder::InsertionGuard guard(builder);
+  for (mlir::Region *region : {&ifOp.getThenRegion(), &ifOp.getElseRegion()}) {
+    mlir::Block *block = &region->front();
+    if (!block->empty())
+      block->back().erase(); // the implicit empty yield
+    builder.setInsertionPointToEnd(block);
+    carry.restore();
+    if (region == &ifOp.getThenRegion()) {
+      ScopeGuard scope(*this);
+      if (!genStatements(rest))
+        return false;
+    }
+    builder.create<mlir::scf::YieldOp>(l, carry.values());
+  }
+  carry.bind(ifOp.getResults());
   return true;
 }
 
@@ -929,10 +1019,10 @@ bool Generator::genStmt(const Stmt &stmt) {
   return false;
 }
 
-Generator::Carry Generator::carried(std::initializer_list<const Block *> blocks) {
+Generator::Carry Generator::carried(std::initializer_list<llvm::ArrayRef<StmtPtr>> ranges) {
   llvm::StringSet<> assigned;
-  for (const Block *b : blocks)
-    collectAssigned(*b, assigned);
+  for (llvm::ArrayRef<StmtPtr> r : ranges)
+    collectAssigned(r, assigned);
   std::vector<llvm::StringRef> names;
   for (auto &entry : assigned)
     names.push_back(entry.getKey());
@@ -989,7 +1079,7 @@ bool Generator::genFor(const ForStmt &stmt) {
              false;
   }
 
-  Carry carry = carried({&stmt.body});
+  Carry carry = carried({stmt.body});
   mlir::Location l = loc(stmt.loc);
   auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value,
                                                 carry.values());
@@ -1009,7 +1099,7 @@ bool Generator::genFor(const ForStmt &stmt) {
     if (!declare(stmt.varLoc, stmt.var, iv, false))
       return false;
     scopes.back()[stmt.var].isLoopVar = true;
-    if (!genBlock(stmt.body))
+    if (!genLoopBody(stmt.body))
       return false;
   }
   builder.create<mlir::scf::YieldOp>(l, carry.values());
@@ -1046,7 +1136,7 @@ bool Generator::genWhile(const WhileStmt &stmt) {
   // work is then in the "after" region, which every target lowers like a `for`
   // body (SPIR-V's serializer, in particular, mishandles structured control
   // flow, such as a reduction's, inside a loop header).
-  Carry carry = carried({&stmt.body});
+  Carry carry = carried({stmt.body});
   llvm::SmallVector<Value> inits = carry.values();
   inits.push_back(first->value);
   llvm::SmallVector<mlir::Type> types(mlir::ValueRange(inits).getTypes());
@@ -1067,7 +1157,7 @@ bool Generator::genWhile(const WhileStmt &stmt) {
     carry.bind(after->getArguments());
     {
       ScopeGuard scope(*this);
-      if (!genBlock(stmt.body))
+      if (!genLoopBody(stmt.body))
         return false;
     }
     MaybeValue next = condition();
@@ -1094,7 +1184,7 @@ bool Generator::genIf(const IfStmt &stmt) {
     ScopeGuard scope(*this);
     return genBlock(cond->cst->i ? stmt.thenBody : stmt.elseBody);
   }
-  Carry carry = carried({&stmt.thenBody, &stmt.elseBody});
+  Carry carry = carried({stmt.thenBody, stmt.elseBody});
   mlir::Location l = loc(stmt.loc);
   auto ifOp = builder.create<mlir::scf::IfOp>(l, mlir::ValueRange(carry.values()).getTypes(),
                                               cond->value, /*withElse=*/true);

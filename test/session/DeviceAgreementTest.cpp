@@ -988,6 +988,55 @@ kernel k(x: tensor<f32>[3, N], rows: tensor<f32>[3, N], cols: tensor<f32>[3, N],
   });
 }
 
+TEST_F(DeviceAgreement, KernelsReturnEarlyOnEveryDevice) {
+  // `if pid * B >= N { return; }` guards the programs past the end (the grid
+  // has two extra); a compile-time `if` returns nothing; a nested return skips
+  // the final store of program 1 after its own store; a var assigned in
+  // branches reaches the store after them.
+  const char *source = R"(
+kernel k(x: tensor<f32>[N], y: tensor<f32>[N]) params(B: i32 = 4, SKIP: i1 = false)
+    grid(cdiv(N, B) + 2) {
+  let pid = program_id(0);
+  if pid * B >= N {
+    return;
+  }
+  if SKIP {
+    return;
+  }
+  let o = pid * B + arange(0, B);
+  var v = load(x[o]);
+  if pid == 1 {
+    v = v * 10.0;
+    if pid > 0 {
+      store(y[o], v + 1.0);
+      return;
+    }
+  } else {
+    v = v + 100.0;
+  }
+  store(y[o], v);
+}
+)";
+  const int64_t n = 12;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = float(i);
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (const char *skip : {"false", "true"}) {
+      Kernel k = s.compile(source, "k", {{"SKIP", skip}});
+      ASSERT_TRUE(k.ok()) << k.status().message();
+      Tensor tx = s.upload(x, {n}), y = s.upload(std::vector<float>(n, -1.0f), {n});
+      ASSERT_TRUE(k(tx, y).ok()) << device;
+      std::vector<float> got;
+      ASSERT_TRUE(y.download(got).ok());
+      for (int64_t i = 0; i < n; ++i) {
+        float want = skip[0] == 't' ? -1.0f : i / 4 == 1 ? x[i] * 10.0f + 1.0f : x[i] + 100.0f;
+        EXPECT_EQ(got[i], want) << device << " SKIP=" << skip << " element " << i;
+      }
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, F8ConversionsAgreeOnEveryDevice) {
   // Every code of both fp8 formats decodes, and f32 values around every code
   // (ties, neighbours, overflow, subnormals, NaN) encode, to the same bits on
