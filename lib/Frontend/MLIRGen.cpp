@@ -346,6 +346,8 @@ private:
   MaybeValue genSplit(const CallExpr &e);
   /// print("prefix" [, value]): a line per element, with the program's ids.
   MaybeValue genPrint(const CallExpr &e);
+  /// static_assert(cond [, "message"]): a compile-time check (of params).
+  MaybeValue genStaticAssert(const CallExpr &e);
   /// flip (a gather of reversed positions), ravel (a reshape to rank 1) and
   /// histogram (counts of one-hot comparisons).
   MaybeValue genRearrange(const CallExpr &e);
@@ -1230,7 +1232,7 @@ MaybeValue Generator::genExpr(const Expr &e) {
     return constant(Const::ofInt(static_cast<const BoolLitExpr &>(e).value), DType::I1, true,
                     l);
   case Expr::StringLit:
-    return error(e.loc, "a string is only allowed as print's first argument");
+    return error(e.loc, "a string is only allowed as the text of print or static_assert");
   case Expr::Name: return genName(static_cast<const NameExpr &>(e));
   case Expr::Unary: return genUnary(static_cast<const UnaryExpr &>(e));
   case Expr::Binary: return genBinary(static_cast<const BinaryExpr &>(e));
@@ -1917,6 +1919,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genSplit(e);
   if (name == "print")
     return genPrint(e);
+  if (name == "static_assert")
+    return genStaticAssert(e);
   if (name == "flip" || name == "ravel" || name == "histogram")
     return genRearrange(e);
   if (name == "cdiv") {
@@ -3318,6 +3322,29 @@ MaybeValue Generator::genRearrange(const CallExpr &e) {
   counts.type = SType::tile(DType::I32, grid);
   counts.value = castValue(hit, DType::I1, DType::I32, l);
   return reduceAlong(counts, ReduceKind::Sum, 0, /*keepdims=*/false, l);
+}
+
+MaybeValue Generator::genStaticAssert(const CallExpr &e) {
+  if (!checkArity(e, 1, 2))
+    return std::nullopt;
+  if (e.args.size() == 2 && e.args[1]->kind != Expr::StringLit)
+    return error(e.args[1]->loc, "static_assert's message must be a string");
+  MaybeValue c = genValue(*e.args[0], "static_assert condition");
+  if (!c)
+    return std::nullopt;
+  if (c->type.kind != SType::Scalar || c->type.dtype != DType::I1 || !c->cst)
+    return error(e.args[0]->loc, "static_assert needs a bool known at compile time (from "
+                                 "params and constants), got " +
+                                     withArticle(c->type.str()) + (c->cst ? "" : " value"));
+  if (!c->cst->i) {
+    std::string message = "static assertion failed";
+    if (e.args.size() == 2)
+      message += ": " + static_cast<const StringLitExpr &>(*e.args[1]).value;
+    return error(e.loc, message);
+  }
+  TValue out;
+  out.type.kind = SType::Void;
+  return out;
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> kiln::mlirGen(mlir::MLIRContext &context,
