@@ -226,6 +226,8 @@ struct Dumper {
       os << "\n";
       return;
     }
+    case Stmt::Break: line() << "break\n"; return;
+    case Stmt::Continue: line() << "continue\n"; return;
     case Stmt::ExprS:
       line();
       expr(*static_cast<const ExprStmt &>(s).expr);

@@ -131,7 +131,7 @@ struct TupleExpr : Expr {
 //===----------------------------------------------------------------------===//
 
 struct Stmt {
-  enum Kind { Let, Assign, For, While, If, Return, ExprS };
+  enum Kind { Let, Assign, For, While, If, Return, Break, Continue, ExprS };
   Stmt(Kind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
   virtual ~Stmt() = default;
   Kind kind;
@@ -190,6 +190,11 @@ struct IfStmt : Stmt {
 struct ReturnStmt : Stmt {
   ReturnStmt(llvm::SMLoc loc, ExprPtr value) : Stmt(Return, loc), value(std::move(value)) {}
   ExprPtr value; // may be null
+};
+
+/// `break;` or `continue;` (kind Break or Continue) in a loop body.
+struct LoopExitStmt : Stmt {
+  LoopExitStmt(Kind kind, llvm::SMLoc loc) : Stmt(kind, loc) {}
 };
 
 struct ExprStmt : Stmt {

@@ -30,6 +30,8 @@ const char *kiln::tokSpelling(Tok kind) {
   case Tok::KwElse: return "'else'";
   case Tok::KwWhile: return "'while'";
   case Tok::KwReturn: return "'return'";
+  case Tok::KwBreak: return "'break'";
+  case Tok::KwContinue: return "'continue'";
   case Tok::KwTrue: return "'true'";
   case Tok::KwFalse: return "'false'";
   case Tok::LParen: return "'('";
@@ -203,6 +205,8 @@ Token Lexer::next() {
                    .Case("else", Tok::KwElse)
                    .Case("while", Tok::KwWhile)
                    .Case("return", Tok::KwReturn)
+                   .Case("break", Tok::KwBreak)
+                   .Case("continue", Tok::KwContinue)
                    .Case("true", Tok::KwTrue)
                    .Case("false", Tok::KwFalse)
                    .Default(Tok::Ident);

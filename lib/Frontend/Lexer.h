@@ -12,7 +12,7 @@ enum class Tok {
   Eof, Error, Ident, Int, Float, String,
   // Keywords.
   KwKernel, KwFn, KwParams, KwGrid, KwTensor, KwLet, KwVar, KwFor, KwIn, KwIf,
-  KwElse, KwWhile, KwReturn, KwTrue, KwFalse,
+  KwElse, KwWhile, KwReturn, KwBreak, KwContinue, KwTrue, KwFalse,
   // Punctuation and operators.
   LParen, RParen, LBracket, RBracket, LBrace, RBrace, Comma, Colon, Semi, Dot,
   Arrow, Assign, PlusAssign, MinusAssign, StarAssign, SlashAssign, PercentAssign,

@@ -76,15 +76,23 @@ std::string withArticle(const std::string &noun) {
   return (vowelSound ? "an " : "a ") + noun;
 }
 
-/// The kernel variable an early `return` sets; a keyword, so no user name.
-constexpr llvm::StringLiteral kReturnedVar = "return";
+/// The variables that `return` (in a kernel), `break` and `continue` set: each
+/// is named after its keyword, so no user name can clash. Statements after one
+/// that may have set a flag run only where it did not.
+constexpr llvm::StringLiteral kReturnedVar = "return", kBreakVar = "break",
+                              kContinueVar = "continue";
 
-/// Collects the names assigned anywhere in `stmts` (a kernel's `return` assigns
-/// kReturnedVar).
+/// The flag `kind` (Return, Break or Continue) sets.
+llvm::StringLiteral exitFlag(Stmt::Kind kind) {
+  return kind == Stmt::Return ? kReturnedVar : kind == Stmt::Break ? kBreakVar : kContinueVar;
+}
+
+/// Collects the names assigned anywhere in `stmts` (exits assign their flags).
 void collectAssigned(llvm::ArrayRef<StmtPtr> stmts, llvm::StringSet<> &names) {
   for (auto &stmt : stmts) {
-    if (stmt->kind == Stmt::Return)
-      names.insert(kReturnedVar);
+    if (stmt->kind == Stmt::Return || stmt->kind == Stmt::Break ||
+        stmt->kind == Stmt::Continue)
+      names.insert(exitFlag(stmt->kind));
     if (auto *a = dynamic_cast<const AssignStmt *>(stmt.get())) {
       if (a->unpack.empty())
         names.insert(a->name);
@@ -102,18 +110,15 @@ void collectAssigned(llvm::ArrayRef<StmtPtr> stmts, llvm::StringSet<> &names) {
   }
 }
 
-/// Whether `stmt` may end a kernel early: a `return`, or an `if` with one in a
-/// branch (returns in loops are errors).
-bool returnsEarly(const Stmt &stmt) {
-  if (stmt.kind == Stmt::Return)
-    return true;
-  if (stmt.kind != Stmt::If)
-    return false;
-  auto &i = static_cast<const IfStmt &>(stmt);
-  auto any = [](const Block &b) {
-    return llvm::any_of(b, [](const StmtPtr &s) { return returnsEarly(*s); });
-  };
-  return any(i.thenBody) || any(i.elseBody);
+/// Whether `stmts` hold an exit of `kind` (Return, Break or Continue) at their
+/// own level: directly or in `if` branches, not in nested loops.
+bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind) {
+  return llvm::any_of(stmts, [&](const StmtPtr &s) {
+    if (s->kind == kind)
+      return true;
+    auto *i = dynamic_cast<const IfStmt *>(s.get());
+    return i && (exits(i->thenBody, kind) || exits(i->elseBody, kind));
+  });
 }
 
 class Generator {
@@ -231,21 +236,23 @@ private:
 
   //===--- statements -------------------------------------------------------===//
   bool genBlock(const Block &block);
-  /// Statements of a block in order. In a kernel, an `if` that may `return`
-  /// leaves the statements after it to genUnlessReturned.
+  /// Statements of a block in order. After a statement that may have exited
+  /// (`return` in a kernel, `break`, `continue`), the rest goes to
+  /// genUnlessExited.
   bool genStatements(llvm::ArrayRef<StmtPtr> stmts);
-  /// A loop's body (where a kernel may not return).
-  bool genLoopBody(const Block &body) {
-    ++loopDepth;
-    bool ok = genBlock(body);
-    --loopDepth;
-    return ok;
-  }
-  /// `return;` in a kernel: ends the program (sets kReturnedVar when an
-  /// enclosing `if` needs to know).
+  /// A loop's body: `continue` gets a fresh flag each trip; with `breaks` (the
+  /// loop's own `break` flag is declared) the body runs only while it is unset.
+  bool genLoopBody(const Block &body, bool breaks);
+  /// `return;` in a kernel: ends the program.
   bool genKernelReturn(const ReturnStmt &ret);
-  /// `rest` under `if !returned`, carrying the variables it assigns.
-  bool genUnlessReturned(llvm::ArrayRef<StmtPtr> rest);
+  /// `break;` or `continue;`: ends the loop or this trip of it.
+  bool genLoopExit(const Stmt &stmt);
+  /// Sets exit flag `name` (when one is declared: an enclosing `if` goes on).
+  void setExitFlag(llvm::StringRef name, SMLoc at);
+  /// Declares exit flag `name`, false, in the current scope.
+  bool declareExitFlag(llvm::StringRef name, SMLoc at);
+  /// `rest` under `if !(flags...)`, carrying the variables it assigns.
+  bool genUnlessExited(llvm::ArrayRef<StmtPtr> rest, llvm::ArrayRef<Binding *> flags);
   bool genStmt(const Stmt &stmt);
   /// `target = v;` for a `var` (checked: declared, mutable, assignable type).
   bool assignTo(const NameLoc &target, const TValue &v, SMLoc valueLoc);
@@ -750,13 +757,10 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
     // An `if` that returns early leaves what follows it to run only when it did
     // not: the kernel carries a flag for that.
     if (llvm::any_of(kernel.body, [](const StmtPtr &s) {
-          return s->kind == Stmt::If && returnsEarly(*s);
-        })) {
-      TValue notYet = constant(Const::ofInt(0), DType::I1, false, loc(kernel.loc));
-      notYet.cst.reset();
-      if (!declare(kernel.loc, std::string(kReturnedVar), notYet, /*isMutable=*/true))
-        return false;
-    }
+          return s->kind == Stmt::If && exits(llvm::ArrayRef(s), Stmt::Return);
+        }) &&
+        !declareExitFlag(kReturnedVar, kernel.loc))
+      return false;
     if (!genBlock(kernel.body))
       return false;
     builder.create<mlir::func::ReturnOp>(loc(kernel.loc));
@@ -848,19 +852,27 @@ bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
   for (auto [i, stmt] : llvm::enumerate(stmts)) {
     if (stmt->kind == Stmt::Return && !inHelper)
       return genKernelReturn(static_cast<const ReturnStmt &>(*stmt)); // nothing after it runs
+    if (stmt->kind == Stmt::Break || stmt->kind == Stmt::Continue)
+      return genLoopExit(*stmt);
     if (stmt->kind == Stmt::Return && (i + 1 != stmts.size() || scopes.size() != 2)) {
       error(stmt->loc, "'return' must be the last statement of a function's body; "
                        "early returns are not supported");
       return false;
     }
-    // A statement that may have returned gave the flag a new value (an `if`
-    // folded on a constant that did not return leaves it alone).
-    Binding *flag = inHelper ? nullptr : lookup(kReturnedVar);
-    Value before = flag ? flag->val.value : Value();
+    // A statement that may have exited gave its flag a new value (an `if`
+    // folded on a constant that did not exit leaves it alone).
+    llvm::SmallVector<std::pair<Binding *, Value>, 3> flags;
+    for (llvm::StringLiteral name : {kReturnedVar, kBreakVar, kContinueVar})
+      if (Binding *flag = lookup(name))
+        flags.push_back({flag, flag->val.value});
     if (!genStmt(*stmt))
       return false;
-    if (flag && flag->val.value != before && i + 1 < stmts.size())
-      return genUnlessReturned(stmts.drop_front(i + 1));
+    llvm::SmallVector<Binding *, 3> changed;
+    for (auto [flag, before] : flags)
+      if (flag->val.value != before)
+        changed.push_back(flag);
+    if (!changed.empty() && i + 1 < stmts.size())
+      return genUnlessExited(stmts.drop_front(i + 1), changed);
   }
   return true;
 }
@@ -869,21 +881,36 @@ bool Generator::genKernelReturn(const ReturnStmt &ret) {
   if (ret.value)
     return error(ret.value->loc, "a kernel returns nothing; write 'return;'"), false;
   if (loopDepth)
-    return error(ret.loc, "'return' inside a loop is not supported; end the loop through "
-                          "its condition (a while loop) instead"),
+    return error(ret.loc, "'return' inside a loop is not supported; 'break' out of it, "
+                          "then return"),
            false;
-  if (Binding *flag = lookup(kReturnedVar)) { // an enclosing `if` continues after it
-    flag->val = constant(Const::ofInt(1), DType::I1, false, loc(ret.loc));
-    flag->val.cst.reset();
-  }
+  setExitFlag(kReturnedVar, ret.loc); // when an enclosing `if` continues after it
   return true;
 }
 
-bool Generator::genUnlessReturned(llvm::ArrayRef<StmtPtr> rest) {
+bool Generator::genLoopExit(const Stmt &stmt) {
+  const char *what = stmt.kind == Stmt::Break ? "'break'" : "'continue'";
+  if (!loopDepth)
+    return error(stmt.loc, llvm::Twine(what) + " outside a loop"), false;
+  setExitFlag(exitFlag(stmt.kind), stmt.loc);
+  return true;
+}
+
+void Generator::setExitFlag(llvm::StringRef name, SMLoc at) {
+  if (Binding *flag = lookup(name)) {
+    flag->val = constant(Const::ofInt(1), DType::I1, false, loc(at));
+    flag->val.cst.reset();
+  }
+}
+
+bool Generator::genUnlessExited(llvm::ArrayRef<StmtPtr> rest, llvm::ArrayRef<Binding *> flags) {
   mlir::Location l = loc(rest.front()->loc);
-  Value returned = lookup(kReturnedVar)->val.value;
+  Value exited;
+  for (Binding *flag : flags)
+    exited = exited ? builder.create<mlir::arith::OrIOp>(l, exited, flag->val.value).getResult()
+                    : flag->val.value;
   Value stay = builder.create<mlir::arith::XOrIOp>(
-      l, returned, builder.create<mlir::arith::ConstantIntOp>(l, 1, 1));
+      l, exited, builder.create<mlir::arith::ConstantIntOp>(l, 1, 1));
   Carry carry = carried({rest});
   auto ifOp = builder.create<mlir::scf::IfOp>(l, mlir::ValueRange(carry.values()).getTypes(),
                                               stay, /*withElse=*/true);
@@ -903,6 +930,26 @@ bool Generator::genUnlessReturned(llvm::ArrayRef<StmtPtr> rest) {
   }
   carry.bind(ifOp.getResults());
   return true;
+}
+
+bool Generator::genLoopBody(const Block &body, bool breaks) {
+  ++loopDepth;
+  bool ok = true;
+  if (exits(body, Stmt::Continue)) // each trip starts without having continued
+    ok = declareExitFlag(kContinueVar, body.front()->loc);
+  // After a break the remaining trips of a `for` loop do nothing.
+  if (ok && breaks)
+    ok = genUnlessExited(body, {lookup(kBreakVar)});
+  else if (ok)
+    ok = genStatements(body);
+  --loopDepth;
+  return ok;
+}
+
+bool Generator::declareExitFlag(llvm::StringRef name, SMLoc at) {
+  TValue notYet = constant(Const::ofInt(0), DType::I1, false, loc(at));
+  notYet.cst.reset();
+  return declare(at, name.str(), notYet, /*isMutable=*/true);
 }
 
 bool Generator::assignTo(const NameLoc &target, const TValue &v, SMLoc valueLoc) {
@@ -1081,6 +1128,11 @@ bool Generator::genFor(const ForStmt &stmt) {
              false;
   }
 
+  // The loop's `break` flag, carried like the variables its body assigns.
+  bool breaks = exits(stmt.body, Stmt::Break);
+  ScopeGuard loopScope(*this);
+  if (breaks && !declareExitFlag(kBreakVar, stmt.loc))
+    return false;
   Carry carry = carried({stmt.body});
   mlir::Location l = loc(stmt.loc);
   auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value,
@@ -1101,7 +1153,7 @@ bool Generator::genFor(const ForStmt &stmt) {
     if (!declare(stmt.varLoc, stmt.var, iv, false))
       return false;
     scopes.back()[stmt.var].isLoopVar = true;
-    if (!genLoopBody(stmt.body))
+    if (!genLoopBody(stmt.body, breaks))
       return false;
   }
   builder.create<mlir::scf::YieldOp>(l, carry.values());
@@ -1124,14 +1176,20 @@ bool Generator::genWhile(const WhileStmt &stmt) {
   MaybeValue first = condition();
   if (!first)
     return false;
+  bool breaks = exits(stmt.body, Stmt::Break);
   if (first->cst) {
-    if (first->cst->i)
+    if (first->cst->i && !breaks)
       return error(stmt.cond->loc, "this 'while' loop never ends: its condition is always "
-                                   "true (there is no 'break'; make the condition depend on "
-                                   "a variable the body assigns)"),
+                                   "true and its body has no 'break' (make the condition "
+                                   "depend on a variable the body assigns)"),
              false;
-    return true; // never runs; like a compile-time `if`, the body is not generated
+    if (!first->cst->i)
+      return true; // never runs; like a compile-time `if`, the body is not generated
   }
+  // The loop's `break` flag, carried like the variables its body assigns.
+  ScopeGuard loopScope(*this);
+  if (breaks && !declareExitFlag(kBreakVar, stmt.loc))
+    return false;
 
   // The loop is rotated: the condition is evaluated before it and again at the
   // end of every trip, and the "before" region only tests the result. All the
@@ -1159,14 +1217,20 @@ bool Generator::genWhile(const WhileStmt &stmt) {
     carry.bind(after->getArguments());
     {
       ScopeGuard scope(*this);
-      if (!genLoopBody(stmt.body))
+      if (!genLoopBody(stmt.body, breaks))
         return false;
     }
     MaybeValue next = condition();
     if (!next)
       return false;
+    Value again = next->value;
+    if (breaks) // and not broken out of
+      again = builder.create<mlir::arith::AndIOp>(
+          l, again,
+          builder.create<mlir::arith::XOrIOp>(l, lookup(kBreakVar)->val.value,
+                                              builder.create<mlir::arith::ConstantIntOp>(l, 1, 1)));
     llvm::SmallVector<Value> yields = carry.values();
-    yields.push_back(next->value);
+    yields.push_back(again);
     builder.create<mlir::scf::YieldOp>(l, yields);
   }
   carry.bind(whileOp.getResults());
@@ -1722,6 +1786,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
 
     auto savedScopes = std::move(scopes);
     bool savedInHelper = inHelper;
+    unsigned savedLoopDepth = std::exchange(loopDepth, 0); // a helper's loops are its own
     auto savedResult = std::move(helperResult);
     scopes.clear();
     scopes.emplace_back(); // globals: none besides builtins
@@ -1744,6 +1809,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     std::optional<TValue> result = std::move(helperResult);
     scopes = std::move(savedScopes);
     inHelper = savedInHelper;
+    loopDepth = savedLoopDepth;
     helperResult = std::move(savedResult);
     if (!ok)
       return std::nullopt;

@@ -406,6 +406,14 @@ StmtPtr Parser::parseStmt() {
       return nullptr;
     return std::make_unique<ReturnStmt>(loc, std::move(value));
   }
+  case Tok::KwBreak:
+  case Tok::KwContinue: {
+    Stmt::Kind kind = is(Tok::KwBreak) ? Stmt::Break : Stmt::Continue;
+    advance();
+    if (!expect(Tok::Semi, kind == Stmt::Break ? "after 'break'" : "after 'continue'"))
+      return nullptr;
+    return std::make_unique<LoopExitStmt>(kind, loc);
+  }
   default:
     break;
   }

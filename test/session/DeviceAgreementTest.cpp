@@ -1037,6 +1037,76 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N]) params(B: i32 = 4, SKIP: i1 = fal
   });
 }
 
+TEST_F(DeviceAgreement, BreakAndContinueOnEveryDevice) {
+  // The first negative element's index (break), the sum of the others
+  // (continue), `while true` left by a break, and a break in a nested loop that
+  // leaves only the inner one.
+  const char *source = R"(
+kernel k(x: tensor<i32>[N], out: tensor<i32>[4]) grid(1) {
+  // first index i with x[i] < 0 (or N), by a for loop with break
+  var first = N;
+  for i in range(0, N) {
+    if load(x[i]) < 0 {
+      first = i;
+      break;
+    }
+  }
+  // sum of the non-negative elements, skipping negatives with continue
+  var total = 0;
+  for i in range(0, N) {
+    let v = load(x[i]);
+    if v < 0 {
+      continue;
+    }
+    total += v;
+  }
+  // while true with break: count how many doublings of 1 stay below 1000
+  var n = 0;
+  var p = 1;
+  while true {
+    p = p * 2;
+    if p >= 1000 {
+      break;
+    }
+    n += 1;
+  }
+  // nested: break only leaves the inner loop
+  var pairs = 0;
+  for a in range(0, 4) {
+    for b in range(0, 4) {
+      if b > a {
+        break;
+      }
+      pairs += 1;
+    }
+  }
+  let o = arange(0, 4);
+  store(out[o], where(o == 0, first, where(o == 1, total, where(o == 2, n, pairs))));
+}
+)";
+  std::vector<int32_t> x = {3, 5, 0, 7, -2, 4, -9, 6};
+  const int64_t n = int64_t(x.size());
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    for (bool negatives : {true, false}) {
+      std::vector<int32_t> in = x;
+      if (!negatives)
+        for (int32_t &v : in)
+          v = std::abs(v);
+      Tensor tx = s.upload(in, {n}), out = s.empty<int32_t>({4});
+      ASSERT_TRUE(k(tx, out).ok()) << device;
+      std::vector<int32_t> got;
+      ASSERT_TRUE(out.download(got).ok());
+      int32_t total = 0;
+      for (int32_t v : in)
+        total += v < 0 ? 0 : v;
+      std::vector<int32_t> want = {negatives ? 4 : int32_t(n), total, 9, 10};
+      EXPECT_EQ(got, want) << device << (negatives ? " with negatives" : " without");
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, F8ConversionsAgreeOnEveryDevice) {
   // Every code of both fp8 formats decodes, and f32 values around every code
   // (ties, neighbours, overflow, subnormals, NaN) encode, to the same bits on
