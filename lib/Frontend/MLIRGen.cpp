@@ -111,13 +111,19 @@ void collectAssigned(llvm::ArrayRef<StmtPtr> stmts, llvm::StringSet<> &names) {
 }
 
 /// Whether `stmts` hold an exit of `kind` (Return, Break or Continue) at their
-/// own level: directly or in `if` branches, not in nested loops.
-bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind) {
+/// own level: directly or in `if` branches, and with `intoLoops` also in nested
+/// loops (where a `return` still ends the program).
+bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops = false) {
   return llvm::any_of(stmts, [&](const StmtPtr &s) {
     if (s->kind == kind)
       return true;
-    auto *i = dynamic_cast<const IfStmt *>(s.get());
-    return i && (exits(i->thenBody, kind) || exits(i->elseBody, kind));
+    if (auto *i = dynamic_cast<const IfStmt *>(s.get()))
+      return exits(i->thenBody, kind, intoLoops) || exits(i->elseBody, kind, intoLoops);
+    if (auto *f = dynamic_cast<const ForStmt *>(s.get()); f && intoLoops)
+      return exits(f->body, kind, true);
+    if (auto *w = dynamic_cast<const WhileStmt *>(s.get()); w && intoLoops)
+      return exits(w->body, kind, true);
+    return false;
   });
 }
 
@@ -240,9 +246,11 @@ private:
   /// (`return` in a kernel, `break`, `continue`), the rest goes to
   /// genUnlessExited.
   bool genStatements(llvm::ArrayRef<StmtPtr> stmts);
-  /// A loop's body: `continue` gets a fresh flag each trip; with `breaks` (the
-  /// loop's own `break` flag is declared) the body runs only while it is unset.
-  bool genLoopBody(const Block &body, bool breaks);
+  /// A loop's body: `continue` gets a fresh flag each trip; the body runs only
+  /// while the `stops` flags (its `break`, a kernel's `return`) are unset.
+  bool genLoopBody(const Block &body, llvm::ArrayRef<Binding *> stops);
+  /// The flags that end a loop with `body` (declared before calling).
+  llvm::SmallVector<Binding *, 2> loopStops(const Block &body);
   /// `return;` in a kernel: ends the program.
   bool genKernelReturn(const ReturnStmt &ret);
   /// `break;` or `continue;`: ends the loop or this trip of it.
@@ -757,7 +765,7 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
     // An `if` that returns early leaves what follows it to run only when it did
     // not: the kernel carries a flag for that.
     if (llvm::any_of(kernel.body, [](const StmtPtr &s) {
-          return s->kind == Stmt::If && exits(llvm::ArrayRef(s), Stmt::Return);
+          return s->kind != Stmt::Return && exits(llvm::ArrayRef(s), Stmt::Return, true);
         }) &&
         !declareExitFlag(kReturnedVar, kernel.loc))
       return false;
@@ -880,11 +888,7 @@ bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
 bool Generator::genKernelReturn(const ReturnStmt &ret) {
   if (ret.value)
     return error(ret.value->loc, "a kernel returns nothing; write 'return;'"), false;
-  if (loopDepth)
-    return error(ret.loc, "'return' inside a loop is not supported; 'break' out of it, "
-                          "then return"),
-           false;
-  setExitFlag(kReturnedVar, ret.loc); // when an enclosing `if` continues after it
+  setExitFlag(kReturnedVar, ret.loc); // when an enclosing `if` or loop goes on
   return true;
 }
 
@@ -932,18 +936,27 @@ bool Generator::genUnlessExited(llvm::ArrayRef<StmtPtr> rest, llvm::ArrayRef<Bin
   return true;
 }
 
-bool Generator::genLoopBody(const Block &body, bool breaks) {
+bool Generator::genLoopBody(const Block &body, llvm::ArrayRef<Binding *> stops) {
   ++loopDepth;
   bool ok = true;
   if (exits(body, Stmt::Continue)) // each trip starts without having continued
     ok = declareExitFlag(kContinueVar, body.front()->loc);
-  // After a break the remaining trips of a `for` loop do nothing.
-  if (ok && breaks)
-    ok = genUnlessExited(body, {lookup(kBreakVar)});
+  // After a break (or a return) the remaining trips of a `for` loop do nothing.
+  if (ok && !stops.empty())
+    ok = genUnlessExited(body, stops);
   else if (ok)
     ok = genStatements(body);
   --loopDepth;
   return ok;
+}
+
+llvm::SmallVector<Binding *, 2> Generator::loopStops(const Block &body) {
+  llvm::SmallVector<Binding *, 2> stops;
+  if (exits(body, Stmt::Break))
+    stops.push_back(lookup(kBreakVar));
+  if (!inHelper && exits(body, Stmt::Return, /*intoLoops=*/true))
+    stops.push_back(lookup(kReturnedVar));
+  return stops;
 }
 
 bool Generator::declareExitFlag(llvm::StringRef name, SMLoc at) {
@@ -1133,6 +1146,7 @@ bool Generator::genFor(const ForStmt &stmt) {
   ScopeGuard loopScope(*this);
   if (breaks && !declareExitFlag(kBreakVar, stmt.loc))
     return false;
+  llvm::SmallVector<Binding *, 2> stops = loopStops(stmt.body);
   Carry carry = carried({stmt.body});
   mlir::Location l = loc(stmt.loc);
   auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value,
@@ -1153,7 +1167,7 @@ bool Generator::genFor(const ForStmt &stmt) {
     if (!declare(stmt.varLoc, stmt.var, iv, false))
       return false;
     scopes.back()[stmt.var].isLoopVar = true;
-    if (!genLoopBody(stmt.body, breaks))
+    if (!genLoopBody(stmt.body, stops))
       return false;
   }
   builder.create<mlir::scf::YieldOp>(l, carry.values());
@@ -1177,8 +1191,9 @@ bool Generator::genWhile(const WhileStmt &stmt) {
   if (!first)
     return false;
   bool breaks = exits(stmt.body, Stmt::Break);
+  bool leaves = breaks || (!inHelper && exits(stmt.body, Stmt::Return, /*intoLoops=*/true));
   if (first->cst) {
-    if (first->cst->i && !breaks)
+    if (first->cst->i && !leaves)
       return error(stmt.cond->loc, "this 'while' loop never ends: its condition is always "
                                    "true and its body has no 'break' (make the condition "
                                    "depend on a variable the body assigns)"),
@@ -1196,6 +1211,7 @@ bool Generator::genWhile(const WhileStmt &stmt) {
   // work is then in the "after" region, which every target lowers like a `for`
   // body (SPIR-V's serializer, in particular, mishandles structured control
   // flow, such as a reduction's, inside a loop header).
+  llvm::SmallVector<Binding *, 2> stops = loopStops(stmt.body);
   Carry carry = carried({stmt.body});
   llvm::SmallVector<Value> inits = carry.values();
   inits.push_back(first->value);
@@ -1217,17 +1233,17 @@ bool Generator::genWhile(const WhileStmt &stmt) {
     carry.bind(after->getArguments());
     {
       ScopeGuard scope(*this);
-      if (!genLoopBody(stmt.body, breaks))
+      if (!genLoopBody(stmt.body, stops))
         return false;
     }
     MaybeValue next = condition();
     if (!next)
       return false;
     Value again = next->value;
-    if (breaks) // and not broken out of
+    for (Binding *stop : stops) // and not broken out of (or returned from)
       again = builder.create<mlir::arith::AndIOp>(
           l, again,
-          builder.create<mlir::arith::XOrIOp>(l, lookup(kBreakVar)->val.value,
+          builder.create<mlir::arith::XOrIOp>(l, stop->val.value,
                                               builder.create<mlir::arith::ConstantIntOp>(l, 1, 1)));
     llvm::SmallVector<Value> yields = carry.values();
     yields.push_back(again);

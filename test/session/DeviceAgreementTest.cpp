@@ -1107,6 +1107,45 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[4]) grid(1) {
   });
 }
 
+TEST_F(DeviceAgreement, ReturnFromInsideLoopsOnEveryDevice) {
+  // A program that finds a zero returns from inside two loops: the loops stop
+  // and nothing after them runs; the others store their row's sum.
+  const char *source = R"(
+kernel k(x: tensor<i32>[M, N], out: tensor<i32>[M]) grid(M) {
+  let row = program_id(0);
+  var total = 0;
+  var j = 0;
+  while true {
+    for k in range(0, 2) {
+      if j + k < N {
+        let v = load(x[row, j + k]);
+        if v == 0 {
+          return;
+        }
+        total += v;
+      }
+    }
+    j += 2;
+    if j >= N {
+      break;
+    }
+  }
+  store(out[row], total);
+}
+)";
+  const int64_t m = 4, n = 5;
+  std::vector<int32_t> x = {1, 2, 3, 4, 5, 1, 0, 1, 1, 1, 2, 2, 2, 2, 0, 7, 7, 7, 7, 7};
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {m, n}), out = s.upload(std::vector<int32_t>(m, -1), {m});
+    ASSERT_TRUE(k(tx, out).ok()) << device;
+    std::vector<int32_t> got;
+    ASSERT_TRUE(out.download(got).ok());
+    EXPECT_EQ(got, (std::vector<int32_t>{15, -1, -1, 35})) << device;
+  });
+}
+
 TEST_F(DeviceAgreement, F8ConversionsAgreeOnEveryDevice) {
   // Every code of both fp8 formats decodes, and f32 values around every code
   // (ties, neighbours, overflow, subnormals, NaN) encode, to the same bits on
