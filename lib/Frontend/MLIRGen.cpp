@@ -307,8 +307,9 @@ private:
   MaybeValue binary(BinOp op, const TValue &l, const TValue &r, SMLoc at);
   MaybeValue genIndex(const IndexExpr &e);
   MaybeValue genMethod(const MethodExpr &e);
-  MaybeValue genList(const ListExpr &e);
-  MaybeValue genTuple(const TupleExpr &e);
+  /// A list or tuple (`kind`) of the values of `elements`.
+  MaybeValue genElements(const std::vector<ExprPtr> &elements, SType::Kind kind,
+                         const char *what);
   MaybeValue genCall(const CallExpr &e);
   MaybeValue genHelperCall(const CallExpr &e, const FnDecl &fn);
   /// Calls `fn` with `args` (already generated), specializing it for their types.
@@ -415,6 +416,11 @@ private:
   std::optional<int64_t> constInt(const Expr &e, const char *what);
   std::optional<Shape> constShape(const Expr &e, const char *what);
   std::optional<int64_t> axisArg(const Expr &e, int64_t rank, bool allowEnd = false);
+  /// The axis of `e` given as positional argument `position` or `axis =`;
+  /// left empty when absent. False after reporting an error (given twice, or
+  /// out of range).
+  bool optionalAxis(const CallExpr &e, size_t position, int64_t rank,
+                    std::optional<int64_t> &axis);
   std::optional<Shape> tileShape(const std::vector<ExprPtr> &dims, SMLoc at);
 
   mlir::MLIRContext &ctx;
@@ -1319,8 +1325,11 @@ MaybeValue Generator::genExpr(const Expr &e) {
   case Expr::Call: return genCall(static_cast<const CallExpr &>(e));
   case Expr::Index: return genIndex(static_cast<const IndexExpr &>(e));
   case Expr::Method: return genMethod(static_cast<const MethodExpr &>(e));
-  case Expr::List: return genList(static_cast<const ListExpr &>(e));
-  case Expr::Tuple: return genTuple(static_cast<const TupleExpr &>(e));
+  case Expr::List:
+    return genElements(static_cast<const ListExpr &>(e).elements, SType::List, "list element");
+  case Expr::Tuple:
+    return genElements(static_cast<const TupleExpr &>(e).elements, SType::Tuple,
+                       "tuple element");
   }
   return std::nullopt;
 }
@@ -1613,23 +1622,12 @@ MaybeValue Generator::genMethod(const MethodExpr &e) {
   return out;
 }
 
-MaybeValue Generator::genList(const ListExpr &e) {
+MaybeValue Generator::genElements(const std::vector<ExprPtr> &elements, SType::Kind kind,
+                                  const char *what) {
   TValue out;
-  out.type.kind = SType::List;
-  for (auto &el : e.elements) {
-    MaybeValue v = genValue(*el, "list element");
-    if (!v)
-      return std::nullopt;
-    out.elements.push_back(*v);
-  }
-  return out;
-}
-
-MaybeValue Generator::genTuple(const TupleExpr &e) {
-  TValue out;
-  out.type.kind = SType::Tuple;
-  for (auto &el : e.elements) {
-    MaybeValue v = genValue(*el, "tuple element");
+  out.type.kind = kind;
+  for (auto &el : elements) {
+    MaybeValue v = genValue(*el, what);
     if (!v)
       return std::nullopt;
     out.elements.push_back(*v);
@@ -1713,6 +1711,17 @@ std::optional<int64_t> Generator::axisArg(const Expr &e, int64_t rank, bool allo
     return error(e.loc, "axis " + llvm::Twine(*axis) + " is out of range for rank " +
                             llvm::Twine(rank));
   return a;
+}
+
+bool Generator::optionalAxis(const CallExpr &e, size_t position, int64_t rank,
+                             std::optional<int64_t> &axis) {
+  const KeywordArg *kw = e.kwarg("axis");
+  if (kw && e.args.size() > position)
+    return error(kw->loc, "the axis is given twice"), false;
+  if (!kw && e.args.size() <= position)
+    return true;
+  axis = axisArg(kw ? *kw->value : *e.args[position], rank);
+  return axis.has_value();
 }
 
 MaybeValue Generator::genCall(const CallExpr &e) {
@@ -2845,17 +2854,11 @@ MaybeValue Generator::genGather(const CallExpr &e) {
   const Shape &shape = src->type.shape, &ishape = index->type.shape;
   int64_t rank = shape.size();
   std::optional<int64_t> axis;
-  const KeywordArg *kw = e.kwarg("axis");
-  if (e.args.size() == 3 && kw)
-    return error(kw->loc, "the axis is given twice");
-  if (e.args.size() == 3 || kw) {
-    if (!(axis = axisArg(e.args.size() == 3 ? *e.args[2] : *kw->value, rank)))
-      return std::nullopt;
-  } else if (rank == 1) {
-    axis = 0;
-  } else {
+  if (!optionalAxis(e, 2, rank, axis))
+    return std::nullopt;
+  if (!axis && rank != 1)
     return error(e.loc, "gather from a rank-" + llvm::Twine(rank) + " tile needs an axis");
-  }
+  axis = axis.value_or(0);
   if (static_cast<int64_t>(ishape.size()) != rank)
     return error(e.args[1]->loc, "the index " + index->type.str() +
                                      " must have the source's rank (" + llvm::Twine(rank) + ")");
@@ -3214,16 +3217,10 @@ MaybeValue Generator::genJoin(const CallExpr &e) {
   TValue out;
   if (isCat) {
     const Shape &sa = a->type.shape, &sb = b->type.shape;
-    int64_t axis = 0;
-    const KeywordArg *kw = e.kwarg("axis");
-    if (kw && e.args.size() == 3)
-      return error(kw->loc, "the axis is given twice");
-    if (e.args.size() == 3 || kw) {
-      auto ax = axisArg(kw ? *kw->value : *e.args[2], sa.size());
-      if (!ax)
-        return std::nullopt;
-      axis = *ax;
-    }
+    std::optional<int64_t> given;
+    if (!optionalAxis(e, 2, sa.size(), given))
+      return std::nullopt;
+    int64_t axis = given.value_or(0);
     Shape shape = sa;
     bool fits = sa.size() == sb.size();
     for (size_t d = 0; fits && d < sa.size(); ++d)
@@ -3363,16 +3360,10 @@ MaybeValue Generator::genRearrange(const CallExpr &e) {
     return out;
   }
   if (name == "flip") {
-    int64_t axis = shape.size() - 1;
-    const KeywordArg *kw = e.kwarg("axis");
-    if (kw && e.args.size() == 2)
-      return error(kw->loc, "the axis is given twice");
-    if (kw || e.args.size() == 2) {
-      auto a = axisArg(kw ? *kw->value : *e.args[1], shape.size());
-      if (!a)
-        return std::nullopt;
-      axis = *a;
-    }
+    std::optional<int64_t> given;
+    if (!optionalAxis(e, 1, shape.size(), given))
+      return std::nullopt;
+    int64_t axis = given.value_or(shape.size() - 1);
     Value last = splat(Const::ofInt(shape[axis] - 1), DType::I32, shape, e.loc);
     Value reversed = builder.create<mlir::arith::SubIOp>(l, last, axisPositions(shape, axis, l));
     out.type = v->type;

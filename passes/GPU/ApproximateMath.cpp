@@ -27,27 +27,21 @@ Value constantLike(PatternRewriter &rewriter, Location loc, Type type, double v)
   return rewriter.create<arith::ConstantOp>(loc, attr);
 }
 
-struct ExpandLog2 : OpRewritePattern<math::Log2Op> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(math::Log2Op op, PatternRewriter &rewriter) const override {
+/// log2(x) = log(x) * (1 / ln 2) and log10(x) = log(x) * (1 / ln 10): MLIR 19's
+/// math-to-spirv has neither.
+template <typename LogOp>
+struct ExpandScaledLog : OpRewritePattern<LogOp> {
+  ExpandScaledLog(MLIRContext *ctx, double factor)
+      : OpRewritePattern<LogOp>(ctx), factor(factor) {}
+  LogicalResult matchAndRewrite(LogOp op, PatternRewriter &rewriter) const override {
     if (!isa<FloatType>(getElementTypeOrSelf(op.getType())))
       return failure();
     Value log = rewriter.create<math::LogOp>(op.getLoc(), op.getOperand());
     rewriter.replaceOpWithNewOp<arith::MulFOp>(
-        op, log, constantLike(rewriter, op.getLoc(), op.getType(), 1.4426950408889634));
+        op, log, constantLike(rewriter, op.getLoc(), op.getType(), factor));
     return success();
   }
-};
-
-/// log10(x) = log(x) * (1 / ln 10).
-struct ExpandLog10 : OpRewritePattern<math::Log10Op> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(math::Log10Op op, PatternRewriter &rewriter) const override {
-    Value log = rewriter.create<math::LogOp>(op.getLoc(), op.getOperand());
-    rewriter.replaceOpWithNewOp<arith::MulFOp>(
-        op, log, constantLike(rewriter, op.getLoc(), op.getType(), 0.4342944819032518));
-    return success();
-  }
+  double factor;
 };
 
 /// trunc(x) = x < 0 ? ceil(x) : floor(x) (-0.0 and NaN come through).
@@ -65,42 +59,53 @@ struct ExpandTrunc : OpRewritePattern<math::TruncOp> {
   }
 };
 
-/// atan2(y, x) from atan(y / x), corrected by quadrant. The sign bits of zeros
-/// are read as 1 / z < 0; y / x is replaced by y where both are zero (atan(+-0)
-/// is +-0) and by +-1 where both are infinite (atan2(+-inf, +-inf) is an odd
-/// multiple of pi / 4), so every case matches C's atan2f.
+/// Comparisons, selects and constants of one float type, for the expansions
+/// below.
+struct FloatOps {
+  PatternRewriter &rewriter;
+  Location loc;
+  Type type;
+  using P = arith::CmpFPredicate;
+  Value c(double v) { return constantLike(rewriter, loc, type, v); }
+  Value cmp(P p, Value a, Value b) { return rewriter.create<arith::CmpFOp>(loc, p, a, b); }
+  Value both(Value a, Value b) { return rewriter.create<arith::AndIOp>(loc, a, b); }
+  Value either(Value a, Value b) { return rewriter.create<arith::OrIOp>(loc, a, b); }
+  Value differ(Value a, Value b) { return rewriter.create<arith::XOrIOp>(loc, a, b); }
+  Value select(Value cond, Value a, Value b) {
+    return rewriter.create<arith::SelectOp>(loc, cond, a, b);
+  }
+  Value abs(Value v) { return rewriter.create<math::AbsFOp>(loc, v); }
+  /// v < 0, or v is -0.0 (1 / -0.0 is -inf).
+  Value signBit(Value v) {
+    Value inverse = rewriter.create<arith::DivFOp>(loc, c(1), v);
+    return either(cmp(P::OLT, v, c(0)), both(cmp(P::OEQ, v, c(0)), cmp(P::OLT, inverse, c(0))));
+  }
+};
+
+/// atan2(y, x) from atan(y / x), corrected by quadrant. y / x is replaced by y
+/// where both are zero (atan(+-0) is +-0) and by +-1 where both are infinite
+/// (atan2(+-inf, +-inf) is an odd multiple of pi / 4), so every case matches
+/// C's atan2f.
 struct ExpandAtan2 : OpRewritePattern<math::Atan2Op> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(math::Atan2Op op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value y = op.getLhs(), x = op.getRhs();
-    Type type = x.getType();
-    auto c = [&](double v) { return constantLike(rewriter, loc, type, v); };
-    using P = arith::CmpFPredicate;
-    auto cmp = [&](P p, Value a, Value b) { return rewriter.create<arith::CmpFOp>(loc, p, a, b); };
-    auto both = [&](Value a, Value b) { return rewriter.create<arith::AndIOp>(loc, a, b); };
-    auto signBit = [&](Value v) { // v < 0, or v is -0.0
-      Value inverse = rewriter.create<arith::DivFOp>(loc, c(1), v);
-      return rewriter.create<arith::OrIOp>(
-          loc, cmp(P::OLT, v, c(0)), both(cmp(P::OEQ, v, c(0)), cmp(P::OLT, inverse, c(0))));
-    };
-    auto isInf = [&](Value v) {
-      return cmp(P::OEQ, rewriter.create<math::AbsFOp>(loc, v), c(INFINITY));
-    };
-    Value negY = signBit(y), negX = signBit(x);
+    FloatOps f{rewriter, loc, x.getType()};
+    using P = FloatOps::P;
+    Value negY = f.signBit(y), negX = f.signBit(x);
     Value ratio = rewriter.create<arith::DivFOp>(loc, y, x);
-    Value zeros = both(cmp(P::OEQ, y, c(0)), cmp(P::OEQ, x, c(0)));
-    ratio = rewriter.create<arith::SelectOp>(loc, zeros, y, ratio);
-    Value unit = rewriter.create<arith::SelectOp>(
-        loc, rewriter.create<arith::XOrIOp>(loc, negY, negX), c(-1), c(1));
-    ratio = rewriter.create<arith::SelectOp>(loc, both(isInf(y), isInf(x)), unit, ratio);
+    ratio = f.select(f.both(f.cmp(P::OEQ, y, f.c(0)), f.cmp(P::OEQ, x, f.c(0))), y, ratio);
+    Value bothInf = f.both(f.cmp(P::OEQ, f.abs(y), f.c(INFINITY)),
+                           f.cmp(P::OEQ, f.abs(x), f.c(INFINITY)));
+    ratio = f.select(bothInf, f.select(f.differ(negY, negX), f.c(-1), f.c(1)), ratio);
     Value angle = rewriter.create<math::AtanOp>(loc, ratio);
-    angle = rewriter.create<arith::SelectOp>(loc, cmp(P::OEQ, ratio, c(0)), ratio, angle); // +-0
-    Value turn = rewriter.create<arith::SelectOp>(loc, negY, c(-M_PI), c(M_PI));
-    Value turned = rewriter.create<arith::AddFOp>(loc, angle, turn);
-    Value result = rewriter.create<arith::SelectOp>(loc, negX, turned, angle);
-    Value nan = cmp(P::UNO, y, x); // GLSL leaves atan of NaN undefined
-    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, nan, c(NAN), result);
+    angle = f.select(f.cmp(P::OEQ, ratio, f.c(0)), ratio, angle); // +-0
+    Value turned = rewriter.create<arith::AddFOp>(loc, angle,
+                                                  f.select(negY, f.c(-M_PI), f.c(M_PI)));
+    Value result = f.select(negX, turned, angle);
+    // GLSL leaves atan of NaN undefined.
+    rewriter.replaceOp(op, f.select(f.cmp(P::UNO, y, x), f.c(NAN), result));
     return success();
   }
 };
@@ -157,41 +162,34 @@ struct ExpandPow : OpRewritePattern<math::PowFOp> {
       return failure();
     Location loc = op.getLoc();
     Value x = op.getLhs(), y = op.getRhs();
-    Type type = x.getType();
-    auto c = [&](double v) { return constantLike(rewriter, loc, type, v); };
-    using P = arith::CmpFPredicate;
-    auto cmp = [&](P p, Value a, Value b) { return rewriter.create<arith::CmpFOp>(loc, p, a, b); };
-    auto select = [&](Value cond, Value a, Value b) -> Value {
-      return rewriter.create<arith::SelectOp>(loc, cond, a, b);
-    };
-    auto both = [&](Value a, Value b) { return rewriter.create<arith::AndIOp>(loc, a, b); };
-    auto either = [&](Value a, Value b) { return rewriter.create<arith::OrIOp>(loc, a, b); };
-    Value ax = rewriter.create<math::AbsFOp>(loc, x), ay = rewriter.create<math::AbsFOp>(loc, y);
-    Value yPositive = cmp(P::OGT, y, c(0));
+    FloatOps f{rewriter, loc, x.getType()};
+    using P = FloatOps::P;
+    Value ax = f.abs(x), ay = f.abs(y);
+    Value yPositive = f.cmp(P::OGT, y, f.c(0));
     // |x|^y for a positive finite base, then zero and infinite bases and exponents.
-    Value safeBase = select(both(cmp(P::OGT, ax, c(0)), cmp(P::OLT, ax, c(INFINITY))), ax, c(1));
-    auto positive = rewriter.create<math::PowFOp>(loc, safeBase, y);
+    Value finite = f.both(f.cmp(P::OGT, ax, f.c(0)), f.cmp(P::OLT, ax, f.c(INFINITY)));
+    auto positive = rewriter.create<math::PowFOp>(loc, f.select(finite, ax, f.c(1)), y);
     positive->setAttr(kPositiveBase, rewriter.getUnitAttr());
     Value mag = positive;
-    mag = select(cmp(P::OEQ, ax, c(0)), select(yPositive, c(0), c(INFINITY)), mag);
-    mag = select(cmp(P::OEQ, ax, c(INFINITY)), select(yPositive, c(INFINITY), c(0)), mag);
-    Value yInf = cmp(P::OEQ, ay, c(INFINITY));
-    Value growing = rewriter.create<arith::XOrIOp>(loc, cmp(P::OGT, ax, c(1)), yPositive);
-    mag = select(yInf, select(cmp(P::OEQ, ax, c(1)), c(1), select(growing, c(0), c(INFINITY))),
-                 mag);
+    mag = f.select(f.cmp(P::OEQ, ax, f.c(0)), f.select(yPositive, f.c(0), f.c(INFINITY)), mag);
+    mag = f.select(f.cmp(P::OEQ, ax, f.c(INFINITY)), f.select(yPositive, f.c(INFINITY), f.c(0)),
+                   mag);
+    Value growing = f.differ(f.cmp(P::OGT, ax, f.c(1)), yPositive);
+    Value infinitePower =
+        f.select(f.cmp(P::OEQ, ax, f.c(1)), f.c(1), f.select(growing, f.c(0), f.c(INFINITY)));
+    mag = f.select(f.cmp(P::OEQ, ay, f.c(INFINITY)), infinitePower, mag);
     // Negative bases (and -0.0): the sign of odd integer exponents.
     Value floorY = rewriter.create<math::FloorOp>(loc, y);
-    Value yInteger = cmp(P::OEQ, floorY, y);
-    Value half = rewriter.create<arith::MulFOp>(loc, y, c(0.5));
-    Value yOdd = both(both(yInteger, cmp(P::ONE, rewriter.create<math::FloorOp>(loc, half), half)),
-                      cmp(P::OLT, ay, c(INFINITY)));
-    Value inverse = rewriter.create<arith::DivFOp>(loc, c(1), x);
-    Value negX =
-        either(cmp(P::OLT, x, c(0)), both(cmp(P::OEQ, x, c(0)), cmp(P::OLT, inverse, c(0))));
-    Value r = select(both(negX, yOdd), rewriter.create<arith::NegFOp>(loc, mag), mag);
-    r = select(both(cmp(P::OLT, x, c(0)), cmp(P::UNE, floorY, y)), c(NAN), r);
-    r = select(cmp(P::UNO, x, y), c(NAN), r);
-    rewriter.replaceOp(op, select(either(cmp(P::OEQ, y, c(0)), cmp(P::OEQ, x, c(1))), c(1), r));
+    Value yInteger = f.cmp(P::OEQ, floorY, y);
+    Value half = rewriter.create<arith::MulFOp>(loc, y, f.c(0.5));
+    Value yOdd = f.both(f.both(yInteger, f.cmp(P::ONE, rewriter.create<math::FloorOp>(loc, half),
+                                               half)),
+                        f.cmp(P::OLT, ay, f.c(INFINITY)));
+    Value r = f.select(f.both(f.signBit(x), yOdd), rewriter.create<arith::NegFOp>(loc, mag), mag);
+    r = f.select(f.both(f.cmp(P::OLT, x, f.c(0)), f.cmp(P::UNE, floorY, y)), f.c(NAN), r);
+    r = f.select(f.cmp(P::UNO, x, y), f.c(NAN), r);
+    rewriter.replaceOp(
+        op, f.select(f.either(f.cmp(P::OEQ, y, f.c(0)), f.cmp(P::OEQ, x, f.c(1))), f.c(1), r));
     return success();
   }
 };
@@ -205,8 +203,9 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
       populateExpandExp2FPattern(patterns);
       // GLSL's Asin and Acos may be far less accurate than its Atan (lavapipe's
       // were off by 2e-4), so they go through atan2 as on NVIDIA.
-      patterns.add<ExpandLog2, ExpandLog10, ExpandTrunc, ExpandAtan2, ExpandAsin, ExpandAcos,
-                   ExpandPow>(&getContext());
+      patterns.add<ExpandTrunc, ExpandAtan2, ExpandAsin, ExpandAcos, ExpandPow>(&getContext());
+      patterns.add<ExpandScaledLog<math::Log2Op>>(&getContext(), 1.4426950408889634);
+      patterns.add<ExpandScaledLog<math::Log10Op>>(&getContext(), 0.4342944819032518);
     } else if (target == "nvvm") {
       populateExpandSinhPattern(patterns);
       populateExpandCoshPattern(patterns);

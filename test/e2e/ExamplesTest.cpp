@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -469,39 +470,15 @@ TEST(SearchSorted, FindsTheFirstNotLessElement) {
 // linear_recurrence (associative_scan with a combine function)
 //===----------------------------------------------------------------------===//
 
-class LinearRecurrence : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
-
-TEST_P(LinearRecurrence, MatchesTheSequentialLoop) {
-  // Ragged chunks of time and channels; |a| <= 1, so h stays bounded. Both
-  // forms: the chunked scan and the loop over time.
-  auto [t, d] = GetParam();
-  for (const char *kernel : {"linear_recurrence", "linear_recurrence_loop"}) {
-    auto exe = compileExample("linear_recurrence.kiln", kernel);
-    ASSERT_TRUE(exe);
-    auto a = randomVector(t * d, 40), x = randomVector(t * d, 41), h0 = randomVector(d, 42);
-    std::vector<float> h(t * d, NAN), last(d, NAN);
-    launchOrFail(*exe, kernel,
-                 {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {t, d})),
-                  KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {t, d})),
-                  KernelArg::of(TensorRef::contiguous(h0.data(), DType::F32, {d})),
-                  KernelArg::of(TensorRef::contiguous(h.data(), DType::F32, {t, d})),
-                  KernelArg::of(TensorRef::contiguous(last.data(), DType::F32, {d}))});
-    auto want = reference::linearRecurrence(a.data(), x.data(), h0.data(), t, d);
-    h.insert(h.end(), last.begin(), last.end());
-    EXPECT_TRUE(allClose(h, want, 1e-5, 1e-5)) << kernel;
-  }
-}
-
-TEST(LinearRecurrenceLongLoop, KeepsItsStack) {
-  // 1500 trips of a loop over 2-D tiles: the vector lowering's scratch buffers
-  // once reserved new stack on every trip, and overflowed it.
-  auto exe = compileExample("linear_recurrence.kiln", "linear_recurrence",
-                            {{"BT", "4"}, {"BD", "256"}});
+/// Runs `kernel` of examples/linear_recurrence.kiln (with `params`) on random
+/// [t, d] inputs and checks h and the final state against the sequential loop.
+static void checkLinearRecurrence(const char *kernel, int64_t t, int64_t d,
+                                  const std::map<std::string, std::string> &params = {}) {
+  auto exe = compileExample("linear_recurrence.kiln", kernel, params);
   ASSERT_TRUE(exe);
-  int64_t t = 6000, d = 256;
-  auto a = randomVector(t * d, 43), x = randomVector(t * d, 44), h0 = randomVector(d, 45);
+  auto a = randomVector(t * d, 40), x = randomVector(t * d, 41), h0 = randomVector(d, 42);
   std::vector<float> h(t * d, NAN), last(d, NAN);
-  launchOrFail(*exe, "linear_recurrence",
+  launchOrFail(*exe, kernel,
                {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {t, d})),
                 KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {t, d})),
                 KernelArg::of(TensorRef::contiguous(h0.data(), DType::F32, {d})),
@@ -509,7 +486,23 @@ TEST(LinearRecurrenceLongLoop, KeepsItsStack) {
                 KernelArg::of(TensorRef::contiguous(last.data(), DType::F32, {d}))});
   auto want = reference::linearRecurrence(a.data(), x.data(), h0.data(), t, d);
   h.insert(h.end(), last.begin(), last.end());
-  EXPECT_TRUE(allClose(h, want, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(h, want, 1e-5, 1e-5)) << kernel << " at " << t << " x " << d;
+}
+
+class LinearRecurrence : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(LinearRecurrence, MatchesTheSequentialLoop) {
+  // Ragged chunks of time and channels; |a| <= 1, so h stays bounded. Both
+  // forms: the chunked scan and the loop over time.
+  auto [t, d] = GetParam();
+  checkLinearRecurrence("linear_recurrence", t, d);
+  checkLinearRecurrence("linear_recurrence_loop", t, d);
+}
+
+TEST(LinearRecurrenceLongLoop, KeepsItsStack) {
+  // 1500 trips of a loop over 2-D tiles: the vector lowering's scratch buffers
+  // once reserved new stack on every trip, and overflowed it.
+  checkLinearRecurrence("linear_recurrence", 6000, 256, {{"BT", "4"}, {"BD", "256"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, LinearRecurrence,
