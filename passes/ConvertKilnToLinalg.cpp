@@ -452,9 +452,12 @@ void forEachLane(OpBuilder &b, Location loc, RankedTensorType type, ValueRange i
   });
 }
 
-/// A gather access `x[s0, ..., s_{r-2}, s + arange(a, a + B)]` of a 1-D tile:
-/// splatted scalars in every dimension but the last, which runs over B
-/// consecutive elements. It reads or writes one contiguous row segment, so it
+/// A gather access that reads or writes one dense block of memory: every index
+/// tile is either a splatted scalar or `s + arange(a, a + B)` (a splatted `s`
+/// is optional) laid along one tile dimension, reshaped and broadcast, as
+/// `x[t, r, c]` with `r = expand_dims(t0 + arange(0, BM), 1)` and
+/// `c = expand_dims(off + arange(0, BN), 0)`. The tile's dimensions must run, in
+/// order, along the memory's innermost ones (`denseCoords`), so such accesses
 /// can take the dense fast path. Recognized on the kiln ops, before they are
 /// lowered.
 struct RowSegment {
@@ -462,42 +465,79 @@ struct RowSegment {
   SmallVector<int64_t> extents;
 };
 
+/// An index tile `base + start + i_dim`, i_dim running along tile dimension
+/// `dim` (`base` may be null); see RowSegment.
+struct AxisRange {
+  int64_t dim;
+  Value base;
+  int64_t start;
+};
+
+std::optional<AxisRange> axisRange(Value index) {
+  Operation *def = index.getDefiningOp();
+  auto type = dyn_cast<RankedTensorType>(index.getType());
+  if (!def || !type)
+    return std::nullopt;
+  if (auto arange = dyn_cast<ArangeOp>(def))
+    return AxisRange{0, Value(), arange.getStart()};
+  if (auto add = dyn_cast<arith::AddIOp>(def)) {
+    for (auto [x, y] : {std::pair{add.getLhs(), add.getRhs()}, {add.getRhs(), add.getLhs()}}) {
+      auto splat = x.getDefiningOp<SplatOp>();
+      std::optional<AxisRange> range = splat ? axisRange(y) : std::nullopt;
+      if (range && !range->base) {
+        range->base = splat.getValue();
+        return range;
+      }
+    }
+    return std::nullopt;
+  }
+  // Broadcasts keep the dimension; a reshape moves it where only ones surround it.
+  if (auto broadcast = dyn_cast<BroadcastOp>(def)) {
+    std::optional<AxisRange> range = axisRange(broadcast.getSource());
+    if (!range ||
+        broadcast.getSource().getType().getDimSize(range->dim) != type.getDimSize(range->dim))
+      return std::nullopt;
+    return range;
+  }
+  if (isa<ReshapeOp, ExpandDimsOp>(def)) {
+    Value source = def->getOperand(0);
+    std::optional<AxisRange> range = axisRange(source);
+    int64_t n = range ? cast<RankedTensorType>(source.getType()).getDimSize(range->dim) : 0;
+    if (!range || cast<RankedTensorType>(source.getType()).getNumElements() != n)
+      return std::nullopt;
+    auto it = llvm::find(type.getShape(), n);
+    if (it == type.getShape().end() || type.getNumElements() != n)
+      return std::nullopt;
+    range->dim = it - type.getShape().begin();
+    return range;
+  }
+  return std::nullopt;
+}
+
 std::optional<RowSegment> rowSegment(OpBuilder &b, Location loc, ValueRange indices,
                                      Type tileType) {
   auto tile = dyn_cast<RankedTensorType>(tileType);
-  if (!tile || tile.getRank() != 1 || indices.empty())
+  if (!tile || indices.size() < static_cast<size_t>(tile.getRank()))
     return std::nullopt;
-  int64_t length = tile.getDimSize(0);
+  // Memory dimension `first + d` runs along tile dimension d.
+  size_t first = indices.size() - tile.getRank();
   RowSegment seg;
   for (auto [d, index] : llvm::enumerate(indices)) {
-    bool last = d + 1 == indices.size();
-    Operation *def = index.getDefiningOp();
-    if (!last) {
-      auto splat = dyn_cast_or_null<SplatOp>(def);
-      if (!splat)
-        return std::nullopt;
+    if (cast<RankedTensorType>(index.getType()).getShape() != tile.getShape())
+      return std::nullopt;
+    int64_t extent = d < first ? 1 : tile.getDimSize(d - first);
+    if (auto splat = index.getDefiningOp<SplatOp>(); splat && extent == 1) {
       seg.offsets.push_back(splat.getValue());
       seg.extents.push_back(1);
       continue;
     }
-    // The last index: arange(a, a + B), optionally plus a splatted scalar.
-    Value base;
-    ArangeOp arange = dyn_cast_or_null<ArangeOp>(def);
-    if (auto add = dyn_cast_or_null<arith::AddIOp>(def)) {
-      for (auto [x, y] : {std::pair{add.getLhs(), add.getRhs()}, {add.getRhs(), add.getLhs()}}) {
-        auto splat = x.getDefiningOp<SplatOp>();
-        auto range = y.getDefiningOp<ArangeOp>();
-        if (splat && range) {
-          base = splat.getValue();
-          arange = range;
-        }
-      }
-    }
-    if (!arange || arange.getEnd() - arange.getStart() != length)
+    std::optional<AxisRange> range = axisRange(index);
+    if (!range || d < first || range->dim != static_cast<int64_t>(d - first))
       return std::nullopt;
-    Value start = constI32(b, loc, arange.getStart());
-    seg.offsets.push_back(base ? b.create<arith::AddIOp>(loc, base, start).getResult() : start);
-    seg.extents.push_back(length);
+    Value start = constI32(b, loc, range->start);
+    seg.offsets.push_back(range->base ? b.create<arith::AddIOp>(loc, range->base, start).getResult()
+                                      : start);
+    seg.extents.push_back(extent);
   }
   return seg;
 }

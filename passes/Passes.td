@@ -39,6 +39,24 @@ def KilnSimplifyMasks : Pass<"kiln-simplify-masks", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg ops, recomputing cheap shared producers";
+  let description = [{
+    Upstream's `linalg-fuse-elementwise-ops` with one change: a producer with
+    several uses is also fused into each consumer when its body is at most
+    `max-recomputed-ops` arithmetic ops (no divisions, math calls or memory
+    reads). Index tiles, the masks compared from them and broadcasts are cheaper
+    to recompute than to store and reload, and a shared `i1` mask would keep
+    every consumer from being vectorized.
+  }];
+  let options = [
+    Option<"maxRecomputedOps", "max-recomputed-ops", "int64_t", /*default=*/"4",
+           "Largest producer body (in ops) recomputed by each of several consumers">
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
 def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncOp"> {
   let summary = "Turn elementwise linalg ops on tiles into vector ops";
   let description = [{

@@ -43,7 +43,7 @@ const std::string &kiln::cpu::pipelineString() {
       "builtin.module("
       "inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
       "kiln-lower-program-ids,convert-kiln-to-linalg,"
-      "func.func(convert-elementwise-to-linalg,linalg-fuse-elementwise-ops),"
+      "func.func(convert-elementwise-to-linalg,kiln-fuse-elementwise),"
       "canonicalize,cse,func.func(kiln-reuse-input-buffers,kiln-vectorize-elementwise),canonicalize,"
       "one-shot-bufferize{allow-return-allocs-from-loops=1 bufferize-function-boundaries=1 "
       "function-boundary-type-conversion=identity-layout-map},"

@@ -233,3 +233,53 @@ func.func @not_a_segment(%m: !mem, %col: i32, %mask: tensor<64xi1>) -> (tensor<6
   %w = kiln.load %m[%c, %a] mask %mask : tensor<64xi1> : !mem[tensor<64xi32>, tensor<64xi32>] -> tensor<64xf32>
   return %v, %w : tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+!mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// x[r, c] with r = expand_dims(t0 + arange(0, 16), 1) and c = expand_dims(off +
+// arange(0, 64), 0), both broadcast to the tile, reads one dense 16 x 64 block:
+// rows from t0, columns from off.
+// CHECK-LABEL: func @block_2d
+// CHECK-SAME: (%[[M:.*]]: memref<{{.*}}>, %[[T0:.*]]: i32, %[[OFF:.*]]: i32)
+// CHECK-DAG: %[[ROW0:.*]] = arith.addi %[[T0]], %c0_i32
+// CHECK-DAG: %[[COL0:.*]] = arith.addi %[[OFF]], %c0_i32
+// CHECK: %[[DENSE:.*]] = memref.cast %[[M]] {{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: scf.if
+// CHECK: linalg.generic
+// CHECK-NOT: scf.if
+// CHECK: memref.load %[[DENSE]]
+// CHECK: } else {
+func.func @block_2d(%m: !mem, %t0: i32, %off: i32) -> tensor<16x64xf32> {
+  %t = kiln.splat %t0 : tensor<16xi32>
+  %ar = kiln.arange 0, 16 : tensor<16xi32>
+  %rows = arith.addi %t, %ar : tensor<16xi32>
+  %r1 = kiln.reshape %rows : tensor<16xi32> -> tensor<16x1xi32>
+  %r = kiln.broadcast %r1 : tensor<16x1xi32> -> tensor<16x64xi32>
+  %o = kiln.splat %off : tensor<64xi32>
+  %ac = kiln.arange 0, 64 : tensor<64xi32>
+  %cols = arith.addi %o, %ac : tensor<64xi32>
+  %c1 = kiln.reshape %cols : tensor<64xi32> -> tensor<1x64xi32>
+  %c = kiln.broadcast %c1 : tensor<1x64xi32> -> tensor<16x64xi32>
+  %v = kiln.load %m[%r, %c] : !mem[tensor<16x64xi32>, tensor<16x64xi32>] -> tensor<16x64xf32>
+  return %v : tensor<16x64xf32>
+}
+
+// -----
+
+!mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// The transposed access x[c, r] (tile rows along memory columns) is no dense block.
+// CHECK-LABEL: func @transposed_block
+// CHECK-NOT: memref.cast
+func.func @transposed_block(%m: !mem) -> tensor<16x64xf32> {
+  %ar = kiln.arange 0, 16 : tensor<16xi32>
+  %r1 = kiln.reshape %ar : tensor<16xi32> -> tensor<16x1xi32>
+  %r = kiln.broadcast %r1 : tensor<16x1xi32> -> tensor<16x64xi32>
+  %ac = kiln.arange 0, 64 : tensor<64xi32>
+  %c1 = kiln.reshape %ac : tensor<64xi32> -> tensor<1x64xi32>
+  %c = kiln.broadcast %c1 : tensor<1x64xi32> -> tensor<16x64xi32>
+  %v = kiln.load %m[%c, %r] : !mem[tensor<16x64xi32>, tensor<16x64xi32>] -> tensor<16x64xf32>
+  return %v : tensor<16x64xf32>
+}
