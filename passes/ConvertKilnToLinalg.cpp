@@ -399,18 +399,42 @@ SmallVector<Value> denseCoords(OpBuilder &b, Location loc, const DenseBlock &den
 
 /// A tile of `type` read from `dense` without guards when its condition holds,
 /// else by `guarded`; both fill one destination, so the tile stays one buffer.
+/// With a `mask`, masked-off lanes take `other`'s lanes, or zero.
 Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTensorType type,
-                  function_ref<Value(OpBuilder &, Location, Value init)> guarded) {
+                  function_ref<Value(OpBuilder &, Location, Value init)> guarded,
+                  Value mask = {}, Value other = {}) {
   Value init = emptyLike(b, loc, type);
+  SmallVector<Value> inputs;
+  for (Value tile : {mask, other})
+    if (tile)
+      inputs.push_back(tile);
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(type.getRank()));
   auto ifOp = b.create<scf::IfOp>(
       loc, dense.condition,
       [&](OpBuilder &tb, Location l) {
-        Value v = generic(tb, l, type, {}, {}, [&](OpBuilder &nb, Location il, ValueRange) {
+        Value v = generic(tb, l, type, inputs, maps, [&](OpBuilder &nb, Location il,
+                                                         ValueRange args) {
           SmallVector<Value> ivs;
           for (int64_t d = 0; d < type.getRank(); ++d)
             ivs.push_back(nb.create<linalg::IndexOp>(il, d));
-          Value x = nb.create<memref::LoadOp>(il, dense.contiguous, denseCoords(nb, il, dense, ivs));
-          nb.create<linalg::YieldOp>(il, x);
+          SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
+          if (!mask) {
+            nb.create<linalg::YieldOp>(il, nb.create<memref::LoadOp>(il, dense.contiguous, coords)
+                                               .getResult());
+            return;
+          }
+          // A branch, not a select: a select on f8 would be emulated through f32
+          // and back, which saturates infinities. LLVM makes it a masked load.
+          auto lane = nb.create<scf::IfOp>(
+              il, args[0],
+              [&](OpBuilder &tb, Location tl) {
+                tb.create<scf::YieldOp>(tl, tb.create<memref::LoadOp>(tl, dense.contiguous, coords)
+                                                .getResult());
+              },
+              [&](OpBuilder &eb, Location el) {
+                eb.create<scf::YieldOp>(el, other ? args[1] : zeroOf(eb, el, type.getElementType()));
+              });
+          nb.create<linalg::YieldOp>(il, lane.getResult(0));
         }, init);
         tb.create<scf::YieldOp>(l, v);
       },
@@ -418,17 +442,26 @@ Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTen
   return ifOp.getResult(0);
 }
 
-/// `value` written to `dense` without guards when its condition holds, else by
-/// `guarded`.
+/// `value` written to `dense` without guards when its condition holds (only
+/// the lanes `mask` sets, with one), else by `guarded`.
 void storeDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, Value value,
-                  function_ref<void(OpBuilder &, Location)> guarded) {
+                  function_ref<void(OpBuilder &, Location)> guarded, Value mask = {}) {
   auto type = cast<RankedTensorType>(value.getType());
   b.create<scf::IfOp>(
       loc, dense.condition,
       [&](OpBuilder &tb, Location l) {
         loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
           Value x = nb.create<tensor::ExtractOp>(il, value, ivs);
-          nb.create<memref::StoreOp>(il, x, dense.contiguous, denseCoords(nb, il, dense, ivs));
+          SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
+          if (!mask) {
+            nb.create<memref::StoreOp>(il, x, dense.contiguous, coords);
+            return;
+          }
+          Value on = nb.create<tensor::ExtractOp>(il, mask, ivs);
+          nb.create<scf::IfOp>(il, on, [&](OpBuilder &mb, Location ml) {
+            mb.create<memref::StoreOp>(ml, x, dense.contiguous, coords);
+            mb.create<scf::YieldOp>(ml);
+          });
         });
         tb.create<scf::YieldOp>(l);
       },
@@ -567,11 +600,11 @@ Value lowerLoad(OpBuilder &b, LoadOp op, const std::optional<RowSegment> &segmen
       nb.create<linalg::YieldOp>(l, guardedLoad(nb, l, memory, coords, sizes, mask, other));
     }, init);
   };
-  if (!segment || hasMask)
+  if (!segment)
     return guarded(b, loc, Value());
-  // A row segment inside the tensor reads without guards (see denseBlock).
+  // A block inside the tensor reads without guards (see denseBlock).
   DenseBlock dense = denseBlock(b, loc, memory, segment->offsets, segment->extents, sizes);
-  return loadDenseOr(b, loc, dense, type, guarded);
+  return loadDenseOr(b, loc, dense, type, guarded, op.getMask(), op.getOther());
 }
 
 Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
@@ -607,10 +640,10 @@ void lowerStore(OpBuilder &b, StoreOp op, const std::optional<RowSegment> &segme
                   guardedStore(nb, l, value, op.getMemory(), coords, sizes, mask);
                 });
   };
-  if (!segment || op.getMask())
+  if (!segment)
     return guarded(b, loc);
   DenseBlock dense = denseBlock(b, loc, op.getMemory(), segment->offsets, segment->extents, sizes);
-  storeDenseOr(b, loc, dense, op.getValue(), guarded);
+  storeDenseOr(b, loc, dense, op.getValue(), guarded, op.getMask());
 }
 
 /// One lane's update in an atomic's lowering: the memref atomic on element

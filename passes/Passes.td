@@ -57,6 +57,22 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
                            "mlir::affine::AffineDialect"];
 }
 
+def KilnWidenBoolTiles : Pass<"kiln-widen-bool-tiles", "mlir::func::FuncOp"> {
+  let summary = "Pass bool tiles between linalg ops as bytes";
+  let description = [{
+    A `linalg.generic` that produces a statically shaped `i1` tile (and never
+    reads its init) produces `i8` 0/1 instead. Generic consumers read the bytes
+    and truncate them in their payload, `tensor.extract` users truncate the byte
+    they read, and any other user gets an `i1` tile back from a narrowing
+    generic. LLVM reads an `i1` buffer one element at a time (a vector mask is
+    assembled bit by bit) and `kiln-vectorize-elementwise` cannot store a
+    `vector<Nxi1>` into one, so without this every op touching a mask tile stays
+    scalar.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
 def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::FuncOp"> {
   let summary = "Turn elementwise linalg ops on tiles into vector ops";
   let description = [{

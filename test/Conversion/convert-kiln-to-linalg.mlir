@@ -222,16 +222,40 @@ func.func @row_segment(%m: !mem, %row: i32, %off: i32) {
 
 !mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
 
-// A column (the arange in a leading dimension) or a masked access keeps the
-// guarded path only.
+// A column (the arange in a leading dimension) keeps the guarded path only.
 // CHECK-LABEL: func @not_a_segment
 // CHECK-NOT: memref.cast
-func.func @not_a_segment(%m: !mem, %col: i32, %mask: tensor<64xi1>) -> (tensor<64xf32>, tensor<64xf32>) {
+func.func @not_a_segment(%m: !mem, %col: i32) -> tensor<64xf32> {
   %c = kiln.splat %col : tensor<64xi32>
   %a = kiln.arange 0, 64 : tensor<64xi32>
   %v = kiln.load %m[%a, %c] : !mem[tensor<64xi32>, tensor<64xi32>] -> tensor<64xf32>
-  %w = kiln.load %m[%c, %a] mask %mask : tensor<64xi1> : !mem[tensor<64xi32>, tensor<64xi32>] -> tensor<64xf32>
-  return %v, %w : tensor<64xf32>, tensor<64xf32>
+  return %v : tensor<64xf32>
+}
+
+// -----
+
+!mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// A masked row segment inside the tensor skips the bounds checks but keeps the
+// mask: each lane loads, or stores, only where it is set.
+// CHECK-LABEL: func @masked_segment
+// CHECK-SAME: (%[[M:.*]]: memref<{{.*}}>, %[[ROW:.*]]: i32, %[[MASK:.*]]: tensor<64xi1>, %[[OTHER:.*]]: tensor<64xf32>)
+// CHECK: %[[DENSE:.*]] = memref.cast %[[M]]
+// CHECK: scf.if
+// CHECK: linalg.generic {{.*}} ins(%[[MASK]], %[[OTHER]] : tensor<64xi1>, tensor<64xf32>)
+// CHECK-NEXT: ^bb0(%[[ON:.*]]: i1, %[[ELSE:.*]]: f32, %{{.*}}: f32):
+// CHECK: scf.if %[[ON]]
+// CHECK-NEXT: memref.load %[[DENSE]]
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[ELSE]]
+// CHECK: } else {
+// CHECK: memref.store {{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>
+func.func @masked_segment(%m: !mem, %row: i32, %mask: tensor<64xi1>, %other: tensor<64xf32>) {
+  %r = kiln.splat %row : tensor<64xi32>
+  %a = kiln.arange 0, 64 : tensor<64xi32>
+  %v = kiln.load %m[%r, %a] mask %mask : tensor<64xi1> other %other : tensor<64xf32> : !mem[tensor<64xi32>, tensor<64xi32>] -> tensor<64xf32>
+  kiln.store %m[%r, %a], %v mask %mask : tensor<64xi1> : !mem[tensor<64xi32>, tensor<64xi32>], tensor<64xf32>
+  return
 }
 
 // -----
