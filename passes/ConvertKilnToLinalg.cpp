@@ -292,29 +292,24 @@ Value lowerScan(OpBuilder &b, ScanOp op) {
   return nest.results.front();
 }
 
-/// kiln.print as calls of the C library's printf, one per element (programs
-/// run in parallel on the thread pool; printf writes each line whole).
-void lowerPrint(OpBuilder &b, PrintOp op) {
-  Location loc = op.getLoc();
-  auto module = op->getParentOfType<ModuleOp>();
-  MLIRContext *ctx = b.getContext();
-  auto ptr = LLVM::LLVMPointerType::get(ctx);
-  auto printf = module.lookupSymbol<LLVM::LLVMFuncOp>("printf");
-  if (!printf) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    printf = b.create<LLVM::LLVMFuncOp>(
-        loc, "printf", LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr}, /*isVarArg=*/true));
-  }
-  Value value = op.getValue();
-  auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
-  std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
-                                   value ? getElementTypeOrSelf(value.getType()) : Type());
-  // The format, NUL-terminated, as a private constant global.
+/// The C library function `name` of `type`, declared in `module` once.
+LLVM::LLVMFuncOp libcFunction(OpBuilder &b, ModuleOp module, Location loc, StringRef name,
+                              LLVM::LLVMFunctionType type) {
+  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return fn;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  return b.create<LLVM::LLVMFuncOp>(loc, name, type);
+}
+
+/// `text`, NUL-terminated, as a new private constant global named after `base`;
+/// returns its address.
+Value stringConstant(OpBuilder &b, ModuleOp module, Location loc, StringRef base,
+                     StringRef text) {
   std::string name;
   for (unsigned n = 0; name.empty() || module.lookupSymbol(name); ++n)
-    name = "kiln_print_" + std::to_string(n);
-  std::string bytes = format + std::string(1, '\0');
+    name = (base + "_" + Twine(n)).str();
+  std::string bytes = text.str() + std::string(1, '\0');
   auto arrayType = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
   {
     OpBuilder::InsertionGuard guard(b);
@@ -322,8 +317,23 @@ void lowerPrint(OpBuilder &b, PrintOp op) {
     b.create<LLVM::GlobalOp>(loc, arrayType, /*isConstant=*/true, LLVM::Linkage::Private, name,
                              b.getStringAttr(bytes));
   }
+  return b.create<LLVM::AddressOfOp>(loc, LLVM::LLVMPointerType::get(b.getContext()), name);
+}
+
+/// kiln.print as calls of the C library's printf, one per element (programs
+/// run in parallel on the thread pool; printf writes each line whole).
+void lowerPrint(OpBuilder &b, PrintOp op) {
+  Location loc = op.getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto printf = libcFunction(b, module, loc, "printf",
+                             LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr}, true));
+  Value value = op.getValue();
+  auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
+  std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
+                                   value ? getElementTypeOrSelf(value.getType()) : Type());
   auto emit = [&](OpBuilder &nb, Location l, ValueRange coords, Value element) {
-    SmallVector<Value> args{nb.create<LLVM::AddressOfOp>(l, ptr, name), op.getPidX(),
+    SmallVector<Value> args{stringConstant(nb, module, l, "kiln_print", format), op.getPidX(),
                             op.getPidY(), op.getPidZ()};
     for (Value c : coords)
       args.push_back(nb.create<arith::IndexCastOp>(l, nb.getI32Type(), c));
@@ -335,6 +345,67 @@ void lowerPrint(OpBuilder &b, PrintOp op) {
     return emit(b, loc, {}, value);
   loopNest(b, loc, tile.getShape(), [&](OpBuilder &nb, Location l, ValueRange ivs) {
     emit(nb, l, ivs, nb.create<tensor::ExtractOp>(l, value, ivs));
+  });
+}
+
+/// kiln.assert on the CPU: one vectorizable check that every element holds;
+/// when one does not, the first failing element is reported on stderr, in
+/// print's format, and the process aborts (as C's assert does).
+void lowerAssert(OpBuilder &b, AssertOp op) {
+  Location loc = op.getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  MLIRContext *ctx = b.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto fprintf = libcFunction(b, module, loc, "fprintf",
+                              LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr}, true));
+  auto abort = libcFunction(b, module, loc, "abort",
+                            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
+  if (!module.lookupSymbol("stderr")) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    b.create<LLVM::GlobalOp>(loc, ptr, /*isConstant=*/false, LLVM::Linkage::External, "stderr",
+                             Attribute());
+  }
+  Value cond = op.getCondition();
+  auto tile = dyn_cast<RankedTensorType>(cond.getType());
+  std::string format = printFormat(op.getMessage(), tile ? tile.getRank() : 0, Type());
+  Value trueValue = b.create<arith::ConstantIntOp>(loc, 1, 1);
+  auto failIf = [&](OpBuilder &nb, Location l, Value holds, ValueRange coords) {
+    Value fails = nb.create<arith::XOrIOp>(l, holds, trueValue);
+    nb.create<scf::IfOp>(l, fails, [&](OpBuilder &tb, Location tl) {
+      Value stream = tb.create<LLVM::LoadOp>(
+          tl, ptr, tb.create<LLVM::AddressOfOp>(tl, ptr, "stderr").getResult());
+      SmallVector<Value> args{stream, stringConstant(tb, module, tl, "kiln_assert", format),
+                              op.getPidX(), op.getPidY(), op.getPidZ()};
+      for (Value c : coords)
+        args.push_back(tb.create<arith::IndexCastOp>(tl, tb.getI32Type(), c));
+      tb.create<LLVM::CallOp>(tl, fprintf, args);
+      tb.create<LLVM::CallOp>(tl, abort, ValueRange{});
+      tb.create<scf::YieldOp>(tl);
+    });
+  };
+  if (!tile)
+    return failIf(b, loc, cond, {});
+  // Every element holds: an `and` over the whole tile.
+  auto allType = RankedTensorType::get({}, b.getI1Type());
+  Value init = b.create<linalg::FillOp>(loc, trueValue, emptyLike(b, loc, allType)).getResult(0);
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(tile.getRank()),
+                              AffineMap::get(tile.getRank(), 0, {}, ctx)};
+  SmallVector<utils::IteratorType> iters(tile.getRank(), utils::IteratorType::reduction);
+  Value all = b.create<linalg::GenericOp>(
+                   loc, TypeRange{allType}, ValueRange{cond}, ValueRange{init}, maps, iters,
+                   [](OpBuilder &nb, Location l, ValueRange args) {
+                     nb.create<linalg::YieldOp>(
+                         l, nb.create<arith::AndIOp>(l, args[0], args[1]).getResult());
+                   })
+                  .getResult(0);
+  Value holds = b.create<tensor::ExtractOp>(loc, all, ValueRange{});
+  Value fails = b.create<arith::XOrIOp>(loc, holds, trueValue);
+  b.create<scf::IfOp>(loc, fails, [&](OpBuilder &tb, Location l) {
+    loopNest(tb, l, tile.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
+      failIf(nb, il, nb.create<tensor::ExtractOp>(il, cond, ivs), ivs);
+    });
+    tb.create<scf::YieldOp>(l);
   });
 }
 
@@ -807,6 +878,7 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
       else if (auto o = dyn_cast<AtomicRMWOp>(op)) replacement = lowerAtomic(rewriter, o);
       else if (auto o = dyn_cast<AtomicSwapOp>(op)) replacement = lowerAtomicSwap(rewriter, o);
       else if (auto o = dyn_cast<PrintOp>(op)) lowerPrint(rewriter, o);
+      else if (auto o = dyn_cast<AssertOp>(op)) lowerAssert(rewriter, o);
       else {
         op->emitOpError("has no CPU lowering (run kiln-lower-program-ids first?)");
         return signalPassFailure();

@@ -364,6 +364,9 @@ private:
   MaybeValue genPrint(const CallExpr &e);
   /// static_assert(cond [, "message"]): a compile-time check (of params).
   MaybeValue genStaticAssert(const CallExpr &e);
+  /// device_assert(cond [, "message"]): a run-time check of a bool or every
+  /// element of a bool tile (kiln.assert).
+  MaybeValue genDeviceAssert(const CallExpr &e);
   /// flip (a gather of reversed positions), ravel (a reshape to rank 1) and
   /// histogram (counts of one-hot comparisons).
   MaybeValue genRearrange(const CallExpr &e);
@@ -1318,7 +1321,8 @@ MaybeValue Generator::genExpr(const Expr &e) {
     return constant(Const::ofInt(static_cast<const BoolLitExpr &>(e).value), DType::I1, true,
                     l);
   case Expr::StringLit:
-    return error(e.loc, "a string is only allowed as the text of print or static_assert");
+    return error(e.loc,
+                 "a string is only allowed as the text of print, static_assert or device_assert");
   case Expr::Name: return genName(static_cast<const NameExpr &>(e));
   case Expr::Unary: return genUnary(static_cast<const UnaryExpr &>(e));
   case Expr::Binary: return genBinary(static_cast<const BinaryExpr &>(e));
@@ -2012,6 +2016,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genPrint(e);
   if (name == "static_assert")
     return genStaticAssert(e);
+  if (name == "device_assert")
+    return genDeviceAssert(e);
   if (name == "flip" || name == "ravel" || name == "histogram")
     return genRearrange(e);
   if (name == "cdiv") {
@@ -3395,6 +3401,39 @@ MaybeValue Generator::genRearrange(const CallExpr &e) {
   counts.type = SType::tile(DType::I32, grid);
   counts.value = castValue(hit, DType::I1, DType::I32, l);
   return reduceAlong(counts, ReduceKind::Sum, 0, /*keepdims=*/false, l);
+}
+
+MaybeValue Generator::genDeviceAssert(const CallExpr &e) {
+  if (!checkArity(e, 1, 2))
+    return std::nullopt;
+  if (e.args.size() == 2 && e.args[1]->kind != Expr::StringLit)
+    return error(e.args[1]->loc, "device_assert's message must be a string");
+  MaybeValue c = genValue(*e.args[0], "device_assert condition");
+  if (!c)
+    return std::nullopt;
+  if (c->type.dtype != DType::I1)
+    return error(e.args[0]->loc, "device_assert needs a bool or a tile of bools, got " +
+                                     withArticle(c->type.str()) +
+                                     " (compare it: x != 0)");
+  TValue out;
+  out.type.kind = SType::Void;
+  if (c->cst && c->cst->i) // holds everywhere
+    return out;
+  // The message names the assert's place in the source, as the front end's errors do.
+  mlir::Location l = loc(e.loc);
+  std::string message = "device_assert failed";
+  if (auto at = mlir::dyn_cast<mlir::FileLineColLoc>(l))
+    message = (at.getFilename().getValue() + ":" + llvm::Twine(at.getLine()) + ":" +
+               llvm::Twine(at.getColumn()) + ": " + message)
+                  .str();
+  if (e.args.size() == 2)
+    message += ": " + static_cast<const StringLitExpr &>(*e.args[1]).value;
+  llvm::SmallVector<Value, 3> pids;
+  for (int32_t axis = 0; axis < 3; ++axis)
+    pids.push_back(builder.create<ProgramIdOp>(l, builder.getI32Type(), axis));
+  builder.create<AssertOp>(l, c->value, builder.getStringAttr(message), pids[0], pids[1],
+                           pids[2]);
+  return out;
 }
 
 MaybeValue Generator::genStaticAssert(const CallExpr &e) {

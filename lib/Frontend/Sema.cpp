@@ -157,6 +157,7 @@ bool kiln::isBuiltin(llvm::StringRef name) {
       "min", "max", "argmin", "argmax", "rand", "randint", "randn", "sum", "prod", "cumsum",
       "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
       "broadcast_to", "gather", "sort", "argsort", "reduce", "associative_scan", "join", "split",
-      "interleave", "cat", "print", "static_assert", "flip", "ravel", "histogram", "cdiv", "inf", "nan", "range"};
+      "interleave", "cat", "print", "static_assert", "device_assert", "flip", "ravel",
+      "histogram", "cdiv", "inf", "nan", "range"};
   return builtins.contains(name);
 }

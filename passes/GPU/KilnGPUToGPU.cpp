@@ -574,6 +574,8 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
     return emitAtomic(op);
   if (auto o = dyn_cast<PrintOp>(op))
     return emitPrint(o);
+  if (auto o = dyn_cast<AssertOp>(op))
+    return emitAssert(o);
   if (isa<func::ReturnOp>(op))
     return success();
   return emitElementwise(op);
@@ -723,5 +725,83 @@ LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
     emitIfElse(registerValid(r, tile.getNumElements()), {}, [&] {
       return print(delinearize(elementIndex(r), tile.getShape()), values[r]);
     }, nullptr);
+  return success();
+}
+
+/// A private constant NUL-terminated string in the GPU module being emitted
+/// into, named after `base`; returns its address.
+static Value gpuString(OpBuilder &b, Location loc, StringRef base, StringRef text) {
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<mlir::gpu::GPUModuleOp>();
+  std::string name;
+  for (unsigned n = 0; name.empty() || module.lookupSymbol(name); ++n)
+    name = (base + "_" + Twine(n)).str();
+  std::string bytes = text.str() + std::string(1, '\0');
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    b.create<LLVM::GlobalOp>(loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
+                             /*isConstant=*/true, LLVM::Linkage::Internal, name,
+                             b.getStringAttr(bytes));
+  }
+  return b.create<LLVM::AddressOfOp>(loc, LLVM::LLVMPointerType::get(b.getContext()), name);
+}
+
+LogicalResult ThreadEmitter::emitAssert(AssertOp op) {
+  // Vulkan and Metal have no way to report from a kernel: the check is not made
+  // there (docs/language.md says so).
+  if (memory == MemoryModel::SPIRVBuffers)
+    return success();
+  Value cond = op.getCondition();
+  auto tile = dyn_cast<RankedTensorType>(cond.getType());
+  std::string format = printFormat(op.getMessage(), tile ? tile.getRank() : 0, Type());
+  SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
+  Value yes = b.create<arith::ConstantIntOp>(loc, 1, 1);
+  // The failing element is printed as print prints it; then NVIDIA GPUs call
+  // CUDA's __assertfail (the launch fails with a device-side assert, whose
+  // message the driver prints), AMD GPUs trap.
+  auto fail = [&](ArrayRef<Value> coords) {
+    SmallVector<Value> args(pids);
+    args.append(coords.begin(), coords.end());
+    b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
+    if (vendor != Vendor::NVIDIA) {
+      b.create<LLVM::Trap>(loc);
+      return SmallVector<Value>{};
+    }
+    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<mlir::gpu::GPUModuleOp>();
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    auto assertfail = module.lookupSymbol<LLVM::LLVMFuncOp>("__assertfail");
+    if (!assertfail) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      assertfail = b.create<LLVM::LLVMFuncOp>(
+          loc, "__assertfail",
+          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                      {ptr, ptr, b.getI32Type(), ptr, b.getI64Type()}));
+    }
+    auto at = dyn_cast<FileLineColLoc>(op.getLoc());
+    auto kernel = b.getInsertionBlock()->getParentOp()->getParentOfType<mlir::gpu::GPUFuncOp>();
+    Value args5[] = {gpuString(b, loc, "kiln_assert_message", op.getMessage()),
+                     gpuString(b, loc, "kiln_assert_file", at ? at.getFilename().strref() : ""),
+                     i32(at ? at.getLine() : 0),
+                     gpuString(b, loc, "kiln_assert_function", kernel.getName()),
+                     b.create<arith::ConstantIntOp>(loc, 1, 64)};
+    b.create<LLVM::CallOp>(loc, assertfail, args5);
+    return SmallVector<Value>{};
+  };
+  if (!tile) { // uniform: the first thread reports it
+    Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
+    Value fails = b.create<arith::XOrIOp>(loc, scalar(cond), yes);
+    emitIfElse(b.create<arith::AndIOp>(loc, first, fails), {}, [&] { return fail({}); },
+               nullptr);
+    return success();
+  }
+  Registers holds = regs(cond);
+  for (int64_t r = 0, n = registers(tile); r < n; ++r) {
+    Value fails = b.create<arith::XOrIOp>(loc, holds[r], yes);
+    Value failing = b.create<arith::AndIOp>(loc, registerValid(r, tile.getNumElements()), fails);
+    emitIfElse(failing, {}, [&] {
+      return fail(delinearize(elementIndex(r), tile.getShape()));
+    }, nullptr);
+  }
   return success();
 }

@@ -201,6 +201,7 @@ private:
   void emitReduce(ReduceOp op);
   /// gpu.printf per element by the thread that holds it (a scalar: thread 0).
   mlir::LogicalResult emitPrint(PrintOp op);
+  mlir::LogicalResult emitAssert(AssertOp op);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);
   /// A dot on the target's matrix instructions (MatrixToGPU.cpp).

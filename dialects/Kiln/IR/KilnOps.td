@@ -255,6 +255,26 @@ def Kiln_PrintOp : Kiln_Op<"print", [MemoryEffects<[MemWrite]>]> {
       "$prefix $pidX `,` $pidY `,` $pidZ (`,` $value^ `:` type($value))? attr-dict";
 }
 
+def Kiln_AssertOp : Kiln_Op<"assert", [MemoryEffects<[MemWrite]>]> {
+  let summary = "stop the kernel when a condition fails (device_assert)";
+  let description = [{
+    Where `condition` (a bool, or every element of a bool tile) is false, prints
+    `pid (X, Y, Z) idx (I, J) MESSAGE` for a failing element, as `kiln.print`
+    does, and stops: the CPU aborts the process after the first failing element;
+    NVIDIA GPUs call `__assertfail` (the launch reports a device-side assert);
+    AMD GPUs trap after printing. Vulkan and Metal cannot report from a kernel
+    and do not check it.
+
+    ```mlir
+    kiln.assert %ok, "f.kiln:3:3: device_assert failed: n > 0" %x, %y, %z : tensor<64xi1>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[Kiln_MaskTile, I1]>:$condition, StrAttr:$message,
+                       I32:$pidX, I32:$pidY, I32:$pidZ);
+  let assemblyFormat =
+      "$condition `,` $message $pidX `,` $pidY `,` $pidZ attr-dict `:` type($condition)";
+}
+
 def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
   let summary = "tile matrix product with accumulator";
   let description = [{
