@@ -246,9 +246,10 @@ private:
   /// (`return` in a kernel, `break`, `continue`), the rest goes to
   /// genUnlessExited.
   bool genStatements(llvm::ArrayRef<StmtPtr> stmts);
-  /// A loop's body: `continue` gets a fresh flag each trip; the body runs only
-  /// while the `stops` flags (its `break`, a kernel's `return`) are unset.
-  bool genLoopBody(const Block &body, llvm::ArrayRef<Binding *> stops);
+  /// A loop's body: `continue` gets a fresh flag each trip; with `tripGuards`
+  /// (an scf.for's `break` and `return` flags) the trip runs only while they are
+  /// unset.
+  bool genLoopBody(const Block &body, llvm::ArrayRef<Binding *> tripGuards = {});
   /// The flags that end a loop with `body` (declared before calling).
   llvm::SmallVector<Binding *, 2> loopStops(const Block &body);
   /// `return;` in a kernel: ends the program.
@@ -294,6 +295,16 @@ private:
     }
   };
   Carry carried(std::initializer_list<llvm::ArrayRef<StmtPtr>> ranges);
+  /// One trip of a rotated loop: given the loop's own values (after the carried
+  /// variables), generates the body and returns those values for the next trip
+  /// and whether to take it.
+  using Trip = llvm::function_ref<std::optional<std::pair<llvm::SmallVector<Value>, Value>>(
+      mlir::ValueRange own)>;
+  /// An scf.while carrying `carry` and the loop's own values `ownInits`: `first`
+  /// decides the first trip, each trip decides the next, and a set flag in
+  /// `stops` (break, return) ends the loop.
+  bool genRotatedWhile(mlir::Location l, Carry &carry, llvm::ArrayRef<Binding *> stops,
+                       mlir::ValueRange ownInits, Value first, Trip trip);
 
   //===--- expressions ------------------------------------------------------===//
   MaybeValue genExpr(const Expr &e);
@@ -945,14 +956,17 @@ bool Generator::genUnlessExited(llvm::ArrayRef<StmtPtr> rest, llvm::ArrayRef<Bin
   return true;
 }
 
-bool Generator::genLoopBody(const Block &body, llvm::ArrayRef<Binding *> stops) {
+bool Generator::genLoopBody(const Block &body, llvm::ArrayRef<Binding *> tripGuards) {
   ++loopDepth;
   bool ok = true;
   if (exits(body, Stmt::Continue)) // each trip starts without having continued
     ok = declareExitFlag(kContinueVar, body.front()->loc);
-  // After a break (or a return) the remaining trips of a `for` loop do nothing.
-  if (ok && !stops.empty())
-    ok = genUnlessExited(body, stops);
+  // After a break (or a return) the rest of the trip does nothing (genStatements
+  // guards what follows an exit) and the loop stops. Only a `for` with stages,
+  // an scf.for, runs out its trips: each of its trips runs unless `tripGuards`
+  // (its exit flags) are set.
+  if (ok && !tripGuards.empty())
+    ok = genUnlessExited(body, tripGuards);
   else if (ok)
     ok = genStatements(body);
   --loopDepth;
@@ -1158,6 +1172,35 @@ bool Generator::genFor(const ForStmt &stmt) {
   llvm::SmallVector<Binding *, 2> stops = loopStops(stmt.body);
   Carry carry = carried({stmt.body});
   mlir::Location l = loc(stmt.loc);
+  auto declareIV = [&](Value iv) {
+    TValue v;
+    v.type = SType::scalar(DType::I32);
+    v.value = iv;
+    if (!declare(stmt.varLoc, stmt.var, v, false))
+      return false;
+    scopes.back()[stmt.var].isLoopVar = true;
+    return true;
+  };
+  using mlir::arith::CmpIPredicate;
+  if (!stops.empty() && *stages == 1) {
+    // A loop that may be left early (break, return) is a while loop over its
+    // variable, so that it stops at once rather than running out its trips.
+    Value first = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::slt, start->value,
+                                                      end->value);
+    return genRotatedWhile(
+        l, carry, stops, start->value, first,
+        [&](mlir::ValueRange own) -> std::optional<std::pair<llvm::SmallVector<Value>, Value>> {
+          {
+            ScopeGuard scope(*this);
+            if (!declareIV(own[0]) || !genLoopBody(stmt.body))
+              return std::nullopt;
+          }
+          Value next = builder.create<mlir::arith::AddIOp>(l, own[0], step->value);
+          Value again = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::slt, next,
+                                                            end->value);
+          return std::pair{llvm::SmallVector<Value>{next}, again};
+        });
+  }
   auto forOp = builder.create<mlir::scf::ForOp>(l, start->value, end->value, step->value,
                                                 carry.values());
   if (*stages > 1)
@@ -1170,13 +1213,7 @@ bool Generator::genFor(const ForStmt &stmt) {
   carry.bind(forOp.getRegionIterArgs());
   {
     ScopeGuard scope(*this);
-    TValue iv;
-    iv.type = SType::scalar(DType::I32);
-    iv.value = forOp.getInductionVar();
-    if (!declare(stmt.varLoc, stmt.var, iv, false))
-      return false;
-    scopes.back()[stmt.var].isLoopVar = true;
-    if (!genLoopBody(stmt.body, stops))
+    if (!declareIV(forOp.getInductionVar()) || !genLoopBody(stmt.body, stops))
       return false;
   }
   builder.create<mlir::scf::YieldOp>(l, carry.values());
@@ -1215,17 +1252,35 @@ bool Generator::genWhile(const WhileStmt &stmt) {
   if (breaks && !declareExitFlag(kBreakVar, stmt.loc))
     return false;
 
+  llvm::SmallVector<Binding *, 2> stops = loopStops(stmt.body);
+  Carry carry = carried({stmt.body});
+  return genRotatedWhile(loc(stmt.loc), carry, stops, {}, first->value,
+                         [&](mlir::ValueRange) -> std::optional<std::pair<
+                                                   llvm::SmallVector<Value>, Value>> {
+                           {
+                             ScopeGuard scope(*this);
+                             if (!genLoopBody(stmt.body))
+                               return std::nullopt;
+                           }
+                           MaybeValue next = condition();
+                           if (!next)
+                             return std::nullopt;
+                           return std::pair{llvm::SmallVector<Value>{}, next->value};
+                         });
+}
+
+bool Generator::genRotatedWhile(mlir::Location l, Carry &carry, llvm::ArrayRef<Binding *> stops,
+                                mlir::ValueRange ownInits, Value first, Trip trip) {
   // The loop is rotated: the condition is evaluated before it and again at the
   // end of every trip, and the "before" region only tests the result. All the
   // work is then in the "after" region, which every target lowers like a `for`
   // body (SPIR-V's serializer, in particular, mishandles structured control
   // flow, such as a reduction's, inside a loop header).
-  llvm::SmallVector<Binding *, 2> stops = loopStops(stmt.body);
-  Carry carry = carried({stmt.body});
   llvm::SmallVector<Value> inits = carry.values();
-  inits.push_back(first->value);
+  size_t carried = inits.size();
+  inits.append(ownInits.begin(), ownInits.end());
+  inits.push_back(first);
   llvm::SmallVector<mlir::Type> types(mlir::ValueRange(inits).getTypes());
-  mlir::Location l = loc(stmt.loc);
   auto whileOp = builder.create<mlir::scf::WhileOp>(l, llvm::ArrayRef(types).drop_back(), inits);
   llvm::SmallVector<mlir::Location> locs(types.size(), l);
   {
@@ -1239,26 +1294,22 @@ bool Generator::genWhile(const WhileStmt &stmt) {
     mlir::Block *after = builder.createBlock(&whileOp.getAfter(), {},
                                              llvm::ArrayRef(types).drop_back(),
                                              llvm::ArrayRef(locs).drop_back());
-    carry.bind(after->getArguments());
-    {
-      ScopeGuard scope(*this);
-      if (!genLoopBody(stmt.body, stops))
-        return false;
-    }
-    MaybeValue next = condition();
+    carry.bind(after->getArguments().take_front(carried));
+    auto next = trip(after->getArguments().drop_front(carried));
     if (!next)
       return false;
-    Value again = next->value;
+    Value again = next->second;
     for (Binding *stop : stops) // and not broken out of (or returned from)
       again = builder.create<mlir::arith::AndIOp>(
           l, again,
           builder.create<mlir::arith::XOrIOp>(l, stop->val.value,
                                               builder.create<mlir::arith::ConstantIntOp>(l, 1, 1)));
     llvm::SmallVector<Value> yields = carry.values();
+    yields.append(next->first);
     yields.push_back(again);
     builder.create<mlir::scf::YieldOp>(l, yields);
   }
-  carry.bind(whileOp.getResults());
+  carry.bind(whileOp.getResults().take_front(carried));
   return true;
 }
 
