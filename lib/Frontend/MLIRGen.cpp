@@ -341,6 +341,8 @@ private:
   /// pow(x, y), atan2(y, x) and clamp(x, lo, hi): operands broadcast and
   /// promote (integers to f32 for pow and atan2).
   MaybeValue genFloatMath(const CallExpr &e);
+  /// hypot(x, y) of two float values of `dt` and `shape`, from sqrt.
+  Value hypot(Value x, Value y, DType dt, const Shape &shape, SMLoc at);
   /// isnan, isinf, isfinite: i1 per element (integers are always finite).
   MaybeValue genClassify(const CallExpr &e);
   /// A reduction's operand (bools widened to i32; flattened when no axis is
@@ -2157,7 +2159,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     out.value = builder.create<mlir::math::FmaOp>(l, a, b, c);
     return out;
   }
-  if (name == "pow" || name == "atan2" || name == "clamp")
+  if (name == "pow" || name == "atan2" || name == "clamp" || name == "copysign" ||
+      name == "hypot")
     return genFloatMath(e);
   if (name == "isnan" || name == "isinf" || name == "isfinite")
     return genClassify(e);
@@ -2189,6 +2192,17 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
                     : builder.create<mlir::math::AbsIOp>(l, v->value);
     return out;
   }
+  if (name == "popcount" || name == "clz") { // bits of an integer, as stored
+    if (isFloat(v->type.dtype))
+      return error(e.args[0]->loc, "'" + name + "' counts the bits of an integer, got " +
+                                       withArticle(v->type.str()));
+    out.type = v->type;
+    out.type.weak = false;
+    out.value = name == "popcount"
+                    ? (Value)builder.create<mlir::math::CtPopOp>(l, v->value)
+                    : builder.create<mlir::math::CountLeadingZerosOp>(l, v->value);
+    return out;
+  }
   // Float-only math: integers are converted to f32 first.
   DType dt = isFloat(v->type.dtype) ? v->type.dtype : DType::F32;
   Value x = convert(*v, dt, v->type.shape, e.loc).value;
@@ -2217,6 +2231,10 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
   else if (name == "log1p") out.value = builder.create<Log1pOp>(l, x);
   else if (name == "expm1") out.value = builder.create<ExpM1Op>(l, x);
   else if (name == "log10") out.value = builder.create<Log10Op>(l, x);
+  else if (name == "asinh") out.value = builder.create<AsinhOp>(l, x);
+  else if (name == "acosh") out.value = builder.create<AcoshOp>(l, x);
+  else if (name == "atanh") out.value = builder.create<AtanhOp>(l, x);
+  else if (name == "cbrt") out.value = builder.create<CbrtOp>(l, x);
   else if (name == "sigmoid") {
     // 1 / (1 + exp(-x))
     Value neg = builder.create<mlir::arith::NegFOp>(l, x);
@@ -2272,6 +2290,10 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
     out.value = builder.create<mlir::math::PowFOp>(l, x[0], x[1]);
   else if (name == "atan2")
     out.value = builder.create<mlir::math::Atan2Op>(l, x[0], x[1]);
+  else if (name == "copysign")
+    out.value = builder.create<mlir::math::CopySignOp>(l, x[0], x[1]);
+  else if (name == "hypot")
+    out.value = hypot(x[0], x[1], dt, shape, e.loc);
   else // clamp: min(max(x, lo), hi), so a NaN anywhere gives NaN, as min and max do
     out.value = isFloat(dt)
                     ? builder.create<mlir::arith::MinimumFOp>(
@@ -2281,6 +2303,29 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
                           l, builder.create<mlir::arith::MaxSIOp>(l, x[0], x[1]), x[2])
                           .getResult();
   return out;
+}
+
+Value Generator::hypot(Value x, Value y, DType dt, const Shape &shape, SMLoc at) {
+  // sqrt(x^2 + y^2) without overflow or underflow: m sqrt(1 + (n / m)^2) for
+  // m = max(|x|, |y|) and n = min(|x|, |y|); 0 when both are 0; +inf when either
+  // is infinite, even if the other is NaN (as C's hypot); else NaN propagates.
+  mlir::Location l = loc(at);
+  using namespace mlir::arith;
+  Value a = builder.create<mlir::math::AbsFOp>(l, x);
+  Value b = builder.create<mlir::math::AbsFOp>(l, y);
+  Value m = builder.create<MaximumFOp>(l, a, b);
+  Value n = builder.create<MinimumFOp>(l, a, b);
+  Value r = builder.create<DivFOp>(l, n, m);
+  Value one = splat(Const::ofFloat(1.0), dt, shape, at);
+  Value root = builder.create<mlir::math::SqrtOp>(
+      l, builder.create<AddFOp>(l, one, builder.create<MulFOp>(l, r, r)));
+  Value h = builder.create<MulFOp>(l, m, root);
+  Value zero = splat(Const::ofFloat(0.0), dt, shape, at);
+  Value inf = splat(Const::ofFloat(INFINITY), dt, shape, at);
+  h = builder.create<SelectOp>(l, builder.create<CmpFOp>(l, CmpFPredicate::OEQ, m, zero), zero, h);
+  Value infinite = builder.create<OrIOp>(l, builder.create<CmpFOp>(l, CmpFPredicate::OEQ, a, inf),
+                                         builder.create<CmpFOp>(l, CmpFPredicate::OEQ, b, inf));
+  return builder.create<SelectOp>(l, infinite, inf, h);
 }
 
 MaybeValue Generator::genClassify(const CallExpr &e) {

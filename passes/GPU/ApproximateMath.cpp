@@ -75,6 +75,18 @@ struct FloatOps {
     return rewriter.create<arith::SelectOp>(loc, cond, a, b);
   }
   Value abs(Value v) { return rewriter.create<math::AbsFOp>(loc, v); }
+  Value add(Value a, Value b) { return rewriter.create<arith::AddFOp>(loc, a, b); }
+  Value sub(Value a, Value b) { return rewriter.create<arith::SubFOp>(loc, a, b); }
+  Value mul(Value a, Value b) { return rewriter.create<arith::MulFOp>(loc, a, b); }
+  Value div(Value a, Value b) { return rewriter.create<arith::DivFOp>(loc, a, b); }
+  Value sqrt(Value v) { return rewriter.create<math::SqrtOp>(loc, v); }
+  Value log(Value v) { return rewriter.create<math::LogOp>(loc, v); }
+  Value log1p(Value v) { return rewriter.create<math::Log1pOp>(loc, v); }
+  /// |magnitude| with the sign of `sign` (-0.0 included).
+  Value withSignOf(Value magnitude, Value sign) {
+    Value mag = abs(magnitude);
+    return select(signBit(sign), rewriter.create<arith::NegFOp>(loc, mag), mag);
+  }
   /// v < 0, or v is -0.0 (1 / -0.0 is -inf).
   Value signBit(Value v) {
     Value inverse = rewriter.create<arith::DivFOp>(loc, c(1), v);
@@ -194,6 +206,112 @@ struct ExpandPow : OpRewritePattern<math::PowFOp> {
   }
 };
 
+/// Above this magnitude the inverse hyperbolic functions use log(2|x|), as
+/// x^2 would lose the 1 (or overflow).
+constexpr double kHugeArgument = 268435456.0; // 2^28
+
+/// asinh(x) = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), which keeps small
+/// arguments accurate (log(|x| + sqrt(x^2 + 1)) loses them to the 1).
+struct ExpandAsinh : OpRewritePattern<math::AsinhOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::AsinhOp op, PatternRewriter &rewriter) const override {
+    FloatOps f{rewriter, op.getLoc(), op.getType()};
+    Value x = op.getOperand(), a = f.abs(x);
+    Value a2 = f.mul(a, a);
+    Value small = f.log1p(f.add(a, f.div(a2, f.add(f.c(1), f.sqrt(f.add(f.c(1), a2))))));
+    Value huge = f.add(f.log(a), f.c(M_LN2));
+    Value r = f.select(f.cmp(FloatOps::P::OGT, a, f.c(kHugeArgument)), huge, small);
+    rewriter.replaceOp(op, f.select(f.cmp(FloatOps::P::UNO, x, x), x, f.withSignOf(r, x)));
+    return success();
+  }
+};
+
+/// acosh(x) = log1p(t + sqrt(t (t + 2))) for t = x - 1 (accurate near 1); NaN
+/// below 1.
+struct ExpandAcosh : OpRewritePattern<math::AcoshOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::AcoshOp op, PatternRewriter &rewriter) const override {
+    FloatOps f{rewriter, op.getLoc(), op.getType()};
+    using P = FloatOps::P;
+    Value x = op.getOperand(), t = f.sub(x, f.c(1));
+    Value near = f.log1p(f.add(t, f.sqrt(f.mul(t, f.add(t, f.c(2))))));
+    Value huge = f.add(f.log(x), f.c(M_LN2));
+    Value r = f.select(f.cmp(P::OGT, x, f.c(kHugeArgument)), huge, near);
+    rewriter.replaceOp(op, f.select(f.cmp(P::OGE, x, f.c(1)), r, f.c(NAN)));
+    return success();
+  }
+};
+
+/// atanh(x) = sign(x) log1p(2|x| / (1 - |x|)) / 2: +-inf at +-1, NaN beyond.
+struct ExpandAtanh : OpRewritePattern<math::AtanhOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::AtanhOp op, PatternRewriter &rewriter) const override {
+    FloatOps f{rewriter, op.getLoc(), op.getType()};
+    using P = FloatOps::P;
+    Value x = op.getOperand(), a = f.abs(x);
+    Value r = f.mul(f.c(0.5), f.log1p(f.div(f.mul(f.c(2), a), f.sub(f.c(1), a))));
+    r = f.select(f.cmp(P::OEQ, a, f.c(1)), f.c(INFINITY), r);
+    rewriter.replaceOp(op, f.select(f.cmp(P::OLE, a, f.c(1)), f.withSignOf(r, x), f.c(NAN)));
+    return success();
+  }
+};
+
+/// cbrt(x): exp2(log2|x| / 3), then one Newton step (r = (2r + |x| / r^2) / 3),
+/// with x's sign; zeros and infinities are returned as they are.
+struct ExpandCbrt : OpRewritePattern<math::CbrtOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::CbrtOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    FloatOps f{rewriter, loc, op.getType()};
+    using P = FloatOps::P;
+    Value x = op.getOperand(), a = f.abs(x);
+    Value guess = rewriter.create<math::Exp2Op>(
+        loc, f.mul(rewriter.create<math::Log2Op>(loc, a), f.c(1.0 / 3.0)));
+    Value r = f.mul(f.add(f.mul(f.c(2), guess), f.div(a, f.mul(guess, guess))), f.c(1.0 / 3.0));
+    Value same = f.either(f.cmp(P::OEQ, a, f.c(0)), f.cmp(P::OEQ, a, f.c(INFINITY)));
+    rewriter.replaceOp(op, f.select(f.either(same, f.cmp(P::UNO, x, x)), x, f.withSignOf(r, x)));
+    return success();
+  }
+};
+
+/// popcount by SWAR steps on arith ops (Vulkan's OpBitCount takes 32-bit
+/// integers only): pairs, nibbles, bytes, then a multiply that sums the bytes
+/// into the top one.
+struct ExpandCtPop : OpRewritePattern<math::CtPopOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::CtPopOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type type = op.getType();
+    unsigned width = getElementTypeOrSelf(type).getIntOrFloatBitWidth();
+    if (width % 8 != 0)
+      return failure();
+    auto c = [&](uint64_t bytePattern) { // the byte repeated across the width
+      APInt v(width, 0);
+      for (unsigned i = 0; i < width; i += 8)
+        v |= APInt(width, bytePattern) << i;
+      Attribute attr = rewriter.getIntegerAttr(getElementTypeOrSelf(type), v);
+      if (auto shaped = dyn_cast<ShapedType>(type))
+        attr = SplatElementsAttr::get(shaped, attr);
+      return rewriter.create<arith::ConstantOp>(loc, type, cast<TypedAttr>(attr)).getResult();
+    };
+    auto shift = [&](Value v, unsigned by) {
+      Attribute attr = rewriter.getIntegerAttr(getElementTypeOrSelf(type), by);
+      if (auto shaped = dyn_cast<ShapedType>(type))
+        attr = SplatElementsAttr::get(shaped, attr);
+      Value amount = rewriter.create<arith::ConstantOp>(loc, type, cast<TypedAttr>(attr));
+      return rewriter.create<arith::ShRUIOp>(loc, v, amount).getResult();
+    };
+    auto andI = [&](Value a, Value b) { return rewriter.create<arith::AndIOp>(loc, a, b); };
+    Value v = op.getOperand();
+    v = rewriter.create<arith::SubIOp>(loc, v, andI(shift(v, 1), c(0x55)));
+    v = rewriter.create<arith::AddIOp>(loc, andI(v, c(0x33)), andI(shift(v, 2), c(0x33)));
+    v = andI(rewriter.create<arith::AddIOp>(loc, v, shift(v, 4)), c(0x0f));
+    v = shift(rewriter.create<arith::MulIOp>(loc, v, c(0x01)), width - 8);
+    rewriter.replaceOp(op, v);
+    return success();
+  }
+};
+
 struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
   using Base::Base;
   void runOnOperation() override {
@@ -203,13 +321,19 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
       populateExpandExp2FPattern(patterns);
       // GLSL's Asin and Acos may be far less accurate than its Atan (lavapipe's
       // were off by 2e-4), so they go through atan2 as on NVIDIA.
-      patterns.add<ExpandTrunc, ExpandAtan2, ExpandAsin, ExpandAcos, ExpandPow>(&getContext());
+      patterns.add<ExpandTrunc, ExpandAtan2, ExpandAsin, ExpandAcos, ExpandPow, ExpandAsinh,
+                   ExpandAcosh, ExpandAtanh, ExpandCbrt>(&getContext());
       patterns.add<ExpandScaledLog<math::Log2Op>>(&getContext(), 1.4426950408889634);
       patterns.add<ExpandScaledLog<math::Log10Op>>(&getContext(), 0.4342944819032518);
+      // Bit counts of any width (Vulkan's OpBitCount and FindUMsb are 32-bit).
+      populateExpandCtlzPattern(patterns);
+      patterns.add<ExpandCtPop>(&getContext());
     } else if (target == "nvvm") {
       populateExpandSinhPattern(patterns);
       populateExpandCoshPattern(patterns);
-      patterns.add<ExpandAsin, ExpandAcos>(&getContext());
+      // MLIR 19's NVVM lowering calls libdevice for none of these.
+      patterns.add<ExpandAsin, ExpandAcos, ExpandAsinh, ExpandAcosh, ExpandAtanh, ExpandCbrt>(
+          &getContext());
     } else {
       getOperation().emitError("kiln-approximate-math: target must be spirv or nvvm, not '")
           << target << "'";

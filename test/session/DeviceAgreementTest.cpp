@@ -849,7 +849,8 @@ TEST_F(DeviceAgreement, MoreMathOnEveryDevice) {
   // The functions beyond exp/log/sin/cos against the C library in double:
   // ordinary values, then the cases C defines specially (atan2 of signed zeros
   // and infinities in every quadrant, pow of negative bases, halves for round,
-  // the classification of NaN and infinities).
+  // hypot of an infinity and a NaN, signed zeros through asinh, atanh, cbrt and
+  // copysign, the classification of NaN and infinities).
   const char *source = R"(
 kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: tensor<i32>[3, N])
     params(B: i32 = 64) grid(1) {
@@ -870,12 +871,18 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: te
   store(out[11, o], pow(v, w));
   store(out[12, o], atan2(v, w));
   store(out[13, o], clamp(v, -0.5, 0.5));
+  store(out[14, o], asinh(v * 4.0));
+  store(out[15, o], acosh(w));
+  store(out[16, o], atanh(v));
+  store(out[17, o], cbrt(w));
+  store(out[18, o], copysign(v, w));
+  store(out[19, o], hypot(v, w));
   store(flags[0, o], cast<i32>(isnan(v)));
   store(flags[1, o], cast<i32>(isinf(v)));
   store(flags[2, o], cast<i32>(isfinite(v)));
 }
 )";
-  const int64_t n = 64, f = 14;
+  const int64_t n = 64, f = 20;
   std::vector<float> x(n), y(n);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> unit(-0.95f, 0.95f), any(-3.0f, 3.0f);
@@ -908,7 +915,13 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: te
       [](double a, double) { return std::nearbyint(float(a * 10.0f)); }, // half to even
       [](double a, double b) { return std::pow(a, b); },
       [](double a, double b) { return std::atan2(a, b); },
-      [](double a, double) { return std::isnan(a) ? a : std::min(std::max(a, -0.5), 0.5); }};
+      [](double a, double) { return std::isnan(a) ? a : std::min(std::max(a, -0.5), 0.5); },
+      [](double a, double) { return std::asinh(float(a * 4.0f)); },
+      [](double, double b) { return std::acosh(b); },
+      [](double a, double) { return std::atanh(a); },
+      [](double, double b) { return std::cbrt(b); },
+      [](double a, double b) { return std::copysign(a, b); },
+      [](double a, double b) { return std::hypot(a, b); }};
   forEachDevice([&](Session &s, const std::string &device) {
     Kernel k = s.compile(source, "k");
     ASSERT_TRUE(k.ok()) << k.status().message();
@@ -927,9 +940,9 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: te
           EXPECT_TRUE(std::isnan(g)) << what << ": got " << g;
           continue;
         }
-        if (std::isinf(want) || want == 0) { // exact; atan2, trunc and round keep zeros' signs
+        if (std::isinf(want) || want == 0) { // exact, and zeros keep their signs
           EXPECT_EQ(g, want) << what;
-          if (r == 9 || r == 10 || r == 12)
+          if (r == 9 || r == 10 || r == 12 || r == 14 || r == 16 || r == 17 || r == 18)
             EXPECT_EQ(std::signbit(g), std::signbit(want)) << what;
           continue;
         }
@@ -939,6 +952,53 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: te
       EXPECT_EQ(gotFlags[i], std::isnan(x[i]) ? 1 : 0) << device << " isnan " << x[i];
       EXPECT_EQ(gotFlags[n + i], std::isinf(x[i]) ? 1 : 0) << device << " isinf " << x[i];
       EXPECT_EQ(gotFlags[2 * n + i], std::isfinite(x[i]) ? 1 : 0) << device << " isfinite " << x[i];
+    }
+  });
+}
+
+TEST_F(DeviceAgreement, BitCountsOnEveryDevice) {
+  // popcount and clz of i32 and i64 values as stored (two's complement), zero
+  // and negative values included, against the compiler's builtins.
+  const char *source = R"(
+kernel k(x: tensor<i32>[N], y: tensor<i64>[N], out: tensor<i32>[2, N], wide: tensor<i64>[2, N])
+    params(B: i32 = 32) grid(1) {
+  let o = arange(0, B);
+  let v = load(x[o]);
+  let w = load(y[o]);
+  store(out[0, o], popcount(v));
+  store(out[1, o], clz(v));
+  store(wide[0, o], popcount(w));
+  store(wide[1, o], clz(w));
+}
+)";
+  const int64_t n = 32;
+  std::vector<int32_t> x(n);
+  std::vector<int64_t> y(n);
+  std::mt19937_64 rng(5);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<int32_t>(rng() >> (rng() % 32));
+    y[i] = static_cast<int64_t>(rng() >> (rng() % 64));
+  }
+  x[0] = 0, x[1] = -1, x[2] = INT32_MIN, x[3] = 1, x[4] = -2;
+  y[0] = 0, y[1] = -1, y[2] = INT64_MIN, y[3] = 1, y[4] = int64_t(1) << 40;
+  auto clz32 = [](uint32_t u) { return u ? __builtin_clz(u) : 32; };
+  auto clz64 = [](uint64_t u) { return u ? __builtin_clzll(u) : 64; };
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {n}), ty = s.upload(y, {n}), out = s.empty<int32_t>({2, n}),
+           wide = s.empty<int64_t>({2, n});
+    ASSERT_TRUE(k(tx, ty, out, wide).ok()) << device;
+    std::vector<int32_t> got;
+    std::vector<int64_t> gotWide;
+    ASSERT_TRUE(out.download(got).ok() && wide.download(gotWide).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      auto u = static_cast<uint32_t>(x[i]);
+      auto w = static_cast<uint64_t>(y[i]);
+      EXPECT_EQ(got[i], __builtin_popcount(u)) << device << " popcount " << x[i];
+      EXPECT_EQ(got[n + i], clz32(u)) << device << " clz " << x[i];
+      EXPECT_EQ(gotWide[i], __builtin_popcountll(w)) << device << " popcount " << y[i];
+      EXPECT_EQ(gotWide[n + i], clz64(w)) << device << " clz " << y[i];
     }
   });
 }
