@@ -380,6 +380,10 @@ private:
   /// device_assert(cond [, "message"]): a run-time check of a bool or every
   /// element of a bool tile (kiln.assert).
   MaybeValue genDeviceAssert(const CallExpr &e);
+  /// The condition of static_assert or device_assert, after checking the call.
+  MaybeValue assertCondition(const CallExpr &e);
+  /// The program's three ids, as print and device_assert report them.
+  llvm::SmallVector<Value, 3> programIds(mlir::Location l);
   /// flip (a gather of reversed positions), ravel (a reshape to rank 1) and
   /// histogram (counts of one-hot comparisons).
   MaybeValue genRearrange(const CallExpr &e);
@@ -3429,9 +3433,7 @@ MaybeValue Generator::genPrint(const CallExpr &e) {
     value = v->value;
   }
   mlir::Location l = loc(e.loc);
-  llvm::SmallVector<Value, 3> pids;
-  for (int32_t axis = 0; axis < 3; ++axis)
-    pids.push_back(builder.create<ProgramIdOp>(l, builder.getI32Type(), axis));
+  llvm::SmallVector<Value, 3> pids = programIds(l);
   builder.create<PrintOp>(l, builder.getStringAttr(prefix), pids[0], pids[1], pids[2], value);
   TValue out;
   out.type.kind = SType::Void;
@@ -3499,12 +3501,23 @@ MaybeValue Generator::genRearrange(const CallExpr &e) {
   return reduceAlong(counts, ReduceKind::Sum, 0, /*keepdims=*/false, l);
 }
 
-MaybeValue Generator::genDeviceAssert(const CallExpr &e) {
+MaybeValue Generator::assertCondition(const CallExpr &e) {
   if (!checkArity(e, 1, 2))
     return std::nullopt;
   if (e.args.size() == 2 && e.args[1]->kind != Expr::StringLit)
-    return error(e.args[1]->loc, "device_assert's message must be a string");
-  MaybeValue c = genValue(*e.args[0], "device_assert condition");
+    return error(e.args[1]->loc, e.callee + "'s message must be a string");
+  return genValue(*e.args[0], (e.callee + " condition").c_str());
+}
+
+llvm::SmallVector<Value, 3> Generator::programIds(mlir::Location l) {
+  llvm::SmallVector<Value, 3> pids;
+  for (int32_t axis = 0; axis < 3; ++axis)
+    pids.push_back(builder.create<ProgramIdOp>(l, builder.getI32Type(), axis));
+  return pids;
+}
+
+MaybeValue Generator::genDeviceAssert(const CallExpr &e) {
+  MaybeValue c = assertCondition(e);
   if (!c)
     return std::nullopt;
   if (c->type.dtype != DType::I1)
@@ -3524,20 +3537,14 @@ MaybeValue Generator::genDeviceAssert(const CallExpr &e) {
                   .str();
   if (e.args.size() == 2)
     message += ": " + static_cast<const StringLitExpr &>(*e.args[1]).value;
-  llvm::SmallVector<Value, 3> pids;
-  for (int32_t axis = 0; axis < 3; ++axis)
-    pids.push_back(builder.create<ProgramIdOp>(l, builder.getI32Type(), axis));
+  llvm::SmallVector<Value, 3> pids = programIds(l);
   builder.create<AssertOp>(l, c->value, builder.getStringAttr(message), pids[0], pids[1],
                            pids[2]);
   return out;
 }
 
 MaybeValue Generator::genStaticAssert(const CallExpr &e) {
-  if (!checkArity(e, 1, 2))
-    return std::nullopt;
-  if (e.args.size() == 2 && e.args[1]->kind != Expr::StringLit)
-    return error(e.args[1]->loc, "static_assert's message must be a string");
-  MaybeValue c = genValue(*e.args[0], "static_assert condition");
+  MaybeValue c = assertCondition(e);
   if (!c)
     return std::nullopt;
   if (c->type.kind != SType::Scalar || c->type.dtype != DType::I1 || !c->cst)
