@@ -380,6 +380,9 @@ private:
   /// device_assert(cond [, "message"]): a run-time check of a bool or every
   /// element of a bool tile (kiln.assert).
   MaybeValue genDeviceAssert(const CallExpr &e);
+  /// swizzle2d(i, j, ni, nj, g): Triton's grouped ordering of a row-major
+  /// ni x nj grid, as a tuple.
+  MaybeValue genSwizzle2d(const CallExpr &e);
   /// The condition of static_assert or device_assert, after checking the call.
   MaybeValue assertCondition(const CallExpr &e);
   /// The program's three ids, as print and device_assert report them.
@@ -2073,6 +2076,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genPrint(e);
   if (name == "static_assert")
     return genStaticAssert(e);
+  if (name == "swizzle2d")
+    return genSwizzle2d(e);
   if (name == "device_assert")
     return genDeviceAssert(e);
   if (name == "flip" || name == "ravel" || name == "histogram")
@@ -3499,6 +3504,56 @@ MaybeValue Generator::genRearrange(const CallExpr &e) {
   counts.type = SType::tile(DType::I32, grid);
   counts.value = castValue(hit, DType::I1, DType::I32, l);
   return reduceAlong(counts, ReduceKind::Sum, 0, /*keepdims=*/false, l);
+}
+
+MaybeValue Generator::genSwizzle2d(const CallExpr &e) {
+  if (!checkArity(e, 5, 5))
+    return std::nullopt;
+  std::vector<TValue> a;
+  for (const ExprPtr &arg : e.args) {
+    MaybeValue v = genValue(*arg, "swizzle2d operand");
+    if (!v)
+      return std::nullopt;
+    if (v->type.kind != SType::Scalar || isFloat(v->type.dtype) || v->type.dtype == DType::I1)
+      return error(arg->loc, "swizzle2d takes integer scalars (program ids and grid sizes), got " +
+                                 withArticle(v->type.str()));
+    a.push_back(*v);
+  }
+  // As tl.swizzle2d: the position ij = i nj + j of a row-major ni x nj grid,
+  // renumbered so that each group of g rows is walked column by column (the
+  // last group may have fewer rows).
+  SMLoc at = e.loc;
+  auto op = [&](BinOp o, const TValue &x, const TValue &y) { return binary(o, x, y, at); };
+  const TValue &i = a[0], &j = a[1], &nj = a[3], &g = a[4];
+  MaybeValue ij = op(BinOp::Mul, i, nj);
+  ij = ij ? op(BinOp::Add, *ij, j) : ij;
+  MaybeValue perGroup = op(BinOp::Mul, g, nj);
+  if (!ij || !perGroup)
+    return std::nullopt;
+  MaybeValue group = op(BinOp::Div, *ij, *perGroup);
+  MaybeValue firstRow = group ? op(BinOp::Mul, *group, g) : group;
+  MaybeValue rowsLeft = firstRow ? op(BinOp::Sub, a[2], *firstRow) : firstRow;
+  MaybeValue fewer = rowsLeft ? op(BinOp::Lt, *rowsLeft, g) : rowsLeft;
+  MaybeValue within = op(BinOp::Rem, *ij, *perGroup);
+  if (!fewer || !within)
+    return std::nullopt;
+  // The group's rows: min(rows left, g), folded when both are known.
+  DType dt = promote(g.type, rowsLeft->type);
+  TValue rows = convert(fewer->cst && fewer->cst->i ? *rowsLeft : g, dt, {}, at);
+  if (!fewer->cst) {
+    rows.value = builder.create<mlir::arith::SelectOp>(
+        loc(at), fewer->value, convert(*rowsLeft, dt, {}, at).value, rows.value);
+    rows.cst.reset();
+  }
+  MaybeValue newI = op(BinOp::Rem, *within, rows);
+  newI = newI ? op(BinOp::Add, *firstRow, *newI) : newI;
+  MaybeValue newJ = op(BinOp::Div, *within, rows);
+  if (!newI || !newJ)
+    return std::nullopt;
+  TValue out;
+  out.type.kind = SType::Tuple;
+  out.elements = {*newI, *newJ};
+  return out;
 }
 
 MaybeValue Generator::assertCondition(const CallExpr &e) {

@@ -1003,6 +1003,41 @@ kernel k(x: tensor<i32>[N], y: tensor<i64>[N], out: tensor<i32>[2, N], wide: ten
   });
 }
 
+TEST_F(DeviceAgreement, Swizzle2dGroupsRowsOnEveryDevice) {
+  // Program (i, j) of an ni x nj grid writes its row-major number at its
+  // swizzled position: the positions must be Triton's (a permutation that walks
+  // each group of g rows column by column, the last group shorter).
+  const char *source = R"(
+kernel order(out: tensor<i32>[NI, NJ]) params(G: i32 = 3) grid(NI, NJ) {
+  let (i, j) = swizzle2d(program_id(0), program_id(1), NI, NJ, G);
+  store(out[i, j], program_id(0) * NJ + program_id(1));
+}
+)";
+  auto swizzled = [](int64_t i, int64_t j, int64_t ni, int64_t nj, int64_t g) {
+    int64_t ij = i * nj + j, group = ij / (g * nj), first = group * g;
+    int64_t rows = std::min(ni - first, g), within = ij % (g * nj);
+    return std::pair{first + within % rows, within / rows};
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (auto [ni, nj, g] : {std::array<int64_t, 3>{7, 4, 3}, {8, 5, 4}, {1, 6, 3}, {5, 1, 8}}) {
+      Kernel k = s.compile(source, "order", {{"G", std::to_string(g)}});
+      ASSERT_TRUE(k.ok()) << k.status().message();
+      Tensor out = s.upload(std::vector<int32_t>(ni * nj, -1), {ni, nj});
+      ASSERT_TRUE(k(out).ok()) << device;
+      std::vector<int32_t> got;
+      ASSERT_TRUE(out.download(got).ok());
+      std::vector<int32_t> want(ni * nj, -1);
+      for (int64_t i = 0; i < ni; ++i)
+        for (int64_t j = 0; j < nj; ++j) {
+          auto [si, sj] = swizzled(i, j, ni, nj, g);
+          want[si * nj + sj] = static_cast<int32_t>(i * nj + j);
+        }
+      EXPECT_EQ(got, want) << device << " " << ni << " x " << nj << " groups of " << g;
+      EXPECT_EQ(std::count(want.begin(), want.end(), -1), 0) << "not a permutation";
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, FlipRavelHistogramOnEveryDevice) {
   // flip along each axis of a 3 x 8 tile, ravel it, and count i32 values in 5
   // bins (values below 0 or past 4 are not counted).
