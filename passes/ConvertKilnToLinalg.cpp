@@ -564,13 +564,13 @@ void forEachLane(OpBuilder &b, Location loc, RankedTensorType type, ValueRange i
 /// order, along the memory's innermost ones (`denseCoords`), so such accesses
 /// can take the dense fast path. Recognized on the kiln ops, before they are
 /// lowered.
-struct RowSegment {
+struct BlockIndices {
   SmallVector<Value> offsets; // i32, per memory dimension
   SmallVector<int64_t> extents;
 };
 
 /// An index tile `base + start + i_dim`, i_dim running along tile dimension
-/// `dim` (`base` may be null); see RowSegment.
+/// `dim` (`base` may be null); see BlockIndices.
 struct AxisRange {
   int64_t dim;
   Value base;
@@ -618,14 +618,14 @@ std::optional<AxisRange> axisRange(Value index) {
   return std::nullopt;
 }
 
-std::optional<RowSegment> rowSegment(OpBuilder &b, Location loc, ValueRange indices,
+std::optional<BlockIndices> blockIndices(OpBuilder &b, Location loc, ValueRange indices,
                                      Type tileType) {
   auto tile = dyn_cast<RankedTensorType>(tileType);
   if (!tile || indices.size() < static_cast<size_t>(tile.getRank()))
     return std::nullopt;
   // Memory dimension `first + d` runs along tile dimension d.
   size_t first = indices.size() - tile.getRank();
-  RowSegment seg;
+  BlockIndices seg;
   for (auto [d, index] : llvm::enumerate(indices)) {
     if (cast<RankedTensorType>(index.getType()).getShape() != tile.getShape())
       return std::nullopt;
@@ -646,7 +646,7 @@ std::optional<RowSegment> rowSegment(OpBuilder &b, Location loc, ValueRange indi
   return seg;
 }
 
-Value lowerLoad(OpBuilder &b, LoadOp op, const std::optional<RowSegment> &segment) {
+Value lowerLoad(OpBuilder &b, LoadOp op, const std::optional<BlockIndices> &block) {
   Location loc = op.getLoc();
   SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
   Value memory = op.getMemory();
@@ -671,10 +671,10 @@ Value lowerLoad(OpBuilder &b, LoadOp op, const std::optional<RowSegment> &segmen
       nb.create<linalg::YieldOp>(l, guardedLoad(nb, l, memory, coords, sizes, mask, other));
     }, init);
   };
-  if (!segment)
+  if (!block)
     return guarded(b, loc, Value());
   // A block inside the tensor reads without guards (see denseBlock).
-  DenseBlock dense = denseBlock(b, loc, memory, segment->offsets, segment->extents, sizes);
+  DenseBlock dense = denseBlock(b, loc, memory, block->offsets, block->extents, sizes);
   return loadDenseOr(b, loc, dense, type, guarded, op.getMask(), op.getOther());
 }
 
@@ -698,7 +698,7 @@ Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
   });
 }
 
-void lowerStore(OpBuilder &b, StoreOp op, const std::optional<RowSegment> &segment) {
+void lowerStore(OpBuilder &b, StoreOp op, const std::optional<BlockIndices> &block) {
   Location loc = op.getLoc();
   SmallVector<Value> sizes = memorySizes(b, loc, op.getMemory());
   auto type = dyn_cast<RankedTensorType>(op.getValue().getType());
@@ -711,9 +711,9 @@ void lowerStore(OpBuilder &b, StoreOp op, const std::optional<RowSegment> &segme
                   guardedStore(nb, l, value, op.getMemory(), coords, sizes, mask);
                 });
   };
-  if (!segment)
+  if (!block)
     return guarded(b, loc);
-  DenseBlock dense = denseBlock(b, loc, op.getMemory(), segment->offsets, segment->extents, sizes);
+  DenseBlock dense = denseBlock(b, loc, op.getMemory(), block->offsets, block->extents, sizes);
   storeDenseOr(b, loc, dense, op.getValue(), guarded, op.getMask());
 }
 
@@ -835,22 +835,22 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
         worklist.push_back(op);
     });
     IRRewriter rewriter(&getContext());
-    // Row segments are recognized on the kiln ops that compute the indices,
+    // Dense blocks are recognized on the kiln ops that compute the indices,
     // before those are lowered.
-    llvm::DenseMap<Operation *, RowSegment> segments;
+    llvm::DenseMap<Operation *, BlockIndices> blocks;
     for (Operation *op : worklist) {
       rewriter.setInsertionPoint(op);
-      std::optional<RowSegment> seg;
+      std::optional<BlockIndices> seg;
       if (auto load = dyn_cast<LoadOp>(op))
-        seg = rowSegment(rewriter, op->getLoc(), load.getIndices(), load.getType());
+        seg = blockIndices(rewriter, op->getLoc(), load.getIndices(), load.getType());
       else if (auto store = dyn_cast<StoreOp>(op))
-        seg = rowSegment(rewriter, op->getLoc(), store.getIndices(), store.getValue().getType());
+        seg = blockIndices(rewriter, op->getLoc(), store.getIndices(), store.getValue().getType());
       if (seg)
-        segments[op] = std::move(*seg);
+        blocks[op] = std::move(*seg);
     }
-    auto segmentOf = [&](Operation *op) -> std::optional<RowSegment> {
-      auto it = segments.find(op);
-      if (it == segments.end())
+    auto blockOf = [&](Operation *op) -> std::optional<BlockIndices> {
+      auto it = blocks.find(op);
+      if (it == blocks.end())
         return std::nullopt;
       return it->second;
     };
@@ -871,9 +871,9 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
       else if (auto o = dyn_cast<ReduceOp>(op)) replacement = lowerReduce(rewriter, o);
       else if (auto o = dyn_cast<ScanOp>(op)) replacement = lowerScan(rewriter, o);
       else if (auto o = dyn_cast<DotOp>(op)) replacement = lowerDot(rewriter, o);
-      else if (auto o = dyn_cast<LoadOp>(op)) replacement = lowerLoad(rewriter, o, segmentOf(op));
+      else if (auto o = dyn_cast<LoadOp>(op)) replacement = lowerLoad(rewriter, o, blockOf(op));
       else if (auto o = dyn_cast<LoadBlockOp>(op)) replacement = lowerLoadBlock(rewriter, o);
-      else if (auto o = dyn_cast<StoreOp>(op)) lowerStore(rewriter, o, segmentOf(op));
+      else if (auto o = dyn_cast<StoreOp>(op)) lowerStore(rewriter, o, blockOf(op));
       else if (auto o = dyn_cast<StoreBlockOp>(op)) lowerStoreBlock(rewriter, o);
       else if (auto o = dyn_cast<AtomicRMWOp>(op)) replacement = lowerAtomic(rewriter, o);
       else if (auto o = dyn_cast<AtomicSwapOp>(op)) replacement = lowerAtomicSwap(rewriter, o);

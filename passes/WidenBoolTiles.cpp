@@ -119,24 +119,22 @@ static void widen(RewriterBase &rewriter, linalg::GenericOp op) {
       yield->setOperand(k, rewriter.create<arith::ExtUIOp>(loc, i8, bit));
     });
   }
-  rewriter.setInsertionPointAfter(wide);
-  SmallVector<Value> replacements(wide->getResults());
-  for (unsigned k : widened) {
-    Value bytes = wide->getResult(k);
-    Value asBools; // made on the first user that needs one
-    for (OpOperand &use : llvm::make_early_inc_range(op->getResult(k).getUses())) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      if (readBytes(rewriter, use, bytes))
-        continue;
-      if (!asBools) {
-        rewriter.setInsertionPointAfter(wide);
-        asBools = narrow(rewriter, loc, bytes);
-      }
-      rewriter.modifyOpInPlace(use.getOwner(), [&] { use.set(asBools); });
+  for (unsigned k = 0; k < op->getNumResults(); ++k) {
+    Value old = op->getResult(k), now = wide->getResult(k);
+    if (!llvm::is_contained(widened, k)) {
+      rewriter.replaceAllUsesWith(old, now);
+      continue;
     }
-    replacements[k] = asBools ? asBools : bytes; // no uses remain either way
+    for (OpOperand &use : llvm::make_early_inc_range(old.getUses())) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      (void)readBytes(rewriter, use, now);
+    }
+    if (!old.use_empty()) { // users that need bools get them back
+      rewriter.setInsertionPointAfter(wide);
+      rewriter.replaceAllUsesWith(old, narrow(rewriter, loc, now));
+    }
   }
-  rewriter.replaceOp(op, replacements);
+  rewriter.eraseOp(op);
 }
 
 namespace {
