@@ -731,7 +731,7 @@ LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
 /// A private constant NUL-terminated string in the GPU module being emitted
 /// into, named after `base`; returns its address.
 static Value gpuString(OpBuilder &b, Location loc, StringRef base, StringRef text) {
-  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<mlir::gpu::GPUModuleOp>();
+  auto module = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUModuleOp>();
   std::string name;
   for (unsigned n = 0; name.empty() || module.lookupSymbol(name); ++n)
     name = (base + "_" + Twine(n)).str();
@@ -758,18 +758,14 @@ LogicalResult ThreadEmitter::emitAssert(AssertOp op) {
   Value yes = b.create<arith::ConstantIntOp>(loc, 1, 1);
   // The failing element is printed as print prints it; then NVIDIA GPUs call
   // CUDA's __assertfail (the launch fails with a device-side assert, whose
-  // message the driver prints), AMD GPUs trap.
-  auto fail = [&](ArrayRef<Value> coords) {
-    SmallVector<Value> args(pids);
-    args.append(coords.begin(), coords.end());
-    b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
-    if (vendor != Vendor::NVIDIA) {
-      b.create<LLVM::Trap>(loc);
-      return SmallVector<Value>{};
-    }
-    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<mlir::gpu::GPUModuleOp>();
+  // message the driver prints), AMD GPUs trap. __assertfail's operands are made
+  // once, before the checks.
+  LLVM::LLVMFuncOp assertfail;
+  SmallVector<Value> assertArgs;
+  if (vendor == Vendor::NVIDIA) {
+    auto module = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUModuleOp>();
     auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-    auto assertfail = module.lookupSymbol<LLVM::LLVMFuncOp>("__assertfail");
+    assertfail = module.lookupSymbol<LLVM::LLVMFuncOp>("__assertfail");
     if (!assertfail) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
@@ -779,13 +775,21 @@ LogicalResult ThreadEmitter::emitAssert(AssertOp op) {
                                       {ptr, ptr, b.getI32Type(), ptr, b.getI64Type()}));
     }
     auto at = dyn_cast<FileLineColLoc>(op.getLoc());
-    auto kernel = b.getInsertionBlock()->getParentOp()->getParentOfType<mlir::gpu::GPUFuncOp>();
-    Value args5[] = {gpuString(b, loc, "kiln_assert_message", op.getMessage()),
-                     gpuString(b, loc, "kiln_assert_file", at ? at.getFilename().strref() : ""),
-                     i32(at ? at.getLine() : 0),
-                     gpuString(b, loc, "kiln_assert_function", kernel.getName()),
-                     b.create<arith::ConstantIntOp>(loc, 1, 64)};
-    b.create<LLVM::CallOp>(loc, assertfail, args5);
+    auto kernel = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUFuncOp>();
+    assertArgs = {gpuString(b, loc, "kiln_assert_message", op.getMessage()),
+                  gpuString(b, loc, "kiln_assert_file", at ? at.getFilename().strref() : ""),
+                  i32(at ? at.getLine() : 0),
+                  gpuString(b, loc, "kiln_assert_function", kernel.getName()),
+                  b.create<arith::ConstantIntOp>(loc, 1, 64)};
+  }
+  auto fail = [&](ArrayRef<Value> coords) {
+    SmallVector<Value> args(pids);
+    args.append(coords.begin(), coords.end());
+    b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
+    if (assertfail)
+      b.create<LLVM::CallOp>(loc, assertfail, assertArgs);
+    else
+      b.create<LLVM::Trap>(loc);
     return SmallVector<Value>{};
   };
   if (!tile) { // uniform: the first thread reports it
