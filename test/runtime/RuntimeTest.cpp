@@ -15,7 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -598,6 +600,44 @@ TEST_P(OnDevice, CopiesCheckTheirRangeAndHostPointer) {
   // An empty copy is fine, whatever its pointer.
   EXPECT_TRUE(device->write(b, nullptr, 0).ok());
   EXPECT_TRUE(device->read(b, nullptr, 0).ok());
+}
+
+TEST_P(OnDevice, DeviceAssertStopsTheKernel) {
+  // test/Frontend/device-assert.kiln: every i < limit, so limit = 100 holds and the
+  // kernel runs; with limit = 5 element 5 fails. The CPU prints the element and
+  // aborts the process, CUDA reports a device-side assert (its context is lost),
+  // HIP traps (a launch failure): each in a child process. Vulkan cannot report
+  // from a kernel and does not check.
+  Module m = load("bounded");
+  auto y = device->allocate(8 * sizeof(int32_t));
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  run(m, "bounded", {Arg::tensor(*y, DType::I32, {8}), Arg::i32(100)});
+  std::vector<int32_t> got(8);
+  ASSERT_TRUE(device->read(*y, got.data(), got.size() * sizeof(int32_t)).ok());
+  for (int32_t i = 0; i < 8; ++i)
+    EXPECT_EQ(got[i], i);
+  if (GetParam() == "vulkan") {
+    run(m, "bounded", {Arg::tensor(*y, DType::I32, {8}), Arg::i32(5)});
+    return;
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto stopped = [](int status) {
+    return (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) ||
+           (WIFEXITED(status) && WEXITSTATUS(status) == 3);
+  };
+  EXPECT_EXIT(
+      {
+        Status s = device->launch(m, "bounded", {Arg::tensor(*y, DType::I32, {8}), Arg::i32(5)});
+        if (s.ok())
+          s = device->synchronize();
+        if (!s.ok()) {
+          std::fprintf(stderr, "launch failed: %s\n", s.message().c_str());
+          std::_Exit(3);
+        }
+        std::_Exit(0);
+      },
+      stopped, GetParam() == "cpu" ? "device_assert failed: index below the limit"
+                                   : "assert|fail|fault|illegal|trap");
 }
 
 TEST_P(OnDevice, EventsMeasureWork) {
