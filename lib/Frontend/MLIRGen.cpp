@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Frontend/MLIRGen.h"
+#include "lib/Frontend/Parser.h"
 #include "lib/Frontend/Sema.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -1717,8 +1718,7 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
       error(kw.loc, "'" + e.callee + "' has no keyword argument '" + kw.name + "'");
       return false;
     }
-  if (e.typeArg && e.callee != "zeros" && e.callee != "ones" && e.callee != "full" &&
-      e.callee != "cast") {
+  if (e.typeArg && !takesTypeArgument(e.callee)) {
     error(e.loc, "'" + e.callee + "' takes no type argument");
     return false;
   }
@@ -2026,6 +2026,24 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       return error(e.args[1]->loc, "the fill value must be a scalar, got " + v->type.str());
     DType dt = e.typeArg ? *e.typeArg : v->type.dtype;
     return convert(*v, dt, *shape, e.loc);
+  }
+  if (name == "zeros_like" || name == "ones_like" || name == "full_like") {
+    // A tile (or scalar) of x's shape, filled; of x's type unless one is given.
+    bool full = name == "full_like";
+    if (!checkArity(e, full ? 2 : 1, full ? 2 : 1))
+      return std::nullopt;
+    MaybeValue like = genValue(*e.args[0], "operand");
+    if (!like)
+      return std::nullopt;
+    MaybeValue v = full ? genValue(*e.args[1], "fill value")
+                        : constant(Const::ofInt(name == "ones_like"), like->type.dtype, true, l);
+    if (!v)
+      return std::nullopt;
+    if (v->type.kind != SType::Scalar)
+      return error(e.args[1]->loc, "the fill value must be a scalar, got " + v->type.str());
+    TValue out = convert(*v, e.typeArg ? *e.typeArg : like->type.dtype, like->type.shape, e.loc);
+    out.type.weak = false;
+    return out;
   }
   if (name == "cast") {
     if (!e.typeArg)

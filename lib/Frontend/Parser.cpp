@@ -691,9 +691,9 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
   return nullptr;
 }
 
-/// Builtins written `name<dtype>...`; elsewhere `<` is less-than.
-static bool takesTypeArgument(llvm::StringRef name) {
-  return name == "zeros" || name == "ones" || name == "full" || name == "cast";
+bool kiln::takesTypeArgument(llvm::StringRef name) {
+  return name == "zeros" || name == "ones" || name == "full" || name == "cast" ||
+         name == "zeros_like" || name == "ones_like" || name == "full_like";
 }
 
 ExprPtr Parser::parsePrimary() {

@@ -10,4 +10,8 @@ namespace kiln {
 /// Parses one buffer into a Module. Returns null after reporting the first error.
 std::unique_ptr<Module> parseModule(llvm::StringRef buffer, DiagEngine &diag);
 
+/// Builtins written `name<dtype>...` (`zeros<f32>[4]`, `cast<f16>(x)`); elsewhere
+/// `<` is less-than.
+bool takesTypeArgument(llvm::StringRef name);
+
 } // namespace kiln
