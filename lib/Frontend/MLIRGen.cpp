@@ -396,6 +396,8 @@ private:
   std::optional<bool> boolKeyword(const CallExpr &e, llvm::StringRef name);
   /// An i32 tile of `shape` holding each element's position along `axis`.
   Value axisPositions(const Shape &shape, int64_t axis, mlir::Location l);
+  /// `tile` (of `shape`) reversed along `axis`: a gather of mirrored positions.
+  Value flipAlong(Value tile, const Shape &shape, int64_t axis, mlir::Location l);
   /// The only element of a one-element tile of `dt`, as a scalar.
   Value onlyElement(Value tile, DType dt, mlir::Location l);
 
@@ -2737,7 +2739,10 @@ MaybeValue Generator::genRandom(const CallExpr &e) {
 }
 
 MaybeValue Generator::genScan(const CallExpr &e) {
-  if (!checkArity(e, 1, 1, {"axis"}))
+  if (!checkArity(e, 1, 1, {"axis", "reverse"}))
+    return std::nullopt;
+  std::optional<bool> reverse = boolKeyword(e, "reverse");
+  if (!reverse)
     return std::nullopt;
   MaybeValue v = genValue(*e.args[0], "scan operand");
   if (!v)
@@ -2764,12 +2769,25 @@ MaybeValue Generator::genScan(const CallExpr &e) {
                     : e.callee == "cumprod" ? ReduceKind::Prod
                     : e.callee == "cummax"  ? ReduceKind::Max
                                             : ReduceKind::Min;
+  // reverse = true scans from the end: the scan of the flipped tile, flipped back.
+  mlir::Location l = loc(e.loc);
+  Value in = *reverse ? flipAlong(src.value, src.type.shape, axis, l) : src.value;
+  Value scanned = builder.create<ScanOp>(l, in.getType(), ReduceKindAttr::get(&ctx, kind), in,
+                                         builder.getI32IntegerAttr(axis));
   TValue out;
   out.type = SType::tile(src.type.dtype, src.type.shape);
-  out.value = builder.create<ScanOp>(loc(e.loc), src.value.getType(),
-                                     ReduceKindAttr::get(&ctx, kind), src.value,
-                                     builder.getI32IntegerAttr(axis));
+  out.value = *reverse ? flipAlong(scanned, src.type.shape, axis, l) : scanned;
   return out;
+}
+
+Value Generator::flipAlong(Value tile, const Shape &shape, int64_t axis, mlir::Location l) {
+  Value last = builder.create<mlir::arith::ConstantOp>(
+      l, mlir::DenseElementsAttr::get(
+             mlir::RankedTensorType::get(shape, builder.getI32Type()),
+             builder.getI32IntegerAttr(static_cast<int32_t>(shape[axis] - 1)).getValue()));
+  Value reversed = builder.create<mlir::arith::SubIOp>(l, last, axisPositions(shape, axis, l));
+  return builder.create<GatherOp>(l, tile.getType(), tile, reversed,
+                                  builder.getI32IntegerAttr(axis));
 }
 
 MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
@@ -3490,12 +3508,8 @@ MaybeValue Generator::genRearrange(const CallExpr &e) {
     std::optional<int64_t> given;
     if (!optionalAxis(e, 1, shape.size(), given))
       return std::nullopt;
-    int64_t axis = given.value_or(shape.size() - 1);
-    Value last = splat(Const::ofInt(shape[axis] - 1), DType::I32, shape, e.loc);
-    Value reversed = builder.create<mlir::arith::SubIOp>(l, last, axisPositions(shape, axis, l));
     out.type = v->type;
-    out.value = builder.create<GatherOp>(l, v->value.getType(), v->value, reversed,
-                                         builder.getI32IntegerAttr(axis));
+    out.value = flipAlong(v->value, shape, given.value_or(shape.size() - 1), l);
     return out;
   }
   // histogram(x, bins): counts of each value 0 .. bins - 1 among the integers of

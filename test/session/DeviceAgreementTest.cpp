@@ -660,6 +660,59 @@ kernel orders(x: tensor<f32>[M, N], order: tensor<i32>[M, N], rorder: tensor<i32
   });
 }
 
+TEST_F(DeviceAgreement, ReverseScansOnEveryDevice) {
+  // cumsum/cumprod/cummax/cummin with reverse = true run from the end of the
+  // axis: out[i] combines x[i], x[i + 1], ..., along rows and down columns of a
+  // 4 x 16 tile of small integers (exact in every order).
+  const char *source = R"(
+kernel k(x: tensor<i32>[4, 16], rows: tensor<i32>[4, 4, 16], cols: tensor<i32>[4, 4, 16])
+    grid(1) {
+  let r = expand_dims(arange(0, 4), 1);
+  let c = expand_dims(arange(0, 16), 0);
+  let v = load(x[r, c]);
+  store(rows[0, r, c], cumsum(v, axis = 1, reverse = true));
+  store(rows[1, r, c], cumprod(v, axis = 1, reverse = true));
+  store(rows[2, r, c], cummax(v, axis = 1, reverse = true));
+  store(rows[3, r, c], cummin(v, axis = 1, reverse = true));
+  store(cols[0, r, c], cumsum(v, axis = 0, reverse = true));
+  store(cols[1, r, c], cumprod(v, axis = 0, reverse = true));
+  store(cols[2, r, c], cummax(v, axis = 0, reverse = true));
+  store(cols[3, r, c], cummin(v, axis = 0, reverse = true));
+}
+)";
+  std::vector<int32_t> x(64);
+  std::mt19937 rng(9);
+  for (int32_t &v : x)
+    v = static_cast<int32_t>(rng() % 5) - 2; // products of up to 16 stay in i32
+  auto combine = [](int k, int64_t a, int64_t b) {
+    return k == 0 ? a + b : k == 1 ? a * b : k == 2 ? std::max(a, b) : std::min(a, b);
+  };
+  std::vector<int32_t> wantRows(4 * 64), wantCols(4 * 64);
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 16; ++j) {
+        int64_t acc = x[i * 16 + j];
+        for (int t = j + 1; t < 16; ++t)
+          acc = combine(k, acc, x[i * 16 + t]);
+        wantRows[k * 64 + i * 16 + j] = static_cast<int32_t>(acc);
+        acc = x[i * 16 + j];
+        for (int t = i + 1; t < 4; ++t)
+          acc = combine(k, acc, x[t * 16 + j]);
+        wantCols[k * 64 + i * 16 + j] = static_cast<int32_t>(acc);
+      }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {4, 16}), rows = s.empty<int32_t>({4, 4, 16}),
+           cols = s.empty<int32_t>({4, 4, 16});
+    ASSERT_TRUE(k(tx, rows, cols).ok()) << device;
+    std::vector<int32_t> gotRows, gotCols;
+    ASSERT_TRUE(rows.download(gotRows).ok() && cols.download(gotCols).ok());
+    EXPECT_EQ(gotRows, wantRows) << device << ": along rows";
+    EXPECT_EQ(gotCols, wantCols) << device << ": down columns";
+  });
+}
+
 TEST_F(DeviceAgreement, CustomReductionsAndScansOnEveryDevice) {
   // reduce and associative_scan with combine functions: an argmax over (value,
   // index) pairs along a ragged axis of 24, "last non-zero" down the columns (it
