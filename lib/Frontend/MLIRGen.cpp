@@ -318,6 +318,8 @@ private:
   MaybeValue genBinary(const BinaryExpr &e);
   MaybeValue binary(BinOp op, const TValue &l, const TValue &r, SMLoc at);
   MaybeValue genIndex(const IndexExpr &e);
+  /// t[:, None]: `tile` with dimensions of size 1 added where the indices say None.
+  MaybeValue genNewAxes(const IndexExpr &e, const TValue &tile);
   MaybeValue genMethod(const MethodExpr &e);
   /// A list or tuple (`kind`) of the values of `elements`.
   MaybeValue genElements(const std::vector<ExprPtr> &elements, SType::Kind kind,
@@ -1586,12 +1588,33 @@ Value Generator::shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape 
   return builder.create<ShRSIOp>(at, x, clamped);
 }
 
+/// `:` or `None` in an index list.
+static bool isSliceIndex(const Expr &e) {
+  if (e.kind != Expr::Name)
+    return false;
+  const std::string &name = static_cast<const NameExpr &>(e).name;
+  return name == ":" || name == "None";
+}
+
 MaybeValue Generator::genIndex(const IndexExpr &e) {
   MaybeValue base = genExpr(*e.base);
   if (!base)
     return std::nullopt;
+  bool sliced = llvm::any_of(e.indices, [](const ExprPtr &i) { return isSliceIndex(*i); });
+  if (base->type.kind == SType::Tile && sliced)
+    return genNewAxes(e, *base);
+  if (base->type.kind == SType::Tensor && sliced)
+    for (const ExprPtr &i : e.indices)
+      if (isSliceIndex(*i))
+        return error(i->loc, "a tensor argument's index is a tile of positions, not ':' or "
+                             "'None' (arange(0, B), or a block view x.tile(...))");
   if (base->type.kind != SType::Tensor)
-    return error(e.loc, "only tensor arguments can be indexed, not " + withArticle(base->type.str()));
+    return error(e.loc, "only tensor arguments can be indexed, not " +
+                            withArticle(base->type.str()) +
+                            (base->type.kind == SType::Tile
+                                 ? " (a tile takes t[:, None] to add a dimension; gather picks "
+                                   "elements)"
+                                 : ""));
   size_t rank = base->type.shape.size();
   if (e.indices.size() != rank)
     return error(e.loc, "tensor '" + base->tensorName + "' has rank " + llvm::Twine(rank) +
@@ -1623,6 +1646,30 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
   TValue out;
   out.type = {SType::View, base->type.dtype, shape, false};
   out.view = view;
+  return out;
+}
+
+MaybeValue Generator::genNewAxes(const IndexExpr &e, const TValue &tile) {
+  // t[:, None]: each ':' keeps the tile's next dimension, each None adds one of
+  // size 1 (NumPy's and Triton's newaxis); nothing else may appear.
+  Shape shape;
+  size_t kept = 0;
+  for (const ExprPtr &i : e.indices) {
+    if (!isSliceIndex(*i))
+      return error(i->loc, "a tile's index list takes only ':' and 'None' (t[:, None] adds a "
+                           "dimension); use gather to pick elements");
+    bool keep = static_cast<const NameExpr &>(*i).name == ":";
+    if (keep && kept == tile.type.shape.size())
+      return error(i->loc, "too many ':' for " + withArticle(tile.type.str()));
+    shape.push_back(keep ? tile.type.shape[kept++] : 1);
+  }
+  if (kept != tile.type.shape.size())
+    return error(e.loc, "t[...] needs one ':' per dimension of " + withArticle(tile.type.str()) +
+                            ", got " + llvm::Twine(kept));
+  TValue out = tile;
+  out.type.shape = shape;
+  out.value = builder.create<ReshapeOp>(loc(e.loc), valueType(tile.type.dtype, shape),
+                                        tile.value);
   return out;
 }
 

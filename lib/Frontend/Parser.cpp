@@ -664,7 +664,22 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
     if (is(Tok::LBracket)) {
       auto index = std::make_unique<IndexExpr>(tok.loc(), std::move(base));
       advance();
-      if (!parseExprList(Tok::RBracket, index->indices, "to close the index list"))
+      // An index is an expression or a bare `:` (a whole dimension, as in
+      // `t[:, None]`), kept as the name ":".
+      if (!is(Tok::RBracket)) {
+        do {
+          if (is(Tok::Colon)) {
+            index->indices.push_back(std::make_unique<NameExpr>(tok.loc(), ":"));
+            advance();
+            continue;
+          }
+          ExprPtr e = parseExpr();
+          if (!e)
+            return nullptr;
+          index->indices.push_back(std::move(e));
+        } while (consumeIf(Tok::Comma));
+      }
+      if (!expect(Tok::RBracket, "to close the index list"))
         return nullptr;
       if (index->indices.empty()) {
         error(index->loc, "an index list needs at least one index");

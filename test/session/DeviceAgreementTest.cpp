@@ -660,6 +660,34 @@ kernel orders(x: tensor<f32>[M, N], order: tensor<i32>[M, N], rorder: tensor<i32
   });
 }
 
+TEST_F(DeviceAgreement, NewAxisIndexingOnEveryDevice) {
+  // Triton's pointer-grid idiom, x[rm[:, None], rn[None, :]], reads a 12 x 20
+  // block (edges masked by the bounds) and writes it transposed.
+  const char *source = R"(
+kernel t(x: tensor<f32>[M, N], y: tensor<f32>[N, M]) grid(1) {
+  let rm = arange(0, 16);
+  let rn = arange(0, 32);
+  let v = load(x[rm[:, None], rn[None, :]]);
+  store(y[rn[None, :], rm[:, None]], v);
+}
+)";
+  const int64_t m = 12, n = 20;
+  std::vector<float> x(m * n);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i);
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "t");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {m, n}), ty = s.empty<float>({n, m});
+    ASSERT_TRUE(k(tx, ty).ok()) << device;
+    std::vector<float> got;
+    ASSERT_TRUE(ty.download(got).ok());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        EXPECT_EQ(got[j * m + i], x[i * n + j]) << device << " at (" << i << ", " << j << ")";
+  });
+}
+
 TEST_F(DeviceAgreement, ReverseScansOnEveryDevice) {
   // cumsum/cumprod/cummax/cummin with reverse = true run from the end of the
   // axis: out[i] combines x[i], x[i + 1], ..., along rows and down columns of a
