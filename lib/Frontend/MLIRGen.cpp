@@ -354,7 +354,10 @@ private:
     TValue src;
     int64_t axis = 0;
     bool keepdims = false;
+    bool withIndices = false; // max/min(..., return_indices = true)
   };
+  /// The index of the first maximum (or minimum) along `r.axis`.
+  TValue argReduce(const ReductionArgs &r, bool isMax, SMLoc at);
   std::optional<ReductionArgs> reductionArgs(const CallExpr &e);
   TValue reduceAlong(const TValue &src, ReduceKind kind, int64_t axis, bool keepdims,
                      mlir::Location l);
@@ -2597,7 +2600,11 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
 }
 
 std::optional<Generator::ReductionArgs> Generator::reductionArgs(const CallExpr &e) {
-  if (!checkArity(e, 1, 1, {"axis", "keepdims"}))
+  bool extremes = e.callee == "max" || e.callee == "min"; // may also return the indices
+  llvm::SmallVector<llvm::StringRef, 3> keywords{"axis", "keepdims"};
+  if (extremes)
+    keywords.push_back("return_indices");
+  if (!checkArity(e, 1, 1, keywords))
     return std::nullopt;
   MaybeValue v = genValue(*e.args[0], "reduction operand");
   if (!v)
@@ -2608,9 +2615,11 @@ std::optional<Generator::ReductionArgs> Generator::reductionArgs(const CallExpr 
     return std::nullopt;
   ReductionArgs r;
   std::optional<bool> keepdims = boolKeyword(e, "keepdims");
-  if (!keepdims)
+  std::optional<bool> withIndices = boolKeyword(e, "return_indices");
+  if (!keepdims || !withIndices)
     return std::nullopt;
   r.keepdims = *keepdims;
+  r.withIndices = *withIndices;
   mlir::Location l = loc(e.loc);
   r.src = *v;
   // Reductions of bools are done in i32 (sums count).
@@ -2666,21 +2675,32 @@ MaybeValue Generator::genReduce(const CallExpr &e, ReduceKind kind) {
   auto r = reductionArgs(e);
   if (!r)
     return std::nullopt;
-  return reduceAlong(r->src, kind, r->axis, r->keepdims, loc(e.loc));
+  TValue values = reduceAlong(r->src, kind, r->axis, r->keepdims, loc(e.loc));
+  if (!r->withIndices)
+    return values;
+  // max/min(..., return_indices = true): Triton's (values, indices).
+  TValue out;
+  out.type.kind = SType::Tuple;
+  out.elements = {values, argReduce(*r, kind == ReduceKind::Max, e.loc)};
+  return out;
 }
 
 MaybeValue Generator::genArgReduce(const CallExpr &e, bool isMax) {
   auto r = reductionArgs(e);
   if (!r)
     return std::nullopt;
+  return argReduce(*r, isMax, e.loc);
+}
+
+TValue Generator::argReduce(const ReductionArgs &r, bool isMax, SMLoc at) {
   // The index of the first extreme along the axis: reduce to the extreme, mark
   // the lanes equal to it (or NaN, which max and min propagate), and take the
   // smallest marked index. Unmarked lanes hold the extent, which never wins.
-  mlir::Location l = loc(e.loc);
-  const TValue &src = r->src;
+  mlir::Location l = loc(at);
+  const TValue &src = r.src;
   const Shape &shape = src.type.shape;
   DType dt = src.type.dtype;
-  int64_t axis = r->axis, extent = shape[axis];
+  int64_t axis = r.axis, extent = shape[axis];
   TValue extreme = reduceAlong(src, isMax ? ReduceKind::Max : ReduceKind::Min, axis,
                                /*keepdims=*/true, l);
   Value spread = broadcastValue(extreme.value, extreme.type.shape, shape, dt, l);
@@ -2694,11 +2714,11 @@ MaybeValue Generator::genArgReduce(const CallExpr &e, bool isMax) {
     hit = builder.create<CmpIOp>(l, CmpIPredicate::eq, src.value, spread);
   }
   Value lanes = axisPositions(shape, axis, l);
-  Value none = splat(Const::ofInt(extent), DType::I32, shape, e.loc);
+  Value none = splat(Const::ofInt(extent), DType::I32, shape, at);
   TValue candidates;
   candidates.type = SType::tile(DType::I32, shape);
   candidates.value = builder.create<SelectOp>(l, hit, lanes, none);
-  return reduceAlong(candidates, ReduceKind::Min, axis, r->keepdims, l);
+  return reduceAlong(candidates, ReduceKind::Min, axis, r.keepdims, l);
 }
 
 MaybeValue Generator::genRandom(const CallExpr &e) {

@@ -660,6 +660,43 @@ kernel orders(x: tensor<f32>[M, N], order: tensor<i32>[M, N], rorder: tensor<i32
   });
 }
 
+TEST_F(DeviceAgreement, MaxMinReturnIndicesOnEveryDevice) {
+  // max/min(x, axis, return_indices = true) give Triton's (values, indices):
+  // the extreme of each row and the first position holding it (ties included).
+  const char *source = R"(
+kernel k(x: tensor<i32>[4, 16], out: tensor<i32>[4, 4]) grid(1) {
+  let r = arange(0, 4);
+  let v = load(x[r[:, None], arange(0, 16)[None, :]]);
+  let (hi, at_hi) = max(v, axis = 1, return_indices = true);
+  let (lo, at_lo) = min(v, axis = 1, return_indices = true);
+  store(out[r, 0], hi);
+  store(out[r, 1], at_hi);
+  store(out[r, 2], lo);
+  store(out[r, 3], at_lo);
+}
+)";
+  std::vector<int32_t> x(64);
+  std::mt19937 rng(4);
+  for (int32_t &v : x)
+    v = static_cast<int32_t>(rng() % 7); // many ties
+  std::vector<int32_t> want(16);
+  for (int i = 0; i < 4; ++i) {
+    auto row = x.begin() + i * 16;
+    auto hi = std::max_element(row, row + 16), lo = std::min_element(row, row + 16);
+    want[i * 4 + 0] = *hi, want[i * 4 + 1] = static_cast<int32_t>(hi - row);
+    want[i * 4 + 2] = *lo, want[i * 4 + 3] = static_cast<int32_t>(lo - row);
+  }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {4, 16}), out = s.empty<int32_t>({4, 4});
+    ASSERT_TRUE(k(tx, out).ok()) << device;
+    std::vector<int32_t> got;
+    ASSERT_TRUE(out.download(got).ok());
+    EXPECT_EQ(got, want) << device;
+  });
+}
+
 TEST_F(DeviceAgreement, NewAxisIndexingOnEveryDevice) {
   // Triton's pointer-grid idiom, x[rm[:, None], rn[None, :]], reads a 12 x 20
   // block (edges masked by the bounds) and writes it transposed.
