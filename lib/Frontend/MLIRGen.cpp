@@ -2148,6 +2148,21 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return genStaticAssert(e);
   if (name == "swizzle2d")
     return genSwizzle2d(e);
+  if (name == "multiple_of" || name == "max_contiguous" || name == "max_constancy") {
+    // Triton's compiler hints, accepted so that ported code compiles: Kiln finds
+    // contiguous and aligned accesses from the index arithmetic itself.
+    if (!checkArity(e, 2, 2))
+      return std::nullopt;
+    auto n = constInt(*e.args[1], "the hint's value");
+    if (!n)
+      return std::nullopt;
+    if (*n < 1)
+      return error(e.args[1]->loc, name + " needs a positive value, got " + llvm::Twine(*n));
+    MaybeValue v = genValue(*e.args[0], "operand");
+    if (v && (isFloat(v->type.dtype) || v->type.dtype == DType::I1))
+      return error(e.args[0]->loc, name + " takes integers, got " + withArticle(v->type.str()));
+    return v;
+  }
   if (name == "device_assert")
     return genDeviceAssert(e);
   if (name == "flip" || name == "ravel" || name == "histogram")

@@ -160,6 +160,6 @@ bool kiln::isBuiltin(llvm::StringRef name) {
       "broadcast_to", "gather", "sort", "argsort", "reduce", "associative_scan", "join", "split",
       "interleave", "cat", "print", "static_assert", "device_assert", "flip", "ravel",
       "histogram", "cdiv", "inf", "nan", "range", "swizzle2d", "zeros_like", "ones_like",
-      "full_like"};
+      "full_like", "multiple_of", "max_contiguous", "max_constancy"};
   return builtins.contains(name);
 }
