@@ -344,6 +344,8 @@ private:
   /// pow(x, y), atan2(y, x) and clamp(x, lo, hi): operands broadcast and
   /// promote (integers to f32 for pow and atan2).
   MaybeValue genFloatMath(const CallExpr &e);
+  /// The value of a builtin's one positional argument (elementwise functions).
+  MaybeValue soleOperand(const CallExpr &e);
   /// hypot(x, y) of two float values of `dt` and `shape`, from sqrt.
   Value hypot(Value x, Value y, DType dt, const Shape &shape, SMLoc at);
   /// isnan, isinf, isfinite: i1 per element (integers are always finite).
@@ -2265,10 +2267,14 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
   return genUnaryMath(e);
 }
 
-MaybeValue Generator::genUnaryMath(const CallExpr &e) {
+MaybeValue Generator::soleOperand(const CallExpr &e) {
   if (!checkArity(e, 1, 1))
     return std::nullopt;
-  MaybeValue v = genValue(*e.args[0], "operand");
+  return genValue(*e.args[0], "operand");
+}
+
+MaybeValue Generator::genUnaryMath(const CallExpr &e) {
+  MaybeValue v = soleOperand(e);
   if (!v)
     return std::nullopt;
   const std::string &name = e.callee;
@@ -2423,9 +2429,7 @@ Value Generator::hypot(Value x, Value y, DType dt, const Shape &shape, SMLoc at)
 }
 
 MaybeValue Generator::genClassify(const CallExpr &e) {
-  if (!checkArity(e, 1, 1))
-    return std::nullopt;
-  MaybeValue v = genValue(*e.args[0], "operand");
+  MaybeValue v = soleOperand(e);
   if (!v)
     return std::nullopt;
   const std::string &name = e.callee;

@@ -82,6 +82,8 @@ struct FloatOps {
   Value sqrt(Value v) { return rewriter.create<math::SqrtOp>(loc, v); }
   Value log(Value v) { return rewriter.create<math::LogOp>(loc, v); }
   Value log1p(Value v) { return rewriter.create<math::Log1pOp>(loc, v); }
+  /// log(2 v), for v too large to double.
+  Value logOfTwice(Value v) { return add(log(v), c(M_LN2)); }
   /// |magnitude| with the sign of `sign` (-0.0 included).
   Value withSignOf(Value magnitude, Value sign) {
     Value mag = abs(magnitude);
@@ -219,7 +221,7 @@ struct ExpandAsinh : OpRewritePattern<math::AsinhOp> {
     Value x = op.getOperand(), a = f.abs(x);
     Value a2 = f.mul(a, a);
     Value small = f.log1p(f.add(a, f.div(a2, f.add(f.c(1), f.sqrt(f.add(f.c(1), a2))))));
-    Value huge = f.add(f.log(a), f.c(M_LN2));
+    Value huge = f.logOfTwice(a);
     Value r = f.select(f.cmp(FloatOps::P::OGT, a, f.c(kHugeArgument)), huge, small);
     rewriter.replaceOp(op, f.select(f.cmp(FloatOps::P::UNO, x, x), x, f.withSignOf(r, x)));
     return success();
@@ -235,7 +237,7 @@ struct ExpandAcosh : OpRewritePattern<math::AcoshOp> {
     using P = FloatOps::P;
     Value x = op.getOperand(), t = f.sub(x, f.c(1));
     Value near = f.log1p(f.add(t, f.sqrt(f.mul(t, f.add(t, f.c(2))))));
-    Value huge = f.add(f.log(x), f.c(M_LN2));
+    Value huge = f.logOfTwice(x);
     Value r = f.select(f.cmp(P::OGT, x, f.c(kHugeArgument)), huge, near);
     rewriter.replaceOp(op, f.select(f.cmp(P::OGE, x, f.c(1)), r, f.c(NAN)));
     return success();
