@@ -82,8 +82,11 @@ struct FloatOps {
   Value sqrt(Value v) { return rewriter.create<math::SqrtOp>(loc, v); }
   Value log(Value v) { return rewriter.create<math::LogOp>(loc, v); }
   Value log1p(Value v) { return rewriter.create<math::Log1pOp>(loc, v); }
-  /// log(2 v), for v too large to double.
-  Value logOfTwice(Value v) { return add(log(v), c(M_LN2)); }
+  /// `moderate` up to |v| = 2^28; past it log(2 v), where asinh and acosh lose
+  /// the 1 they add to v^2 (or v^2 overflows).
+  Value orLogOfTwiceIfHuge(Value v, Value moderate) {
+    return select(cmp(P::OGT, v, c(268435456.0)), add(log(v), c(M_LN2)), moderate);
+  }
   /// |magnitude| with the sign of `sign` (-0.0 included).
   Value withSignOf(Value magnitude, Value sign) {
     Value mag = abs(magnitude);
@@ -208,10 +211,6 @@ struct ExpandPow : OpRewritePattern<math::PowFOp> {
   }
 };
 
-/// Above this magnitude the inverse hyperbolic functions use log(2|x|), as
-/// x^2 would lose the 1 (or overflow).
-constexpr double kHugeArgument = 268435456.0; // 2^28
-
 /// asinh(x) = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), which keeps small
 /// arguments accurate (log(|x| + sqrt(x^2 + 1)) loses them to the 1).
 struct ExpandAsinh : OpRewritePattern<math::AsinhOp> {
@@ -221,8 +220,7 @@ struct ExpandAsinh : OpRewritePattern<math::AsinhOp> {
     Value x = op.getOperand(), a = f.abs(x);
     Value a2 = f.mul(a, a);
     Value small = f.log1p(f.add(a, f.div(a2, f.add(f.c(1), f.sqrt(f.add(f.c(1), a2))))));
-    Value huge = f.logOfTwice(a);
-    Value r = f.select(f.cmp(FloatOps::P::OGT, a, f.c(kHugeArgument)), huge, small);
+    Value r = f.orLogOfTwiceIfHuge(a, small);
     rewriter.replaceOp(op, f.select(f.cmp(FloatOps::P::UNO, x, x), x, f.withSignOf(r, x)));
     return success();
   }
@@ -237,8 +235,7 @@ struct ExpandAcosh : OpRewritePattern<math::AcoshOp> {
     using P = FloatOps::P;
     Value x = op.getOperand(), t = f.sub(x, f.c(1));
     Value near = f.log1p(f.add(t, f.sqrt(f.mul(t, f.add(t, f.c(2))))));
-    Value huge = f.logOfTwice(x);
-    Value r = f.select(f.cmp(P::OGT, x, f.c(kHugeArgument)), huge, near);
+    Value r = f.orLogOfTwiceIfHuge(x, near);
     rewriter.replaceOp(op, f.select(f.cmp(P::OGE, x, f.c(1)), r, f.c(NAN)));
     return success();
   }
