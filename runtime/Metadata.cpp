@@ -93,6 +93,24 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
         return bad("dynamic_shared_memory must be true or false");
       info.dynamicSharedMemory = dynamic->boolean;
     }
+    if (const JsonValue *asserts = k.get("asserts")) {
+      if (asserts->kind != JsonValue::Array)
+        return bad("asserts must be a list");
+      for (const JsonValue &a : asserts->array) {
+        const JsonValue *message = a.get("message"), *shape = a.get("shape");
+        if (!message || message->kind != JsonValue::String || !shape ||
+            shape->kind != JsonValue::Array)
+          return bad("an assert needs a message and a shape");
+        AssertInfo assert{message->string, {}};
+        for (const JsonValue &d : shape->array) {
+          int64_t size = 0;
+          if (!count(&d, 1 << 30, size))
+            return bad("assert shapes must be non-negative integers");
+          assert.shape.push_back(size);
+        }
+        info.asserts.push_back(std::move(assert));
+      }
+    }
     out.kernels.push_back(std::move(info));
   }
   return true;
@@ -276,4 +294,35 @@ bool kiln::rt::evaluateGrid(const KernelInfo &kernel, const std::vector<KernelAr
     }
   }
   return true;
+}
+
+std::string kiln::rt::assertFailure(const KernelInfo &kernel, const int32_t *report) {
+  auto failures = static_cast<uint32_t>(report[0]);
+  if (failures == 0)
+    return "";
+  std::string text = "kernel '" + kernel.name + "' failed a device_assert: ";
+  int32_t which = report[1];
+  if (which < 0 || static_cast<size_t>(which) >= kernel.asserts.size())
+    return text + "assert #" + std::to_string(which) + ", which its metadata does not list";
+  const AssertInfo &failed = kernel.asserts[which];
+  text += "pid (" + std::to_string(report[2]) + ", " + std::to_string(report[3]) + ", " +
+          std::to_string(report[4]) + ")";
+  if (!failed.shape.empty()) {
+    // The flat index, row-major in the tile, as coordinates.
+    std::vector<int64_t> coords(failed.shape.size());
+    int64_t flat = report[5];
+    for (size_t d = failed.shape.size(); d-- > 0;) {
+      int64_t size = std::max<int64_t>(failed.shape[d], 1);
+      coords[d] = flat % size;
+      flat /= size;
+    }
+    text += " idx (";
+    for (size_t d = 0; d < coords.size(); ++d)
+      text += (d ? ", " : "") + std::to_string(coords[d]);
+    text += ")";
+  }
+  text += " " + failed.message;
+  if (failures > 1)
+    text += " (" + std::to_string(failures) + " failures in this launch)";
+  return text;
 }

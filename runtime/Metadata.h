@@ -26,4 +26,10 @@ bool parseMetadata(const std::string &json, ModuleMetadata &out, std::string &er
 bool evaluateGrid(const KernelInfo &kernel, const std::vector<KernelArg> &args,
                   std::array<int64_t, 3> &grid, std::string &error);
 
+/// Reads a kernel's assert report (kAssertReportWords words, as the launch left
+/// them): empty when no assert failed, else the failure as the CPU prints it,
+/// `pid (x, y, z) idx (i, j) f.kiln:18:3: device_assert failed: msg`, with how
+/// many elements failed.
+std::string assertFailure(const KernelInfo &kernel, const int32_t *report);
+
 } // namespace kiln::rt

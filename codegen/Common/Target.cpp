@@ -299,6 +299,12 @@ void kiln::collectLaunchInfo(mlir::ModuleOp module, std::vector<KernelInfo> &ker
       if (auto s = f->getAttrOfType<mlir::IntegerAttr>(gpu::kSharedBytesAttr))
         k.sharedMemoryBytes = s.getInt();
       k.dynamicSharedMemory = f->hasAttr(gpu::kDynamicSharedAttr);
+      if (auto asserts = f->getAttrOfType<mlir::ArrayAttr>(gpu::kAssertsAttr))
+        for (auto a : asserts.getAsRange<mlir::DictionaryAttr>()) {
+          llvm::ArrayRef<int64_t> shape = a.getAs<mlir::DenseI64ArrayAttr>("shape");
+          k.asserts.push_back({a.getAs<mlir::StringAttr>("message").str(),
+                               std::vector<int64_t>(shape.begin(), shape.end())});
+        }
     }
   });
 }
@@ -381,6 +387,10 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
     llvm::json::Array grid;
     for (const std::string &g : k.grid)
       grid.push_back(g);
+    llvm::json::Array asserts;
+    for (const AssertInfo &a : k.asserts)
+      asserts.push_back(
+          llvm::json::Object{{"message", a.message}, {"shape", llvm::json::Array(a.shape)}});
     list.push_back(llvm::json::Object{
         {"name", k.name},
         {"args", std::move(args)},
@@ -390,6 +400,7 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
         {"threads_per_block", llvm::json::Array{k.threadsPerBlock, 1, 1}},
         {"shared_memory_bytes", k.sharedMemoryBytes},
         {"dynamic_shared_memory", k.dynamicSharedMemory},
+        {"asserts", std::move(asserts)},
     });
   }
   llvm::json::Object root{
@@ -399,7 +410,9 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
                          ? "one program per workgroup; each tensor argument is a storage buffer "
                            "binding in set 0, in order; its sizes and strides (i32, elements) and "
                            "every scalar argument are push constants: 32-bit words in argument "
-                           "order, 64-bit scalars as two words, low first"
+                           "order, 64-bit scalars as two words, low first; a kernel with asserts "
+                           "takes one more binding after the tensors: its assert report "
+                           "(6 i32 words, zeroed)"
                          : "one program per block; each tensor argument is passed as its base "
                            "pointer followed by its sizes (i32) and strides (i32, in elements); "
                            "i1 scalars are passed as i32")

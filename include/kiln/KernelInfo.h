@@ -28,6 +28,21 @@ struct ParamValue {
   std::vector<std::string> tune;
 };
 
+/// A device_assert a Vulkan kernel checks (CUDA and HIP kernels report their
+/// own through the driver; the CPU's print and abort).
+struct AssertInfo {
+  /// As the CPU prints it after the ids: `f.kiln:18:3: device_assert failed: msg`.
+  std::string message;
+  /// The tested tile's shape; empty for a scalar condition.
+  std::vector<int64_t> shape;
+};
+
+/// A Vulkan kernel with asserts takes one more storage buffer after its tensors:
+/// this many i32 words, zeroed before the launch. The first failing element
+/// writes which assert failed (its index in KernelInfo::asserts), its program's
+/// ids (x, y, z) and its flat index in the tile; word 0 counts the failures.
+inline constexpr int kAssertReportWords = 6;
+
 struct KernelInfo {
   std::string name;
   std::vector<ArgInfo> args;
@@ -41,6 +56,8 @@ struct KernelInfo {
   /// The shared memory is requested at launch (CUDA dynamic shared memory, for
   /// kernels above the 48 KiB of static shared memory) rather than declared.
   bool dynamicSharedMemory = false;
+  /// Vulkan: the asserts the kernel reports in its report buffer.
+  std::vector<AssertInfo> asserts;
 };
 
 } // namespace kiln

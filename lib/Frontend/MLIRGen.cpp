@@ -1119,6 +1119,8 @@ bool Generator::genStmt(const Stmt &stmt) {
     MaybeValue v = genExpr(*es.expr);
     return v.has_value();
   }
+  case Stmt::Break:
+  case Stmt::Continue: return genLoopExit(stmt); // genStatements takes them first
   }
   return false;
 }

@@ -167,8 +167,14 @@ int64_t kiln::gpu::pushConstantWords(TypeRange kernelArgs) {
   return words;
 }
 
+bool ThreadEmitter::reportsAsserts(func::FuncOp kernel, MemoryModel memory) {
+  if (memory != MemoryModel::SPIRVBuffers)
+    return false;
+  return kernel.walk([](AssertOp) { return WalkResult::interrupt(); }).wasInterrupted();
+}
+
 SmallVector<Type> ThreadEmitter::abiTypes(TypeRange kernelArgs, MemoryModel memory,
-                                          MLIRContext *ctx) {
+                                          bool assertReport, MLIRContext *ctx) {
   SmallVector<Type> types;
   auto i32Type = IntegerType::get(ctx, 32);
   for (Type t : kernelArgs) {
@@ -183,6 +189,8 @@ SmallVector<Type> ThreadEmitter::abiTypes(TypeRange kernelArgs, MemoryModel memo
       types.push_back(t.isInteger(1) ? i32Type : t); // bools travel as i32
     }
   }
+  if (assertReport)
+    types.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32)));
   // Vulkan: every size, stride and scalar travels in one block of push constants.
   if (memory == MemoryModel::SPIRVBuffers)
     if (int64_t words = pushConstantWords(kernelArgs))
@@ -257,6 +265,8 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
     scalars.map(arg, v);
   }
+  if (reportsAsserts(kernel, memory))
+    assertReport = entry.getArgument(next++);
   for (BlockArgument attribution : gpuFunc.getWorkgroupAttributions())
     shared[cast<MemRefType>(attribution.getType()).getElementType()] = attribution;
   if (gpuFunc->hasAttr(kDynamicSharedAttr)) {
@@ -672,7 +682,10 @@ struct ConvertKilnGPUToGPUPass
       atModuleEnd();
       auto func = b.create<mlir::gpu::GPUFuncOp>(
           kernel.getLoc(), kernel.getName(),
-          b.getFunctionType(ThreadEmitter::abiTypes(kernel.getArgumentTypes(), model, ctx), {}),
+          b.getFunctionType(
+              ThreadEmitter::abiTypes(kernel.getArgumentTypes(), model,
+                                      ThreadEmitter::reportsAsserts(kernel, model), ctx),
+              {}),
           workgroup, TypeRange{});
       // 16-byte aligned shared buffers: ldmatrix rows and vector accesses need it.
       for (unsigned i = 0; i < workgroup.size(); ++i)
@@ -747,65 +760,101 @@ static Value gpuString(OpBuilder &b, Location loc, StringRef base, StringRef tex
 }
 
 LogicalResult ThreadEmitter::emitAssert(AssertOp op) {
-  // Vulkan and Metal have no way to report from a kernel: the check is not made
-  // there (docs/language.md says so).
-  if (memory == MemoryModel::SPIRVBuffers)
-    return success();
   Value cond = op.getCondition();
   auto tile = dyn_cast<RankedTensorType>(cond.getType());
-  std::string format = printFormat(op.getMessage(), tile ? tile.getRank() : 0, Type());
   SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
   Value yes = b.create<arith::ConstantIntOp>(loc, 1, 1);
-  // The failing element is printed as print prints it; then NVIDIA GPUs call
-  // CUDA's __assertfail (the launch fails with a device-side assert, whose
-  // message the driver prints), AMD GPUs trap. __assertfail's operands are made
-  // once, before the checks.
-  LLVM::LLVMFuncOp assertfail;
-  SmallVector<Value> assertArgs;
-  if (vendor == Vendor::NVIDIA) {
-    auto module = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUModuleOp>();
-    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-    assertfail = module.lookupSymbol<LLVM::LLVMFuncOp>("__assertfail");
-    if (!assertfail) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      assertfail = b.create<LLVM::LLVMFuncOp>(
-          loc, "__assertfail",
-          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
-                                      {ptr, ptr, b.getI32Type(), ptr, b.getI64Type()}));
+  // `fail(flat)` reports the element at flat index `flat` of the tile (0 for a
+  // scalar condition).
+  std::function<void(Value)> fail;
+  if (memory == MemoryModel::SPIRVBuffers) {
+    fail = reportToBuffer(op);
+  } else {
+    // The failing element is printed as print prints it; then NVIDIA GPUs
+    // call CUDA's __assertfail (the launch fails with a device-side assert,
+    // whose message the driver prints), AMD GPUs trap. __assertfail's operands
+    // are made once, before the checks.
+    std::string format = printFormat(op.getMessage(), tile ? tile.getRank() : 0, Type());
+    LLVM::LLVMFuncOp assertfail;
+    SmallVector<Value> assertArgs;
+    if (vendor == Vendor::NVIDIA) {
+      auto module = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUModuleOp>();
+      auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+      assertfail = module.lookupSymbol<LLVM::LLVMFuncOp>("__assertfail");
+      if (!assertfail) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(module.getBody());
+        assertfail = b.create<LLVM::LLVMFuncOp>(
+            loc, "__assertfail",
+            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                        {ptr, ptr, b.getI32Type(), ptr, b.getI64Type()}));
+      }
+      auto at = dyn_cast<FileLineColLoc>(op.getLoc());
+      auto kernel = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUFuncOp>();
+      assertArgs = {gpuString(b, loc, "kiln_assert_message", op.getMessage()),
+                    gpuString(b, loc, "kiln_assert_file", at ? at.getFilename().strref() : ""),
+                    i32(at ? at.getLine() : 0),
+                    gpuString(b, loc, "kiln_assert_function", kernel.getName()),
+                    b.create<arith::ConstantIntOp>(loc, 1, 64)};
     }
-    auto at = dyn_cast<FileLineColLoc>(op.getLoc());
-    auto kernel = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUFuncOp>();
-    assertArgs = {gpuString(b, loc, "kiln_assert_message", op.getMessage()),
-                  gpuString(b, loc, "kiln_assert_file", at ? at.getFilename().strref() : ""),
-                  i32(at ? at.getLine() : 0),
-                  gpuString(b, loc, "kiln_assert_function", kernel.getName()),
-                  b.create<arith::ConstantIntOp>(loc, 1, 64)};
+    fail = [=](Value flat) {
+      SmallVector<Value> args(pids);
+      if (tile)
+        args.append(delinearize(flat, tile.getShape()));
+      b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
+      if (assertfail)
+        b.create<LLVM::CallOp>(loc, assertfail, assertArgs);
+      else
+        b.create<LLVM::Trap>(loc);
+    };
   }
-  auto fail = [&](ArrayRef<Value> coords) {
-    SmallVector<Value> args(pids);
-    args.append(coords.begin(), coords.end());
-    b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
-    if (assertfail)
-      b.create<LLVM::CallOp>(loc, assertfail, assertArgs);
-    else
-      b.create<LLVM::Trap>(loc);
-    return SmallVector<Value>{};
+  auto failIf = [&](Value failing, Value flat) {
+    emitIfElse(failing, {}, [&] {
+      fail(flat);
+      return SmallVector<Value>{};
+    }, nullptr);
   };
   if (!tile) { // uniform: the first thread reports it
     Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
     Value fails = b.create<arith::XOrIOp>(loc, scalar(cond), yes);
-    emitIfElse(b.create<arith::AndIOp>(loc, first, fails), {}, [&] { return fail({}); },
-               nullptr);
+    failIf(b.create<arith::AndIOp>(loc, first, fails), i32(0));
     return success();
   }
   Registers holds = regs(cond);
   for (int64_t r = 0, n = registers(tile); r < n; ++r) {
     Value fails = b.create<arith::XOrIOp>(loc, holds[r], yes);
-    Value failing = b.create<arith::AndIOp>(loc, registerValid(r, tile.getNumElements()), fails);
-    emitIfElse(failing, {}, [&] {
-      return fail(delinearize(elementIndex(r), tile.getShape()));
-    }, nullptr);
+    failIf(b.create<arith::AndIOp>(loc, registerValid(r, tile.getNumElements()), fails),
+           elementIndex(r));
   }
   return success();
+}
+
+std::function<void(Value)> ThreadEmitter::reportToBuffer(AssertOp op) {
+  // The assert joins the kernel's table, which the runtime reads from the
+  // kernel's metadata to name the failure.
+  auto func = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUFuncOp>();
+  SmallVector<Attribute> table;
+  if (auto asserts = func->getAttrOfType<ArrayAttr>(kAssertsAttr))
+    table.assign(asserts.begin(), asserts.end());
+  auto tile = dyn_cast<RankedTensorType>(op.getCondition().getType());
+  table.push_back(b.getDictionaryAttr(
+      {b.getNamedAttr("message", op.getMessageAttr()),
+       b.getNamedAttr("shape", b.getDenseI64ArrayAttr(tile ? tile.getShape()
+                                                           : ArrayRef<int64_t>{}))}));
+  func->setAttr(kAssertsAttr, b.getArrayAttr(table));
+  Value which = i32(static_cast<int64_t>(table.size()) - 1);
+  SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
+  // Every failure counts itself in word 0; the first also writes its details.
+  return [this, which, pids](Value flat) {
+    auto word = [&](int64_t w) -> Value { return b.create<arith::ConstantIndexOp>(loc, w); };
+    Value before = b.create<memref::AtomicRMWOp>(loc, arith::AtomicRMWKind::addi, i32(1),
+                                                 assertReport, word(0));
+    Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, before, i32(0));
+    emitIfElse(first, {}, [&] {
+      SmallVector<Value> details{which, pids[0], pids[1], pids[2], flat};
+      for (auto [w, value] : llvm::enumerate(details))
+        b.create<memref::StoreOp>(loc, value, assertReport, word(w + 1));
+      return SmallVector<Value>{};
+    }, nullptr);
+  };
 }

@@ -86,9 +86,14 @@ public:
   /// Emits the body of `kernel` into the entry block of `gpuFunc`.
   mlir::LogicalResult emitKernel(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc);
 
-  /// The gpu.func argument types for a kiln kernel's argument types.
+  /// The gpu.func argument types for a kiln kernel's argument types, with the
+  /// assert report buffer after the tensors when `assertReport`.
   static llvm::SmallVector<mlir::Type> abiTypes(mlir::TypeRange kernelArgs, MemoryModel memory,
-                                                mlir::MLIRContext *ctx);
+                                                bool assertReport, mlir::MLIRContext *ctx);
+  /// Whether `kernel` compiled for `memory` takes an assert report buffer: on
+  /// Vulkan and Metal, where a kernel cannot print, device_assert writes its
+  /// first failure there for the runtime to report (kiln/KernelInfo.h).
+  static bool reportsAsserts(mlir::func::FuncOp kernel, MemoryModel memory);
 
 private:
   // KilnGPUToGPU.cpp: dispatch and control flow.
@@ -202,6 +207,9 @@ private:
   /// gpu.printf per element by the thread that holds it (a scalar: thread 0).
   mlir::LogicalResult emitPrint(PrintOp op);
   mlir::LogicalResult emitAssert(AssertOp op);
+  /// SPIR-V: adds `op` to the kernel's assert table (kiln_gpu.asserts) and
+  /// returns what records a failure at a flat tile index in the report buffer.
+  std::function<void(mlir::Value)> reportToBuffer(AssertOp op);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);
   /// A dot on the target's matrix instructions (MatrixToGPU.cpp).
@@ -279,6 +287,7 @@ private:
   MatrixUnits matrixUnits;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::Value threadId; // i32
+  mlir::Value assertReport; // memref<?xi32>, SPIR-V kernels with asserts only
   mlir::IRMapping scalars;
   llvm::DenseMap<mlir::Value, Registers> tiles;
   llvm::DenseMap<mlir::Value, TensorArg> tensors;

@@ -606,8 +606,9 @@ TEST_P(OnDevice, DeviceAssertStopsTheKernel) {
   // test/Frontend/device-assert.kiln: every i < limit, so limit = 100 holds and the
   // kernel runs; with limit = 5 element 5 fails. The CPU prints the element and
   // aborts the process, CUDA reports a device-side assert (its context is lost),
-  // HIP traps (a launch failure): each in a child process. Vulkan cannot report
-  // from a kernel and does not check.
+  // HIP traps (a launch failure): each in a child process. A Vulkan kernel writes
+  // the failure to its report buffer: the launch (or a stream's synchronize)
+  // returns it as an error and the device stays usable.
   Module m = load("bounded");
   auto y = device->allocate(8 * sizeof(int32_t));
   ASSERT_TRUE(y.ok()) << y.status().message();
@@ -617,7 +618,24 @@ TEST_P(OnDevice, DeviceAssertStopsTheKernel) {
   for (int32_t i = 0; i < 8; ++i)
     EXPECT_EQ(got[i], i);
   if (GetParam() == "vulkan") {
-    run(m, "bounded", {Arg::tensor(*y, DType::I32, {8}), Arg::i32(5)});
+    const std::string failure =
+        "kernel 'bounded' failed a device_assert: pid (0, 0, 0) idx (";
+    const std::string where =
+        "device-assert.kiln:18:3: device_assert failed: index below the limit "
+        "(3 failures in this launch)";
+    Status s = device->launch(m, "bounded", {Arg::tensor(*y, DType::I32, {8}), Arg::i32(5)});
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.message().rfind(failure, 0), 0u) << s.message();
+    EXPECT_NE(s.message().find(where), std::string::npos) << s.message();
+    auto stream = device->createStream();
+    ASSERT_TRUE(stream.ok()) << stream.status().message();
+    ASSERT_TRUE(stream->launch(m, "bounded", {Arg::tensor(*y, DType::I32, {8}), Arg::i32(6)}).ok());
+    Status synced = stream->synchronize();
+    ASSERT_FALSE(synced.ok());
+    EXPECT_NE(synced.message().find("(2 failures in this launch)"), std::string::npos)
+        << synced.message();
+    // Each launch starts from a clean report.
+    run(m, "bounded", {Arg::tensor(*y, DType::I32, {8}), Arg::i32(100)});
     return;
   }
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -703,6 +721,38 @@ TEST_P(OnDevice, StreamRunsLaunchesInOrder) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
+
+TEST(Metadata, AssertReports) {
+  // A Vulkan kernel's asserts come from its metadata; the report's flat index
+  // reads back as coordinates in the tile (row-major).
+  std::string json = readFile(std::string(KILN_KERNELS_DIR) + "/bounded.vulkan.spv.json");
+  ModuleMetadata meta;
+  std::string error;
+  ASSERT_TRUE(parseMetadata(json, meta, error)) << error;
+  KernelInfo kernel = meta.kernels.at(0);
+  ASSERT_EQ(kernel.asserts.size(), 2u);
+  EXPECT_TRUE(kernel.asserts[0].shape.empty());
+  EXPECT_EQ(kernel.asserts[1].shape, std::vector<int64_t>{8});
+  int32_t clean[kAssertReportWords] = {};
+  EXPECT_EQ(assertFailure(kernel, clean), "");
+  kernel.asserts.push_back({"f.kiln:3:5: device_assert failed", {4, 3, 5}});
+  int32_t report[kAssertReportWords] = {1, 2, 7, 1, 0, 2 * 15 + 1 * 5 + 4};
+  EXPECT_EQ(assertFailure(kernel, report), "kernel 'bounded' failed a device_assert: pid (7, 1, 0) "
+                                           "idx (2, 1, 4) f.kiln:3:5: device_assert failed");
+  report[1] = 3;
+  EXPECT_NE(assertFailure(kernel, report).find("assert #3, which its metadata does not list"),
+            std::string::npos);
+  for (const char *bad : {"\"asserts\": 1", "\"asserts\": [{\"message\": 1}]",
+                          "\"asserts\": [{\"message\": \"m\", \"shape\": [-1]}]"}) {
+    std::string broken = json;
+    size_t at = broken.find("\"asserts\"");
+    ASSERT_NE(at, std::string::npos);
+    broken.replace(at, broken.find("\"dynamic_shared_memory\"") - at, std::string(bad) + ", ");
+    ModuleMetadata out;
+    EXPECT_FALSE(parseMetadata(broken, out, error)) << bad;
+    EXPECT_NE(error.find("assert"), std::string::npos) << error;
+  }
+}
 
 TEST(Metadata, DynamicSharedMemoryFlag) {
   // Kernels above 48 KiB of shared memory on CUDA carry the flag that makes the

@@ -1060,8 +1060,9 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: te
         }
         if (std::isinf(want) || want == 0) { // exact, and zeros keep their signs
           EXPECT_EQ(g, want) << what;
-          if (r == 9 || r == 10 || r == 12 || r == 14 || r == 16 || r == 17 || r == 18)
+          if (r == 9 || r == 10 || r == 12 || r == 14 || r == 16 || r == 17 || r == 18) {
             EXPECT_EQ(std::signbit(g), std::signbit(want)) << what;
+          }
           continue;
         }
         EXPECT_NEAR(g, want, 2e-6 + 2e-6 * std::abs(want)) << what;

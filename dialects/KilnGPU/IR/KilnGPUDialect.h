@@ -19,6 +19,9 @@ inline constexpr llvm::StringLiteral kSharedElementsAttr = "kiln_gpu.shared_elem
 /// On a gpu.func: its shared buffers are views of dynamic shared memory, whose
 /// size (kiln_gpu.shared_bytes) the launch requests.
 inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
+/// On a SPIR-V gpu.func: its device_asserts, in the order their index is
+/// written to the assert report buffer; each a {message, shape} dictionary.
+inline constexpr llvm::StringLiteral kAssertsAttr = "kiln_gpu.asserts";
 
 /// The layout of a tile type, or null for scalars and unencoded tensors.
 inline BlockedEncodingAttr getLayout(mlir::Type type) {

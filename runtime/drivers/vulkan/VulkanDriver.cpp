@@ -4,6 +4,8 @@
 // argument is one storage-buffer binding in set 0, in argument order; every size,
 // stride (i32) and scalar argument travels in one block of push constants, as
 // 32-bit words in argument order (64-bit scalars take two, low word first).
+// A kernel with device_asserts binds one more buffer after the tensors, where
+// its first failure is written; the launch reads it once the kernel has run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +59,8 @@ std::pair<uint32_t, uint32_t> kernelABI(const KernelInfo &k) {
       words += dtypeBits(a.dtype) > 32 ? 2 : 1;
     }
   }
+  if (!k.asserts.empty())
+    ++bindings; // the assert report
   return {bindings, words * 4};
 }
 
@@ -333,8 +337,23 @@ public:
   /// work ran) and the commands that bind and dispatch it.
   struct Dispatch {
     VkDescriptorPool pool = VK_NULL_HANDLE;
+    VkBuf *assertReport = nullptr; // kernels with asserts
     std::function<void(VkCommandBuffer)> record;
   };
+
+  /// Frees what a dispatch holds once its work has run (`r`), and reports a
+  /// failed device_assert as the launch's error.
+  Status finish(const KernelInfo &kernel, Dispatch &d, VkResult r) {
+    vkDestroyDescriptorPool(device, d.pool, nullptr);
+    std::string failure;
+    if (d.assertReport && r == VK_SUCCESS)
+      failure = assertFailure(kernel, static_cast<const int32_t *>(d.assertReport->mapped));
+    destroyBuffer(d.assertReport);
+    d = Dispatch();
+    if (!failure.empty())
+      return Status::failure(failure);
+    return launchResult(kernel, r);
+  }
 
   Status makeDispatch(void *moduleHandle, const KernelInfo &kernel,
                       const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
@@ -411,9 +430,17 @@ public:
       case DType::F64: pushScalar(&a.scalar.f, 8); break;
       }
     }
-    if (infos.size() != p.bindings || words.size() * 4 != p.pushBytes)
+    if (infos.size() + !kernel.asserts.empty() != p.bindings || words.size() * 4 != p.pushBytes)
       return Status::failure("kernel '" + kernel.name + "': the arguments do not match the "
                              "pipeline's bindings and push constants");
+    if (!kernel.asserts.empty()) {
+      auto report = createBuffer(kAssertReportWords * 4);
+      if (!report)
+        return report.status();
+      std::memset((*report)->mapped, 0, kAssertReportWords * 4);
+      out.assertReport = *report;
+      infos.push_back({out.assertReport->buffer, 0, VK_WHOLE_SIZE});
+    }
 
     VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(1u, p.bindings)};
     VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -473,9 +500,7 @@ public:
     Dispatch d;
     if (Status s = makeDispatch(moduleHandle, kernel, grid, args, d); !s)
       return s;
-    VkResult r = submitAndWait(d.record);
-    vkDestroyDescriptorPool(device, d.pool, nullptr);
-    return launchResult(kernel, r);
+    return finish(kernel, d, submitAndWait(d.record));
   }
 
   /// A stream: submissions that nobody waits for until synchronize.
@@ -483,7 +508,7 @@ public:
     struct Work {
       VkFence fence;
       VkCommandBuffer cmd;
-      VkDescriptorPool pool;
+      Dispatch dispatch;
       const KernelInfo *kernel;
       std::shared_ptr<void> keepAlive;
     };
@@ -509,7 +534,7 @@ public:
     cbai.commandBufferCount = 1;
     VkCommandBuffer cmd;
     if (VkResult r = vkAllocateCommandBuffers(device, &cbai, &cmd); r != VK_SUCCESS) {
-      vkDestroyDescriptorPool(device, d.pool, nullptr);
+      (void)finish(kernel, d, r);
       return Status::failure(vkError("vkAllocateCommandBuffers", r));
     }
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -525,7 +550,7 @@ public:
     submit.pCommandBuffers = &cmd;
     VkResult r = vkQueueSubmit(queue, 1, &submit, fence);
     auto &work = static_cast<VkStream &>(stream).inFlight;
-    work.push_back({fence, cmd, d.pool, &kernel, std::move(keepAlive)});
+    work.push_back({fence, cmd, std::move(d), &kernel, std::move(keepAlive)});
     if (r != VK_SUCCESS) {
       (void)synchronize(stream);
       return launchResult(kernel, r);
@@ -538,11 +563,11 @@ public:
     auto &work = static_cast<VkStream &>(stream).inFlight;
     for (VkStream::Work &w : work) {
       VkResult r = vkWaitForFences(device, 1, &w.fence, VK_TRUE, UINT64_MAX);
+      Status done = finish(*w.kernel, w.dispatch, r);
       if (first.ok())
-        first = launchResult(*w.kernel, r);
+        first = done;
       vkDestroyFence(device, w.fence, nullptr);
       vkFreeCommandBuffers(device, commandPool, 1, &w.cmd);
-      vkDestroyDescriptorPool(device, w.pool, nullptr);
     }
     work.clear();
     return first;
