@@ -221,7 +221,11 @@ def KilnGPUAllocateSharedMemory : Pass<"kiln-gpu-allocate-shared-memory", "mlir:
     Option<"matrixUnits", "matrix-units", "std::string", /*default=*/"\"none\"",
            "Matrix instructions dots may use: none, mma-sync (NVIDIA sm_80+), wgmma "
            "(NVIDIA sm_90a), mfma (AMD CDNA) or wmma (AMD RDNA3); those dots also "
-           "stage their accumulator in shared memory">
+           "stage their accumulator in shared memory">,
+    Option<"integerAtomicsOnly", "integer-atomics-only", "bool", /*default=*/"false",
+           "The target has integer atomics only (SPIR-V): a float atomic retries "
+           "compare-and-swaps while any thread has one to make, which takes an i32 "
+           "per thread">
   ];
 }
 

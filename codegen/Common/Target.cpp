@@ -217,9 +217,10 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
       llvm::formatv("inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
                     "convert-kiln-to-kiln-gpu{{num-warps=4 elementwise-warps={3} "
                     "exchange-registers={4} warp-size={0}},kiln-gpu-coalesce,"
-                    "kiln-gpu-allocate-shared-memory{{max-bytes={1} matrix-units={2}}",
+                    "kiln-gpu-allocate-shared-memory{{max-bytes={1} matrix-units={2} "
+                    "integer-atomics-only={5}}",
                     target.warpSize(), target.sharedMemoryBytes(), units, elementwiseWarps,
-                    exchangeRegisters)
+                    exchangeRegisters, spirv)
           .str();
   // CUDA declares up to 48 KiB of shared memory statically; beyond that it is
   // requested at launch.
@@ -314,7 +315,6 @@ std::string kiln::targetPipeline(const Target &target) {
 }
 
 mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target &target) {
-  bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
   auto unsupported = [&](mlir::Type type) -> const char * {
     mlir::Type elem = mlir::getElementTypeOrSelf(type);
     if (target.kind == Target::Kind::Metal && elem.isF64())
@@ -322,13 +322,6 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     return nullptr;
   };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
-    // MLIR 19 lowers only integer atomics to SPIR-V.
-    if (auto atomic = mlir::dyn_cast<AtomicRMWOp>(op);
-        atomic && spirv && !atomic.getMemory().getType().getElementType().isInteger()) {
-      op->emitError("float atomics are not supported on the vulkan and metal targets; "
-                    "use an i32 or i64 tensor");
-      return mlir::WalkResult::interrupt();
-    }
     auto check = [&](mlir::Type t) {
       if (const char *why = unsupported(t)) {
         op->emitError(why);

@@ -40,7 +40,8 @@ int64_t kiln::gpu::matrixResultsOffset(DotOp dot, const MatrixShape &shape) {
 }
 
 SmallVector<std::pair<Type, int64_t>, 2>
-kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUnits units) {
+kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUnits units,
+                             bool integerAtomicsOnly) {
   auto tile = [](Value v) { return cast<RankedTensorType>(v.getType()); };
   using Need = std::pair<Type, int64_t>;
   auto need = [](RankedTensorType t, int64_t count) -> SmallVector<Need, 2> {
@@ -69,6 +70,11 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
     }
     return need(a, a.getNumElements() + b.getNumElements());
   }
+  // A float atomic on SPIR-V retries its swaps while any thread of the program
+  // has one to make: an i32 flag per thread (MemoryToGPU.cpp, updateBySwaps).
+  if (auto rmw = dyn_cast<AtomicRMWOp>(op);
+      rmw && integerAtomicsOnly && isa<FloatType>(getElementTypeOrSelf(rmw.getValue().getType())) && layout)
+    return {Need(sharedStorageType(IntegerType::get(op->getContext(), 32)), layout.getThreads())};
   // A scalar atomic's old value goes from thread 0 to every thread.
   if (isa<AtomicRMWOp, AtomicSwapOp>(op) && !isa<RankedTensorType>(op->getResult(0).getType()) &&
       !op->getResult(0).use_empty())
@@ -95,7 +101,8 @@ struct AllocateSharedMemory
       }
       func.walk([&](Operation *op) {
         int64_t bytes = 0;
-        for (auto [type, elementCount] : kiln::gpu::sharedRequirement(op, layout, *units)) {
+        for (auto [type, elementCount] : kiln::gpu::sharedRequirement(op, layout, *units,
+                                                                      integerAtomicsOnly)) {
           int64_t &count = elements[type];
           count = std::max(count, elementCount);
           bytes += elementCount * type.getIntOrFloatBitWidth() / 8;

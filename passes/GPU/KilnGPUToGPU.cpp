@@ -148,12 +148,19 @@ SmallVector<Type> kiln::gpu::sharedBufferTypes(func::FuncOp kernel, Attribute me
 // Signature
 //===----------------------------------------------------------------------===//
 
-/// The type an element has in global memory: bools are bytes.
-/// Global memory holds bools as bytes, and fp8 as bytes too: LLVM has no 8-bit
-/// float type for its loads and stores.
-static Type storageOf(Type elementType) {
+/// The type a tensor argument's elements have in global memory. Bools are
+/// bytes, and fp8 too: LLVM has no 8-bit float type for its loads and stores.
+/// SPIR-V atomics act on integers only, so there a float tensor that atomics
+/// update is held as integers of its width (MemoryToGPU bitcasts each access).
+static Type storageOf(BlockArgument arg, MemoryModel memory) {
+  Type elementType = cast<MemRefType>(arg.getType()).getElementType();
   bool byte = elementType.isInteger(1) || isa<Float8E4M3FNType, Float8E5M2Type>(elementType);
-  return byte ? IntegerType::get(elementType.getContext(), 8) : elementType;
+  if (byte)
+    return IntegerType::get(elementType.getContext(), 8);
+  bool atomic = llvm::any_of(arg.getUsers(), [](Operation *user) { return isa<AtomicRMWOp>(user); });
+  if (memory == MemoryModel::SPIRVBuffers && isa<FloatType>(elementType) && atomic)
+    return IntegerType::get(elementType.getContext(), elementType.getIntOrFloatBitWidth());
+  return elementType;
 }
 
 int64_t kiln::gpu::pushConstantWords(TypeRange kernelArgs) {
@@ -173,27 +180,28 @@ bool ThreadEmitter::reportsAsserts(func::FuncOp kernel, MemoryModel memory) {
   return kernel.walk([](AssertOp) { return WalkResult::interrupt(); }).wasInterrupted();
 }
 
-SmallVector<Type> ThreadEmitter::abiTypes(TypeRange kernelArgs, MemoryModel memory,
-                                          bool assertReport, MLIRContext *ctx) {
+SmallVector<Type> ThreadEmitter::abiTypes(func::FuncOp kernel, MemoryModel memory) {
+  MLIRContext *ctx = kernel.getContext();
   SmallVector<Type> types;
   auto i32Type = IntegerType::get(ctx, 32);
-  for (Type t : kernelArgs) {
+  for (BlockArgument arg : kernel.getArguments()) {
+    Type t = arg.getType();
     if (auto mem = dyn_cast<MemRefType>(t)) {
       if (memory == MemoryModel::LLVMPointers) {
         types.push_back(LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1));
         types.append(2 * mem.getRank(), i32Type); // sizes, then strides
       } else {
-        types.push_back(MemRefType::get({ShapedType::kDynamic}, storageOf(mem.getElementType())));
+        types.push_back(MemRefType::get({ShapedType::kDynamic}, storageOf(arg, memory)));
       }
     } else if (memory == MemoryModel::LLVMPointers) {
       types.push_back(t.isInteger(1) ? i32Type : t); // bools travel as i32
     }
   }
-  if (assertReport)
+  if (reportsAsserts(kernel, memory))
     types.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32)));
   // Vulkan: every size, stride and scalar travels in one block of push constants.
   if (memory == MemoryModel::SPIRVBuffers)
-    if (int64_t words = pushConstantWords(kernelArgs))
+    if (int64_t words = pushConstantWords(kernel.getArgumentTypes()))
       types.push_back(MemRefType::get(
           {words}, i32Type, AffineMap(),
           spirv::StorageClassAttr::get(ctx, spirv::StorageClass::PushConstant)));
@@ -251,7 +259,7 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       TensorArg t;
       t.base = entry.getArgument(next++);
       t.elementType = mem.getElementType();
-      t.storageType = storageOf(mem.getElementType());
+      t.storageType = storageOf(arg, memory);
       for (int64_t d = 0; d < mem.getRank(); ++d)
         t.sizes.push_back(scalarArg(b.getI32Type()));
       for (int64_t d = 0; d < mem.getRank(); ++d)
@@ -682,10 +690,7 @@ struct ConvertKilnGPUToGPUPass
       atModuleEnd();
       auto func = b.create<mlir::gpu::GPUFuncOp>(
           kernel.getLoc(), kernel.getName(),
-          b.getFunctionType(
-              ThreadEmitter::abiTypes(kernel.getArgumentTypes(), model,
-                                      ThreadEmitter::reportsAsserts(kernel, model), ctx),
-              {}),
+          b.getFunctionType(ThreadEmitter::abiTypes(kernel, model), {}),
           workgroup, TypeRange{});
       // 16-byte aligned shared buffers: ldmatrix rows and vector accesses need it.
       for (unsigned i = 0; i < workgroup.size(); ++i)

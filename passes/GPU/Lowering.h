@@ -86,10 +86,9 @@ public:
   /// Emits the body of `kernel` into the entry block of `gpuFunc`.
   mlir::LogicalResult emitKernel(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc);
 
-  /// The gpu.func argument types for a kiln kernel's argument types, with the
-  /// assert report buffer after the tensors when `assertReport`.
-  static llvm::SmallVector<mlir::Type> abiTypes(mlir::TypeRange kernelArgs, MemoryModel memory,
-                                                bool assertReport, mlir::MLIRContext *ctx);
+  /// The gpu.func argument types for a kiln kernel's arguments (with the assert
+  /// report buffer after the tensors where `reportsAsserts`).
+  static llvm::SmallVector<mlir::Type> abiTypes(mlir::func::FuncOp kernel, MemoryModel memory);
   /// Whether `kernel` compiled for `memory` takes an assert report buffer: on
   /// Vulkan and Metal, where a kernel cannot print, device_assert writes its
   /// first failure there for the runtime to report (kiln/KernelInfo.h).
@@ -164,6 +163,17 @@ private:
   /// The atomic update of one element of `t` at `offset`; returns its old value.
   mlir::Value atomicUpdate(mlir::Operation *op, const TensorArg &t, mlir::Value offset,
                            mlir::Value value, mlir::Value compare);
+  /// SPIR-V: swaps `desired` into element `index` (memref index) of `t` where it
+  /// holds `expected`; returns what it held.
+  mlir::Value compareAndSwap(const TensorArg &t, mlir::Value index, mlir::Value expected,
+                             mlir::Value desired);
+  /// SPIR-V float atomics on a tensor held as integers: `op`'s update of each
+  /// register's element (at `offsets`, where `oks`) by compare-and-swap loops;
+  /// returns the old values (0 where not ok). In uniform control flow: it
+  /// reduces across the program (`numElements` in its tile, 1 for a scalar).
+  Registers updateBySwaps(AtomicRMWOp op, const TensorArg &t, llvm::ArrayRef<mlir::Value> offsets,
+                          llvm::ArrayRef<mlir::Value> oks, llvm::ArrayRef<mlir::Value> values,
+                          int64_t numElements);
   /// `value`, as thread 0 has it, in every thread.
   mlir::Value broadcastFromThread0(mlir::Value value);
   /// Whether this thread writes register `reg` of a stored `tile` (null for a

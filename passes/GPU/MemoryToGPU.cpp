@@ -407,19 +407,90 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
   // memref (SPIR-V): kiln-gpu-to-spirv turns the exchange (assign) and the
   // compare-and-swap form of generic_atomic_rmw into SPIR-V atomics.
   SmallVector<Value> index{b.create<arith::IndexCastOp>(loc, b.getIndexType(), offset)};
-  if (compare) {
-    auto cas = b.create<memref::GenericAtomicRMWOp>(loc, t.base, index);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(cas.getBody());
-    Value current = cas.getCurrentValue();
-    Value equal = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, current, compare);
-    Value written = b.create<arith::SelectOp>(loc, equal, value, current);
-    b.create<memref::AtomicYieldOp>(loc, written);
-    return cas.getResult();
-  }
+  if (compare)
+    return compareAndSwap(t, index[0], compare, value);
   arith::AtomicRMWKind kind =
       rmw ? atomicKind(rmw.getKind(), isFloat) : arith::AtomicRMWKind::assign;
   return b.create<memref::AtomicRMWOp>(loc, kind, value, t.base, index);
+}
+
+Value ThreadEmitter::compareAndSwap(const TensorArg &t, Value index, Value expected,
+                                   Value desired) {
+  auto cas = b.create<memref::GenericAtomicRMWOp>(loc, t.base, index);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(cas.getBody());
+  Value current = cas.getCurrentValue();
+  Value equal = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, current, expected);
+  Value written = b.create<arith::SelectOp>(loc, equal, desired, current);
+  b.create<memref::AtomicYieldOp>(loc, written);
+  return cas.getResult();
+}
+
+Registers ThreadEmitter::updateBySwaps(AtomicRMWOp op, const TensorArg &t,
+                                       ArrayRef<Value> offsets, ArrayRef<Value> oks,
+                                       ArrayRef<Value> values, int64_t numElements) {
+  // Each element swaps in its updated bits until no other thread wrote between
+  // its read and its swap. One loop serves the whole tile and runs while any
+  // element of the program still has a swap to make, each swap under its own
+  // flag, so every thread leaves the loop together: when threads leave a loop
+  // at different trips, lavapipe loses updates and the stores after the loop.
+  int64_t n = offsets.size();
+  Type bits = t.storageType, flag = b.getI1Type();
+  arith::AtomicRMWKind kind = atomicKind(op.getKind(), /*isFloat=*/true);
+  SmallVector<Value> indices, guesses;
+  for (int64_t r = 0; r < n; ++r) {
+    indices.push_back(b.create<arith::IndexCastOp>(
+        loc, b.getIndexType(), b.create<arith::SelectOp>(loc, oks[r], offsets[r], i32(0))));
+    guesses.push_back(emitIfElse(oks[r], {bits}, [&]() -> SmallVector<Value> {
+      return {b.create<memref::LoadOp>(loc, t.base, indices[r])};
+    }, [&]() -> SmallVector<Value> {
+      return {b.create<arith::ConstantOp>(loc, b.getZeroAttr(bits))};
+    }).getResult(0));
+  }
+  auto anyElement = [&](ArrayRef<Value> pending) -> Value {
+    Registers wide;
+    for (Value p : pending)
+      wide.push_back(b.create<arith::ExtUIOp>(loc, b.getI32Type(), p));
+    Value any = reduceWholeTile(wide, numElements, ReduceKind::Max, b.getI32Type());
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, any, i32(0));
+  };
+  // Carried: each element's expected bits, whether it still has to swap, and
+  // whether any element has (computed at the end of a trip, not in the loop's
+  // header).
+  SmallVector<Value> inits(guesses);
+  inits.append(oks.begin(), oks.end());
+  inits.push_back(anyElement(oks));
+  SmallVector<Type> types(n, bits);
+  types.append(n + 1, flag);
+  SmallVector<Location> locs(types.size(), loc);
+  auto loop = b.create<scf::WhileOp>(loc, types, inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&loop.getBefore(), {}, types, locs);
+    b.create<scf::ConditionOp>(loc, before->getArguments().back(), before->getArguments());
+    Block *after = b.createBlock(&loop.getAfter(), {}, types, locs);
+    SmallVector<Value> found, raced;
+    for (int64_t r = 0; r < n; ++r) {
+      Value expected = after->getArgument(r);
+      found.push_back(emitIfElse(after->getArgument(n + r), {bits}, [&]() -> SmallVector<Value> {
+        Value updated =
+            arith::getReductionOp(kind, b, loc, t.fromStorage(b, loc, expected), values[r]);
+        return {compareAndSwap(t, indices[r], expected, t.toStorage(b, loc, updated))};
+      }, [&]() -> SmallVector<Value> { return {expected}; }).getResult(0));
+      raced.push_back(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, found[r], expected));
+    }
+    SmallVector<Value> yields(found);
+    yields.append(raced);
+    yields.push_back(anyElement(raced));
+    b.create<scf::YieldOp>(loc, yields);
+  }
+  // The last swap found (and replaced) the old bits; 0 where not `ok`.
+  Registers olds;
+  Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(t.elementType));
+  for (int64_t r = 0; r < n; ++r)
+    olds.push_back(b.create<arith::SelectOp>(loc, oks[r],
+                                             t.fromStorage(b, loc, loop.getResult(r)), zero));
+  return olds;
 }
 
 Value ThreadEmitter::broadcastFromThread0(Value value) {
@@ -464,7 +535,18 @@ LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
   if (needOld)
     types.push_back(t.elementType);
   Registers olds;
-  for (int64_t r = 0; r < n; ++r) {
+  bool bySwaps = rmw && t.storageType != t.elementType;
+  if (bySwaps) {
+    // SPIR-V float atomics: swaps of the integer bits.
+    SmallVector<Value> offsets, oks, values;
+    for (int64_t r = 0; r < n; ++r) {
+      offsets.push_back(acc[r].offset);
+      oks.push_back(acc[r].ok);
+      values.push_back(element(value, r));
+    }
+    olds = updateBySwaps(rmw, t, offsets, oks, values, tile ? tile.getNumElements() : 1);
+  }
+  for (int64_t r = 0; r < n && !bySwaps; ++r) {
     Value v = element(value, r);
     Value c = compare ? element(compare, r) : Value();
     auto ifOp = emitIfElse(

@@ -17,9 +17,11 @@ mlir::Type sharedStorageType(mlir::Type elementType);
 
 /// The shared-memory elements (of sharedStorageType) an op needs to exchange its
 /// operands between threads, per element type; empty for ops that move no data
-/// between threads.
+/// between threads. `integerAtomicsOnly`: the target (SPIR-V) makes float
+/// atomics from compare-and-swap loops.
 llvm::SmallVector<std::pair<mlir::Type, int64_t>, 2>
-sharedRequirement(mlir::Operation *op, BlockedEncodingAttr layout, MatrixUnits units);
+sharedRequirement(mlir::Operation *op, BlockedEncodingAttr layout, MatrixUnits units,
+                  bool integerAtomicsOnly = false);
 
 /// How many operand buffers a matrix dot keeps: the `stages` of the loop it
 /// sits in when that loop is pipelined (NVIDIA), else 1.

@@ -499,6 +499,88 @@ kernel locked(x: tensor<f32>[N], acc: tensor<f32>[BLOCK], lock: tensor<i32>[1],
   });
 }
 
+TEST_F(DeviceAgreement, FloatAtomicsOnEveryDevice) {
+  // f32 atomics: native on the CPU, CUDA and HIP; on Vulkan the tensor is held
+  // as i32 and each update is a compare-and-swap loop. Colliding lanes adding 1
+  // each see a distinct earlier count (a lost update would repeat one); sums of
+  // integers are exact in any order. `mixed` also loads and stores the tensor
+  // that it updates atomically.
+  const char *source = R"(
+kernel counts(h: tensor<f32>[B], x: tensor<i32>[N], old: tensor<f32>[N])
+    params(BLOCK: i32 = 128) grid(cdiv(N, BLOCK)) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  store(old[offs], atomic_add(h[load(x[offs])], 1.0, mask = offs < N && offs % 5 != 2));
+}
+kernel totals(x: tensor<f32>[N], t: tensor<f32>[3]) params(BLOCK: i32 = 128) grid(cdiv(N, BLOCK)) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  let v = load(x[offs], mask = offs < N, other = 0.0);
+  atomic_add(t[0], sum(v));
+  atomic_max(t[1], max(v));
+  atomic_min(t[2], min(load(x[offs], mask = offs < N, other = 1e30)));
+}
+kernel mixed(h: tensor<f32>[M], y: tensor<f32>[K]) params(K: i32 = 64) grid(1) {
+  let c = arange(0, K);
+  let old = atomic_add(h[c], 1.5);
+  store(y[c], load(h[c]) - old);
+  store(h[c + K], old * 2.0);
+}
+)";
+  const int64_t n = 5000, bins = 10;
+  std::vector<int32_t> x(n);
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = int32_t((i * 7919) % bins);
+    values[i] = float((i * 37) % 101) - 50.0f;
+  }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel counts = s.compile(source, "counts"), totals = s.compile(source, "totals"),
+           mixed = s.compile(source, "mixed");
+    for (Kernel *k : {&counts, &totals, &mixed})
+      ASSERT_TRUE(k->ok()) << device << ": " << k->status().message();
+
+    Tensor h = s.upload(std::vector<float>(bins, 100.0f), {bins}), tx = s.upload(x, {n}),
+           old = s.empty<float>({n});
+    ASSERT_TRUE(counts(h, tx, old).ok()) << device;
+    std::vector<float> olds, finals;
+    ASSERT_TRUE(old.download(olds).ok() && h.download(finals).ok());
+    std::vector<std::vector<float>> seen(bins);
+    for (int64_t i = 0; i < n; ++i) {
+      if (i % 5 == 2)
+        EXPECT_EQ(olds[i], 0.0f) << device << " masked lane " << i;
+      else
+        seen[x[i]].push_back(olds[i]);
+    }
+    for (int64_t b = 0; b < bins; ++b) {
+      std::sort(seen[b].begin(), seen[b].end());
+      EXPECT_EQ(finals[b], 100.0f + float(seen[b].size())) << device;
+      for (size_t j = 0; j < seen[b].size(); ++j)
+        ASSERT_EQ(seen[b][j], 100.0f + float(j)) << device << " bin " << b;
+    }
+
+    Tensor tv = s.upload(values, {n}), t = s.upload(std::vector<float>{0.5f, -1e30f, 1e30f}, {3});
+    ASSERT_TRUE(totals(tv, t).ok()) << device;
+    std::vector<float> got;
+    ASSERT_TRUE(t.download(got).ok());
+    double sum = 0.5;
+    for (float v : values)
+      sum += v;
+    EXPECT_EQ(got, (std::vector<float>{float(sum), 50.0f, -50.0f})) << device;
+
+    std::vector<float> start(128);
+    for (int64_t i = 0; i < 128; ++i)
+      start[i] = float(i) * 0.25f;
+    Tensor mh = s.upload(start, {128}), my = s.empty<float>({64});
+    ASSERT_TRUE(mixed(mh, my).ok()) << device;
+    std::vector<float> after, diffs;
+    ASSERT_TRUE(mh.download(after).ok() && my.download(diffs).ok());
+    for (int64_t i = 0; i < 64; ++i) {
+      ASSERT_EQ(diffs[i], 1.5f) << device << " at " << i;
+      ASSERT_EQ(after[i], start[i] + 1.5f) << device << " at " << i;
+      ASSERT_EQ(after[64 + i], start[i] * 2.0f) << device << " at " << i;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, GatherOnEveryDevice) {
   // Along the last axis with a wider index tile than the source, along the first
   // axis, and on a rank-1 i32 tile; indices past either end give 0.
