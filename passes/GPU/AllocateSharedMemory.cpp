@@ -72,9 +72,12 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
   }
   // A float atomic on SPIR-V retries its swaps while any thread of the program
   // has one to make: an i32 flag per thread (MemoryToGPU.cpp, updateBySwaps).
-  if (auto rmw = dyn_cast<AtomicRMWOp>(op);
-      rmw && integerAtomicsOnly && isa<FloatType>(getElementTypeOrSelf(rmw.getValue().getType())) && layout)
-    return {Need(sharedStorageType(IntegerType::get(op->getContext(), 32)), layout.getThreads())};
+  auto rmw = dyn_cast<AtomicRMWOp>(op);
+  if (rmw && integerAtomicsOnly && layout &&
+      isa<FloatType>(getElementTypeOrSelf(rmw.getValue().getType()))) {
+    Type flag = sharedStorageType(IntegerType::get(op->getContext(), 32));
+    return {Need(flag, layout.getThreads())};
+  }
   // A scalar atomic's old value goes from thread 0 to every thread.
   if (isa<AtomicRMWOp, AtomicSwapOp>(op) && !isa<RankedTensorType>(op->getResult(0).getType()) &&
       !op->getResult(0).use_empty())
