@@ -6,6 +6,8 @@
 #include "runtime/Json.h"
 
 #include <cctype>
+#include <cstdio>
+#include <cstring>
 #include <map>
 
 using namespace kiln;
@@ -93,24 +95,55 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
         return bad("dynamic_shared_memory must be true or false");
       info.dynamicSharedMemory = dynamic->boolean;
     }
-    if (const JsonValue *asserts = k.get("asserts")) {
-      if (asserts->kind != JsonValue::Array)
-        return bad("asserts must be a list");
-      for (const JsonValue &a : asserts->array) {
-        const JsonValue *message = a.get("message"), *shape = a.get("shape");
+    // Asserts and prints: a text and the shape of a tile (prints: and the
+    // value's type, empty for none).
+    auto entries = [&](const char *key, const char *text, const char *what,
+                       auto &&add) -> bool {
+      const JsonValue *list = k.get(key);
+      if (!list)
+        return true;
+      if (list->kind != JsonValue::Array)
+        return bad(std::string(key) + " must be a list");
+      for (const JsonValue &e : list->array) {
+        const JsonValue *message = e.get(text), *shape = e.get("shape");
         if (!message || message->kind != JsonValue::String || !shape ||
             shape->kind != JsonValue::Array)
-          return bad("an assert needs a message and a shape");
-        AssertInfo assert{message->string, {}};
+          return bad(std::string("an ") + what + " needs a " + text + " and a shape");
+        std::vector<int64_t> sizes;
         for (const JsonValue &d : shape->array) {
           int64_t size = 0;
           if (!count(&d, 1 << 30, size))
-            return bad("assert shapes must be non-negative integers");
-          assert.shape.push_back(size);
+            return bad(std::string(what) + " shapes must be non-negative integers");
+          sizes.push_back(size);
         }
-        info.asserts.push_back(std::move(assert));
+        if (!add(e, message->string, std::move(sizes)))
+          return false;
       }
-    }
+      return true;
+    };
+    if (!entries("asserts", "message", "assert",
+                 [&](const JsonValue &, const std::string &message, std::vector<int64_t> shape) {
+                   info.asserts.push_back({message, std::move(shape)});
+                   return true;
+                 }) ||
+        !entries("prints", "prefix", "print",
+                 [&](const JsonValue &e, const std::string &prefix, std::vector<int64_t> shape) {
+                   PrintInfo print{prefix, std::move(shape)};
+                   const JsonValue *dtype = e.get("dtype");
+                   if (!dtype || dtype->kind != JsonValue::String)
+                     return bad("a print needs a dtype");
+                   if (!dtype->string.empty()) {
+                     auto dt = parseDType(dtype->string);
+                     if (!dt || (*dt != DType::I32 && *dt != DType::I64 && *dt != DType::F32 &&
+                                 *dt != DType::F64))
+                       return bad("a print's dtype must be i32, i64, f32 or f64");
+                     print.hasValue = true;
+                     print.dtype = *dt;
+                   }
+                   info.prints.push_back(std::move(print));
+                   return true;
+                 }))
+      return false;
     out.kernels.push_back(std::move(info));
   }
   return true;
@@ -296,6 +329,26 @@ bool kiln::rt::evaluateGrid(const KernelInfo &kernel, const std::vector<KernelAr
   return true;
 }
 
+/// `pid (x, y, z)`, then ` idx (i, j)` for an element of a tile of `shape`
+/// at flat (row-major) index `flat`: how print and device_assert name it.
+static std::string elementName(const int32_t *pid, const std::vector<int64_t> &shape,
+                               int64_t flat) {
+  std::string text = "pid (" + std::to_string(pid[0]) + ", " + std::to_string(pid[1]) + ", " +
+                     std::to_string(pid[2]) + ")";
+  if (shape.empty())
+    return text;
+  std::vector<int64_t> coords(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t size = std::max<int64_t>(shape[d], 1);
+    coords[d] = flat % size;
+    flat /= size;
+  }
+  text += " idx (";
+  for (size_t d = 0; d < coords.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(coords[d]);
+  return text + ")";
+}
+
 std::string kiln::rt::assertFailure(const KernelInfo &kernel, const int32_t *report) {
   auto failures = static_cast<uint32_t>(report[0]);
   if (failures == 0)
@@ -305,24 +358,55 @@ std::string kiln::rt::assertFailure(const KernelInfo &kernel, const int32_t *rep
   if (which < 0 || static_cast<size_t>(which) >= kernel.asserts.size())
     return text + "assert #" + std::to_string(which) + ", which its metadata does not list";
   const AssertInfo &failed = kernel.asserts[which];
-  text += "pid (" + std::to_string(report[2]) + ", " + std::to_string(report[3]) + ", " +
-          std::to_string(report[4]) + ")";
-  if (!failed.shape.empty()) {
-    // The flat index, row-major in the tile, as coordinates.
-    std::vector<int64_t> coords(failed.shape.size());
-    int64_t flat = report[5];
-    for (size_t d = failed.shape.size(); d-- > 0;) {
-      int64_t size = std::max<int64_t>(failed.shape[d], 1);
-      coords[d] = flat % size;
-      flat /= size;
-    }
-    text += " idx (";
-    for (size_t d = 0; d < coords.size(); ++d)
-      text += (d ? ", " : "") + std::to_string(coords[d]);
-    text += ")";
-  }
-  text += " " + failed.message;
+  text += elementName(report + 2, failed.shape, report[5]) + " " + failed.message;
   if (failures > 1)
     text += " (" + std::to_string(failures) + " failures in this launch)";
   return text;
+}
+
+std::string kiln::rt::printedLines(const KernelInfo &kernel, const int32_t *buffer,
+                                   std::string &dropped) {
+  auto claimed = static_cast<uint32_t>(buffer[kPrintCountWord]);
+  uint32_t records = std::min<uint32_t>(claimed, kPrintRecords);
+  dropped.clear();
+  if (claimed > records)
+    dropped = "kernel '" + kernel.name + "' printed " + std::to_string(claimed) +
+              " lines; " + std::to_string(claimed - records) +
+              " of them were dropped (a Vulkan launch keeps " + std::to_string(kPrintRecords) +
+              ")";
+  std::string out;
+  for (uint32_t r = 0; r < records; ++r) {
+    const int32_t *record = buffer + kDebugHeaderWords + size_t(r) * kPrintRecordWords;
+    int32_t which = record[0];
+    if (which < 0 || static_cast<size_t>(which) >= kernel.prints.size()) {
+      out += "(print #" + std::to_string(which) + ", which the kernel's metadata does not list)\n";
+      continue;
+    }
+    const PrintInfo &print = kernel.prints[which];
+    out += elementName(record + 1, print.shape, record[4]) + " " + print.prefix;
+    if (print.hasValue) {
+      uint64_t bits = uint64_t(uint32_t(record[5])) | uint64_t(uint32_t(record[6])) << 32;
+      char value[64];
+      switch (print.dtype) {
+      case DType::F64: {
+        double d;
+        std::memcpy(&d, &bits, 8);
+        std::snprintf(value, sizeof value, ": %.17g", d);
+        break;
+      }
+      case DType::F32: {
+        float f;
+        uint32_t low = uint32_t(bits);
+        std::memcpy(&f, &low, 4);
+        std::snprintf(value, sizeof value, ": %.9g", double(f));
+        break;
+      }
+      case DType::I64: std::snprintf(value, sizeof value, ": %lld", (long long)bits); break;
+      default: std::snprintf(value, sizeof value, ": %d", int32_t(bits)); break;
+      }
+      out += value;
+    }
+    out += "\n";
+  }
+  return out;
 }

@@ -32,4 +32,8 @@ bool evaluateGrid(const KernelInfo &kernel, const std::vector<KernelArg> &args,
 /// many elements failed.
 std::string assertFailure(const KernelInfo &kernel, const int32_t *report);
 
+/// The lines a kernel's prints left in its debug buffer (`buffer`: the header
+/// and the records), in print's format; `dropped` says how many did not fit.
+std::string printedLines(const KernelInfo &kernel, const int32_t *buffer, std::string &dropped);
+
 } // namespace kiln::rt

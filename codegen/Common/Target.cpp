@@ -300,11 +300,21 @@ void kiln::collectLaunchInfo(mlir::ModuleOp module, std::vector<KernelInfo> &ker
       if (auto s = f->getAttrOfType<mlir::IntegerAttr>(gpu::kSharedBytesAttr))
         k.sharedMemoryBytes = s.getInt();
       k.dynamicSharedMemory = f->hasAttr(gpu::kDynamicSharedAttr);
+      auto shapeOf = [](mlir::DictionaryAttr entry) {
+        llvm::ArrayRef<int64_t> shape = entry.getAs<mlir::DenseI64ArrayAttr>("shape");
+        return std::vector<int64_t>(shape.begin(), shape.end());
+      };
       if (auto asserts = f->getAttrOfType<mlir::ArrayAttr>(gpu::kAssertsAttr))
-        for (auto a : asserts.getAsRange<mlir::DictionaryAttr>()) {
-          llvm::ArrayRef<int64_t> shape = a.getAs<mlir::DenseI64ArrayAttr>("shape");
-          k.asserts.push_back({a.getAs<mlir::StringAttr>("message").str(),
-                               std::vector<int64_t>(shape.begin(), shape.end())});
+        for (auto a : asserts.getAsRange<mlir::DictionaryAttr>())
+          k.asserts.push_back({a.getAs<mlir::StringAttr>("message").str(), shapeOf(a)});
+      if (auto prints = f->getAttrOfType<mlir::ArrayAttr>(gpu::kPrintsAttr))
+        for (auto p : prints.getAsRange<mlir::DictionaryAttr>()) {
+          PrintInfo print{p.getAs<mlir::StringAttr>("prefix").str(), shapeOf(p)};
+          if (auto dtype = parseDType(p.getAs<mlir::StringAttr>("dtype").strref().str())) {
+            print.hasValue = true;
+            print.dtype = *dtype;
+          }
+          k.prints.push_back(std::move(print));
         }
     }
   });
@@ -380,10 +390,14 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
     llvm::json::Array grid;
     for (const std::string &g : k.grid)
       grid.push_back(g);
-    llvm::json::Array asserts;
+    llvm::json::Array asserts, prints;
     for (const AssertInfo &a : k.asserts)
       asserts.push_back(
           llvm::json::Object{{"message", a.message}, {"shape", llvm::json::Array(a.shape)}});
+    for (const PrintInfo &p : k.prints)
+      prints.push_back(llvm::json::Object{{"prefix", p.prefix},
+                                          {"shape", llvm::json::Array(p.shape)},
+                                          {"dtype", p.hasValue ? dtypeName(p.dtype) : ""}});
     list.push_back(llvm::json::Object{
         {"name", k.name},
         {"args", std::move(args)},
@@ -394,6 +408,7 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
         {"shared_memory_bytes", k.sharedMemoryBytes},
         {"dynamic_shared_memory", k.dynamicSharedMemory},
         {"asserts", std::move(asserts)},
+        {"prints", std::move(prints)},
     });
   }
   llvm::json::Object root{
@@ -404,8 +419,8 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
                            "binding in set 0, in order; its sizes and strides (i32, elements) and "
                            "every scalar argument are push constants: 32-bit words in argument "
                            "order, 64-bit scalars as two words, low first; a kernel with asserts "
-                           "takes one more binding after the tensors: its assert report "
-                           "(6 i32 words, zeroed)"
+                           "or prints takes one more binding after the tensors: its debug "
+                           "buffer (kiln/KernelInfo.h)"
                          : "one program per block; each tensor argument is passed as its base "
                            "pointer followed by its sizes (i32) and strides (i32, in elements); "
                            "i1 scalars are passed as i32")

@@ -37,11 +37,31 @@ struct AssertInfo {
   std::vector<int64_t> shape;
 };
 
-/// A Vulkan kernel with asserts takes one more storage buffer after its tensors:
-/// this many i32 words, zeroed before the launch. The first failing element
-/// writes which assert failed (its index in KernelInfo::asserts), its program's
-/// ids (x, y, z) and its flat index in the tile; word 0 counts the failures.
+/// A print in a Vulkan kernel (elsewhere the device prints by itself).
+struct PrintInfo {
+  std::string prefix;
+  /// The printed tile's shape; empty for a scalar or no value.
+  std::vector<int64_t> shape;
+  bool hasValue = false;
+  /// The value's type as printed: i32, i64 or f32, f64 (narrower types widen).
+  DType dtype = DType::I32;
+};
+
+/// Vulkan kernels cannot print or abort. One with asserts or prints takes one
+/// more storage buffer after its tensors, the debug buffer, whose first
+/// kDebugHeaderWords i32 words are zeroed before each launch:
+///  - words 0-5, the assert report: word 0 counts failures; the first failing
+///    element writes which assert failed (its index in KernelInfo::asserts),
+///    its program's ids (x, y, z) and its flat index in the tile;
+///  - word 6 counts the print records claimed; record r takes kPrintRecordWords
+///    words from kDebugHeaderWords + r * kPrintRecordWords: which print, the
+///    program's ids, the flat index, the value's low and high words. Records
+///    past kPrintRecords are dropped (and counted).
 inline constexpr int kAssertReportWords = 6;
+inline constexpr int kPrintCountWord = 6;
+inline constexpr int kDebugHeaderWords = 8;
+inline constexpr int kPrintRecordWords = 7;
+inline constexpr int kPrintRecords = 1 << 16;
 
 struct KernelInfo {
   std::string name;
@@ -56,8 +76,14 @@ struct KernelInfo {
   /// The shared memory is requested at launch (CUDA dynamic shared memory, for
   /// kernels above the 48 KiB of static shared memory) rather than declared.
   bool dynamicSharedMemory = false;
-  /// Vulkan: the asserts the kernel reports in its report buffer.
+  /// Vulkan: the asserts and prints the kernel reports in its debug buffer.
   std::vector<AssertInfo> asserts;
+  std::vector<PrintInfo> prints;
+  bool hasDebugBuffer() const { return !asserts.empty() || !prints.empty(); }
+  /// The debug buffer's size in i32 words: the header, and the records when it prints.
+  int64_t debugBufferWords() const {
+    return kDebugHeaderWords + (prints.empty() ? 0 : int64_t(kPrintRecords) * kPrintRecordWords);
+  }
 };
 
 } // namespace kiln

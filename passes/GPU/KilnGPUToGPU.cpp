@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/KernelInfo.h"
 #include "passes/Common.h"
 #include "passes/GPU/Layouts.h"
 #include "passes/GPU/Lowering.h"
@@ -174,10 +175,14 @@ int64_t kiln::gpu::pushConstantWords(TypeRange kernelArgs) {
   return words;
 }
 
-bool ThreadEmitter::reportsAsserts(func::FuncOp kernel, MemoryModel memory) {
+bool ThreadEmitter::takesDebugBuffer(func::FuncOp kernel, MemoryModel memory) {
   if (memory != MemoryModel::SPIRVBuffers)
     return false;
-  return kernel.walk([](AssertOp) { return WalkResult::interrupt(); }).wasInterrupted();
+  return kernel
+      .walk([](Operation *op) {
+        return isa<AssertOp, PrintOp>(op) ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
 }
 
 SmallVector<Type> ThreadEmitter::abiTypes(func::FuncOp kernel, MemoryModel memory) {
@@ -197,7 +202,7 @@ SmallVector<Type> ThreadEmitter::abiTypes(func::FuncOp kernel, MemoryModel memor
       types.push_back(t.isInteger(1) ? i32Type : t); // bools travel as i32
     }
   }
-  if (reportsAsserts(kernel, memory))
+  if (takesDebugBuffer(kernel, memory))
     types.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32)));
   // Vulkan: every size, stride and scalar travels in one block of push constants.
   if (memory == MemoryModel::SPIRVBuffers)
@@ -273,8 +278,8 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
     scalars.map(arg, v);
   }
-  if (reportsAsserts(kernel, memory))
-    assertReport = entry.getArgument(next++);
+  if (takesDebugBuffer(kernel, memory))
+    debugBuffer = entry.getArgument(next++);
   for (BlockArgument attribution : gpuFunc.getWorkgroupAttributions())
     shared[cast<MemRefType>(attribution.getType()).getElementType()] = attribution;
   if (gpuFunc->hasAttr(kDynamicSharedAttr)) {
@@ -717,32 +722,40 @@ struct ConvertKilnGPUToGPUPass
 } // namespace
 
 LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
-  if (memory == MemoryModel::SPIRVBuffers)
-    return op.emitError("print needs a CPU, CUDA or HIP target: Vulkan and Metal cannot print "
-                        "from kernels (remove the print, or run the kernel on the CPU)");
   Value value = op.getValue();
   auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
-  std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
-                                   value ? getElementTypeOrSelf(value.getType()) : Type());
   SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
-  auto print = [&](ArrayRef<Value> coords, Value element) {
-    SmallVector<Value> args(pids);
-    args.append(coords.begin(), coords.end());
-    if (element)
-      args.push_back(printArgument(b, loc, element));
-    b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
-    return SmallVector<Value>{};
+  // `print(flat, element)` prints the element at flat index `flat` of the tile
+  // (0 for a scalar or no value).
+  std::function<void(Value, Value)> print;
+  if (memory == MemoryModel::SPIRVBuffers) {
+    print = printToBuffer(op);
+  } else {
+    std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
+                                     value ? getElementTypeOrSelf(value.getType()) : Type());
+    print = [=](Value flat, Value element) {
+      SmallVector<Value> args(pids);
+      if (tile)
+        args.append(delinearize(flat, tile.getShape()));
+      if (element)
+        args.push_back(printArgument(b, loc, element));
+      b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
+    };
+  }
+  auto printIf = [&](Value cond, Value flat, Value element) {
+    emitIfElse(cond, {}, [&] {
+      print(flat, element);
+      return SmallVector<Value>{};
+    }, nullptr);
   };
   if (!tile) { // uniform: one thread prints it
     Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
-    emitIfElse(first, {}, [&] { return print({}, value ? scalar(value) : Value()); }, nullptr);
+    printIf(first, i32(0), value ? scalar(value) : Value());
     return success();
   }
   Registers values = regs(value);
   for (int64_t r = 0, n = registers(tile); r < n; ++r)
-    emitIfElse(registerValid(r, tile.getNumElements()), {}, [&] {
-      return print(delinearize(elementIndex(r), tile.getShape()), values[r]);
-    }, nullptr);
+    printIf(registerValid(r, tile.getNumElements()), elementIndex(r), values[r]);
   return success();
 }
 
@@ -834,31 +847,88 @@ LogicalResult ThreadEmitter::emitAssert(AssertOp op) {
   return success();
 }
 
-std::function<void(Value)> ThreadEmitter::reportToBuffer(AssertOp op) {
-  // The assert joins the kernel's table, which the runtime reads from the
-  // kernel's metadata to name the failure.
+int64_t ThreadEmitter::addToDebugTable(StringRef table, ArrayRef<NamedAttribute> entry) {
   auto func = b.getInsertionBlock()->getParent()->getParentOfType<mlir::gpu::GPUFuncOp>();
-  SmallVector<Attribute> table;
-  if (auto asserts = func->getAttrOfType<ArrayAttr>(kAssertsAttr))
-    table.assign(asserts.begin(), asserts.end());
-  auto tile = dyn_cast<RankedTensorType>(op.getCondition().getType());
-  table.push_back(b.getDictionaryAttr(
-      {b.getNamedAttr("message", op.getMessageAttr()),
-       b.getNamedAttr("shape", b.getDenseI64ArrayAttr(tile ? tile.getShape()
-                                                           : ArrayRef<int64_t>{}))}));
-  func->setAttr(kAssertsAttr, b.getArrayAttr(table));
-  Value which = i32(static_cast<int64_t>(table.size()) - 1);
+  SmallVector<Attribute> entries;
+  if (auto existing = func->getAttrOfType<ArrayAttr>(table))
+    entries.assign(existing.begin(), existing.end());
+  entries.push_back(b.getDictionaryAttr(entry));
+  func->setAttr(table, b.getArrayAttr(entries));
+  return static_cast<int64_t>(entries.size()) - 1;
+}
+
+/// The shape of `v`'s tile, empty for a scalar or no value.
+static DenseI64ArrayAttr shapeAttr(OpBuilder &b, Value v) {
+  auto tile = v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+  return b.getDenseI64ArrayAttr(tile ? tile.getShape() : ArrayRef<int64_t>{});
+}
+
+std::function<void(Value)> ThreadEmitter::reportToBuffer(AssertOp op) {
+  Value which = i32(addToDebugTable(
+      kAssertsAttr, {b.getNamedAttr("message", op.getMessageAttr()),
+                     b.getNamedAttr("shape", shapeAttr(b, op.getCondition()))}));
   SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
   // Every failure counts itself in word 0; the first also writes its details.
   return [this, which, pids](Value flat) {
     auto word = [&](int64_t w) -> Value { return b.create<arith::ConstantIndexOp>(loc, w); };
     Value before = b.create<memref::AtomicRMWOp>(loc, arith::AtomicRMWKind::addi, i32(1),
-                                                 assertReport, word(0));
+                                                 debugBuffer, word(0));
     Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, before, i32(0));
     emitIfElse(first, {}, [&] {
       SmallVector<Value> details{which, pids[0], pids[1], pids[2], flat};
       for (auto [w, value] : llvm::enumerate(details))
-        b.create<memref::StoreOp>(loc, value, assertReport, word(w + 1));
+        b.create<memref::StoreOp>(loc, value, debugBuffer, word(w + 1));
+      return SmallVector<Value>{};
+    }, nullptr);
+  };
+}
+
+std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op) {
+  // The value travels as one or two i32 words of the type the runtime prints:
+  // narrow floats as f32, narrow integers and bools as i32.
+  Value value = op.getValue();
+  Type element = value ? getElementTypeOrSelf(value.getType()) : Type();
+  StringRef printed = "";
+  if (element)
+    printed = isa<FloatType>(element) ? (element.isF64() ? "f64" : "f32")
+                                      : (element.isInteger(64) ? "i64" : "i32");
+  Value which = i32(addToDebugTable(
+      kPrintsAttr, {b.getNamedAttr("prefix", op.getPrefixAttr()),
+                    b.getNamedAttr("shape", shapeAttr(b, value)),
+                    b.getNamedAttr("dtype", b.getStringAttr(printed))}));
+  SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
+  return [this, which, pids](Value flat, Value v) {
+    Value lo = i32(0), hi = i32(0);
+    if (v) {
+      Type type = v.getType();
+      if (type.isF64() || type.isInteger(64)) {
+        Value bits = type.isF64() ? b.create<arith::BitcastOp>(loc, b.getI64Type(), v) : v;
+        lo = b.create<arith::TruncIOp>(loc, b.getI32Type(), bits);
+        Value shift = b.create<arith::ConstantIntOp>(loc, 32, 64);
+        hi = b.create<arith::TruncIOp>(loc, b.getI32Type(),
+                                       b.create<arith::ShRUIOp>(loc, bits, shift));
+      } else if (isa<FloatType>(type)) {
+        Value f = type.isF32() ? v : b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
+        lo = b.create<arith::BitcastOp>(loc, b.getI32Type(), f);
+      } else {
+        lo = printArgument(b, loc, v); // i32, or bools and narrow integers widened
+      }
+    }
+    // Claim a record; past the buffer's end the record is dropped (the runtime
+    // reports how many were).
+    Value count = b.create<arith::ConstantIndexOp>(loc, kPrintCountWord);
+    Value slot = b.create<memref::AtomicRMWOp>(loc, arith::AtomicRMWKind::addi, i32(1),
+                                               debugBuffer, count);
+    Value fits = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, slot, i32(kPrintRecords));
+    emitIfElse(fits, {}, [&] {
+      Value base = b.create<arith::AddIOp>(
+          loc, i32(kDebugHeaderWords), b.create<arith::MulIOp>(loc, slot, i32(kPrintRecordWords)));
+      SmallVector<Value> record{which, pids[0], pids[1], pids[2], flat, lo, hi};
+      for (auto [w, word] : llvm::enumerate(record)) {
+        Value at = b.create<arith::AddIOp>(loc, base, i32(w));
+        Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), at);
+        b.create<memref::StoreOp>(loc, word, debugBuffer, index);
+      }
       return SmallVector<Value>{};
     }, nullptr);
   };

@@ -86,13 +86,13 @@ public:
   /// Emits the body of `kernel` into the entry block of `gpuFunc`.
   mlir::LogicalResult emitKernel(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc);
 
-  /// The gpu.func argument types for a kiln kernel's arguments (with the assert
-  /// report buffer after the tensors where `reportsAsserts`).
+  /// The gpu.func argument types for a kiln kernel's arguments (with the debug
+  /// buffer after the tensors where `takesDebugBuffer`).
   static llvm::SmallVector<mlir::Type> abiTypes(mlir::func::FuncOp kernel, MemoryModel memory);
-  /// Whether `kernel` compiled for `memory` takes an assert report buffer: on
-  /// Vulkan and Metal, where a kernel cannot print, device_assert writes its
-  /// first failure there for the runtime to report (kiln/KernelInfo.h).
-  static bool reportsAsserts(mlir::func::FuncOp kernel, MemoryModel memory);
+  /// Whether `kernel` compiled for `memory` takes a debug buffer: on Vulkan and
+  /// Metal, where a kernel cannot print, print and device_assert write there
+  /// for the runtime to report (kiln/KernelInfo.h).
+  static bool takesDebugBuffer(mlir::func::FuncOp kernel, MemoryModel memory);
 
 private:
   // KilnGPUToGPU.cpp: dispatch and control flow.
@@ -217,9 +217,15 @@ private:
   /// gpu.printf per element by the thread that holds it (a scalar: thread 0).
   mlir::LogicalResult emitPrint(PrintOp op);
   mlir::LogicalResult emitAssert(AssertOp op);
-  /// SPIR-V: adds `op` to the kernel's assert table (kiln_gpu.asserts) and
-  /// returns what records a failure at a flat tile index in the report buffer.
+  /// SPIR-V: appends `entry` to the kernel's `table` (kiln_gpu.asserts or
+  /// kiln_gpu.prints), which becomes the kernel's metadata; returns its index.
+  int64_t addToDebugTable(llvm::StringRef table, llvm::ArrayRef<mlir::NamedAttribute> entry);
+  /// SPIR-V: adds `op` to the assert table and returns what records a failure
+  /// at a flat tile index in the debug buffer.
   std::function<void(mlir::Value)> reportToBuffer(AssertOp op);
+  /// SPIR-V: adds `op` to the print table and returns what writes a record of
+  /// an element (flat tile index, value or null) to the debug buffer.
+  std::function<void(mlir::Value, mlir::Value)> printToBuffer(PrintOp op);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);
   /// A dot on the target's matrix instructions (MatrixToGPU.cpp).
@@ -297,7 +303,7 @@ private:
   MatrixUnits matrixUnits;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::Value threadId; // i32
-  mlir::Value assertReport; // memref<?xi32>, SPIR-V kernels with asserts only
+  mlir::Value debugBuffer; // memref<?xi32>, SPIR-V kernels with asserts or prints
   mlir::IRMapping scalars;
   llvm::DenseMap<mlir::Value, Registers> tiles;
   llvm::DenseMap<mlir::Value, TensorArg> tensors;

@@ -754,6 +754,40 @@ TEST(Metadata, AssertReports) {
   }
 }
 
+TEST(Metadata, PrintRecords) {
+  // A Vulkan kernel's print records read back in print's format, each value in
+  // the type the record carries; records past the buffer's end are counted.
+  KernelInfo kernel;
+  kernel.name = "k";
+  kernel.prints = {{"row", {2, 3}, true, DType::F32},
+                   {"count", {}, true, DType::I64},
+                   {"here", {}, false, DType::I32}};
+  std::vector<int32_t> buffer(kernel.debugBufferWords());
+  auto record = [&](int r, std::vector<int32_t> words) {
+    std::copy(words.begin(), words.end(),
+              buffer.begin() + kDebugHeaderWords + r * kPrintRecordWords);
+  };
+  float half = -0.5f;
+  int32_t halfBits;
+  std::memcpy(&halfBits, &half, 4);
+  record(0, {0, 1, 2, 0, 5, halfBits, 0});
+  record(1, {1, 0, 0, 0, 0, int32_t(0xFFFFFFFE), -1}); // -2 as i64
+  record(2, {2, 3, 0, 0, 0, 0, 0});
+  record(3, {7, 0, 0, 0, 0, 0, 0});
+  buffer[kPrintCountWord] = 4;
+  std::string dropped;
+  EXPECT_EQ(printedLines(kernel, buffer.data(), dropped),
+            "pid (1, 2, 0) idx (1, 2) row: -0.5\n"
+            "pid (0, 0, 0) count: -2\n"
+            "pid (3, 0, 0) here\n"
+            "(print #7, which the kernel's metadata does not list)\n");
+  EXPECT_EQ(dropped, "");
+  buffer[kPrintCountWord] = kPrintRecords + 10;
+  printedLines(kernel, buffer.data(), dropped);
+  EXPECT_NE(dropped.find("printed 65546 lines; 10 of them were dropped"), std::string::npos)
+      << dropped;
+}
+
 TEST(Metadata, DynamicSharedMemoryFlag) {
   // Kernels above 48 KiB of shared memory on CUDA carry the flag that makes the
   // driver request their shared memory at launch; anything but a bool is refused.

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -319,6 +320,7 @@ int main(int argc, char **argv) {
   double ms = 0;
   if (rt::Status st = runOn(session, k, info, in, out, bench ? &ms : nullptr); !st)
     return fail(st.message());
+  std::fflush(stdout); // what the kernel printed (C stdio) comes before kiln-run's lines
   llvm::outs() << llvm::formatv("{0} on {1} ({2})", kernel, session.device().name(),
                                 session.device().target());
 

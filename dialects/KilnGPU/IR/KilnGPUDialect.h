@@ -19,9 +19,11 @@ inline constexpr llvm::StringLiteral kSharedElementsAttr = "kiln_gpu.shared_elem
 /// On a gpu.func: its shared buffers are views of dynamic shared memory, whose
 /// size (kiln_gpu.shared_bytes) the launch requests.
 inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
-/// On a SPIR-V gpu.func: its device_asserts, in the order their index is
-/// written to the assert report buffer; each a {message, shape} dictionary.
+/// On a SPIR-V gpu.func: its device_asserts and prints, in the order of the
+/// index their records in the debug buffer carry (kiln/KernelInfo.h); each a
+/// {message, shape} or {prefix, shape, dtype} dictionary.
 inline constexpr llvm::StringLiteral kAssertsAttr = "kiln_gpu.asserts";
+inline constexpr llvm::StringLiteral kPrintsAttr = "kiln_gpu.prints";
 
 /// The layout of a tile type, or null for scalars and unencoded tensors.
 inline BlockedEncodingAttr getLayout(mlir::Type type) {

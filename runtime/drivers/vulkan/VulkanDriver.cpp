@@ -4,8 +4,9 @@
 // argument is one storage-buffer binding in set 0, in argument order; every size,
 // stride (i32) and scalar argument travels in one block of push constants, as
 // 32-bit words in argument order (64-bit scalars take two, low word first).
-// A kernel with device_asserts binds one more buffer after the tensors, where
-// its first failure is written; the launch reads it once the kernel has run.
+// A kernel with prints or device_asserts binds one more buffer after the
+// tensors, its debug buffer (kiln/KernelInfo.h); once the kernel has run, the
+// launch writes its printed lines to stdout and fails if an assert failed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,8 +18,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -59,8 +61,8 @@ std::pair<uint32_t, uint32_t> kernelABI(const KernelInfo &k) {
       words += dtypeBits(a.dtype) > 32 ? 2 : 1;
     }
   }
-  if (!k.asserts.empty())
-    ++bindings; // the assert report
+  if (k.hasDebugBuffer())
+    ++bindings;
   return {bindings, words * 4};
 }
 
@@ -337,18 +339,25 @@ public:
   /// work ran) and the commands that bind and dispatch it.
   struct Dispatch {
     VkDescriptorPool pool = VK_NULL_HANDLE;
-    VkBuf *assertReport = nullptr; // kernels with asserts
+    VkBuf *debugBuffer = nullptr; // kernels with prints or asserts
     std::function<void(VkCommandBuffer)> record;
   };
 
-  /// Frees what a dispatch holds once its work has run (`r`), and reports a
-  /// failed device_assert as the launch's error.
+  /// Frees what a dispatch holds once its work has run (`r`), writes what it
+  /// printed, and reports a failed device_assert as the launch's error.
   Status finish(const KernelInfo &kernel, Dispatch &d, VkResult r) {
     vkDestroyDescriptorPool(device, d.pool, nullptr);
     std::string failure;
-    if (d.assertReport && r == VK_SUCCESS)
-      failure = assertFailure(kernel, static_cast<const int32_t *>(d.assertReport->mapped));
-    destroyBuffer(d.assertReport);
+    if (d.debugBuffer && r == VK_SUCCESS) {
+      auto *words = static_cast<const int32_t *>(d.debugBuffer->mapped);
+      std::string dropped, lines = printedLines(kernel, words, dropped);
+      std::fputs(lines.c_str(), stdout);
+      std::fflush(stdout);
+      if (!dropped.empty())
+        std::fprintf(stderr, "kiln: warning: %s\n", dropped.c_str());
+      failure = assertFailure(kernel, words);
+    }
+    destroyBuffer(d.debugBuffer);
     d = Dispatch();
     if (!failure.empty())
       return Status::failure(failure);
@@ -430,16 +439,16 @@ public:
       case DType::F64: pushScalar(&a.scalar.f, 8); break;
       }
     }
-    if (infos.size() + !kernel.asserts.empty() != p.bindings || words.size() * 4 != p.pushBytes)
+    if (infos.size() + kernel.hasDebugBuffer() != p.bindings || words.size() * 4 != p.pushBytes)
       return Status::failure("kernel '" + kernel.name + "': the arguments do not match the "
                              "pipeline's bindings and push constants");
-    if (!kernel.asserts.empty()) {
-      auto report = createBuffer(kAssertReportWords * 4);
-      if (!report)
-        return report.status();
-      std::memset((*report)->mapped, 0, kAssertReportWords * 4);
-      out.assertReport = *report;
-      infos.push_back({out.assertReport->buffer, 0, VK_WHOLE_SIZE});
+    if (kernel.hasDebugBuffer()) {
+      auto debug = createBuffer(kernel.debugBufferWords() * 4);
+      if (!debug)
+        return debug.status();
+      std::memset((*debug)->mapped, 0, kDebugHeaderWords * 4);
+      out.debugBuffer = *debug;
+      infos.push_back({out.debugBuffer->buffer, 0, VK_WHOLE_SIZE});
     }
 
     VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(1u, p.bindings)};
