@@ -3,6 +3,7 @@
 #include "passes/Common.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -16,6 +17,7 @@ TypedAttr kiln::reductionIdentity(OpBuilder &b, ReduceKind kind, Type elem) {
     case ReduceKind::Prod: return b.getFloatAttr(elem, 1.0);
     case ReduceKind::Max: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, true));
     case ReduceKind::Min: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, false));
+    default: return {}; // bitwise kinds take integers (the verifiers say so)
     }
   }
   unsigned bits = elem.getIntOrFloatBitWidth();
@@ -24,6 +26,9 @@ TypedAttr kiln::reductionIdentity(OpBuilder &b, ReduceKind kind, Type elem) {
   case ReduceKind::Prod: return b.getIntegerAttr(elem, 1);
   case ReduceKind::Max: return b.getIntegerAttr(elem, APInt::getSignedMinValue(bits));
   case ReduceKind::Min: return b.getIntegerAttr(elem, APInt::getSignedMaxValue(bits));
+  case ReduceKind::And: return b.getIntegerAttr(elem, APInt::getAllOnes(bits));
+  case ReduceKind::Or:
+  case ReduceKind::Xor: return b.getIntegerAttr(elem, 0);
   }
   return {};
 }
@@ -39,17 +44,35 @@ Value kiln::combineReduction(OpBuilder &b, Location loc, ReduceKind kind, Value 
     return f ? (Value)b.create<arith::MaximumFOp>(loc, x, acc) : b.create<arith::MaxSIOp>(loc, x, acc);
   case ReduceKind::Min:
     return f ? (Value)b.create<arith::MinimumFOp>(loc, x, acc) : b.create<arith::MinSIOp>(loc, x, acc);
+  case ReduceKind::And: return b.create<arith::AndIOp>(loc, x, acc);
+  case ReduceKind::Or: return b.create<arith::OrIOp>(loc, x, acc);
+  case ReduceKind::Xor: return b.create<arith::XOrIOp>(loc, x, acc);
   }
   return {};
 }
 
 
-arith::AtomicRMWKind kiln::atomicKind(ReduceKind kind, bool isFloat) {
+std::optional<arith::AtomicRMWKind> kiln::atomicKind(ReduceKind kind, bool isFloat) {
   switch (kind) {
   case ReduceKind::Max: return isFloat ? arith::AtomicRMWKind::maximumf : arith::AtomicRMWKind::maxs;
   case ReduceKind::Min: return isFloat ? arith::AtomicRMWKind::minimumf : arith::AtomicRMWKind::mins;
+  case ReduceKind::And: return arith::AtomicRMWKind::andi;
+  case ReduceKind::Or: return arith::AtomicRMWKind::ori;
+  case ReduceKind::Xor: return std::nullopt;
   default: return isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi;
   }
+}
+
+Value kiln::atomicUpdate(OpBuilder &b, Location loc, ReduceKind kind, Value value,
+                         Value memref, ValueRange indices) {
+  if (auto k = atomicKind(kind, isa<FloatType>(value.getType())))
+    return b.create<memref::AtomicRMWOp>(loc, *k, value, memref, indices);
+  auto rmw = b.create<memref::GenericAtomicRMWOp>(loc, memref, indices);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(rmw.getBody());
+  Value updated = combineReduction(b, loc, kind, rmw.getCurrentValue(), value);
+  b.create<memref::AtomicYieldOp>(loc, updated);
+  return rmw.getResult();
 }
 
 Value kiln::roundToTF32(OpBuilder &b, Location loc, Value v) {

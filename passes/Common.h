@@ -16,8 +16,15 @@ mlir::Value combineReduction(mlir::OpBuilder &b, mlir::Location loc, ReduceKind 
                              mlir::Value a, mlir::Value acc);
 
 /// The memref.atomic_rmw kind of a kiln atomic: sum, max or min, on floats
-/// (addf, maximumf, minimumf) or signed integers (addi, maxs, mins).
-mlir::arith::AtomicRMWKind atomicKind(ReduceKind kind, bool isFloat);
+/// (addf, maximumf, minimumf) or signed integers (addi, maxs, mins), and the
+/// bitwise andi, ori. Xor has no kind (MLIR 19): nullopt, see atomicUpdate.
+std::optional<mlir::arith::AtomicRMWKind> atomicKind(ReduceKind kind, bool isFloat);
+
+/// The atomic update of `memref[indices]` by `kind` with `value`; returns the
+/// old value. A memref.atomic_rmw, or for xor a generic_atomic_rmw whose body is
+/// one xori (kiln-gpu-to-spirv makes it an OpAtomicXor).
+mlir::Value atomicUpdate(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind,
+                         mlir::Value value, mlir::Value memref, mlir::ValueRange indices);
 
 /// `v` (f32, or a tensor or vector of f32) rounded to TensorFloat-32: the low 13
 /// mantissa bits cleared after rounding to nearest, ties away from zero (PTX's

@@ -783,13 +783,17 @@ Value lowerAtomicLanes(OpBuilder &b, Location loc, Value memory, ValueRange indi
 }
 
 Value lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
-  arith::AtomicRMWKind kind =
-      atomicKind(op.getKind(), isa<FloatType>(op.getMemory().getType().getElementType()));
   return lowerAtomicLanes(
       b, op.getLoc(), op.getMemory(), op.getIndices(), op.getMask(), op.getValue(), op.getOld(),
       [&](OpBuilder &nb, Location l, ValueRange operands, ValueRange coords) -> Value {
-        return nb.create<memref::AtomicRMWOp>(l, kind, operands[0], op.getMemory(),
-                                              toIndex(nb, l, coords));
+        // An xor lane (a generic_atomic_rmw, whose region buffer deallocation
+        // cannot see into) stays a scalar kiln op until after deallocation, as
+        // a compare-and-swap does (kiln-lower-compare-and-swap).
+        if (op.getKind() == ReduceKind::Xor)
+          return nb.create<AtomicRMWOp>(l, op.getKind(), op.getMemory(), coords, operands[0],
+                                        Value());
+        return atomicUpdate(nb, l, op.getKind(), operands[0], op.getMemory(),
+                            toIndex(nb, l, coords));
       });
 }
 

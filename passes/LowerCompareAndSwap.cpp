@@ -3,6 +3,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "passes/Common.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,6 +20,24 @@ using namespace mlir;
 namespace {
 struct LowerCompareAndSwap : kiln::impl::KilnLowerCompareAndSwapBase<LowerCompareAndSwap> {
   void runOnOperation() override {
+    // Scalar xor lanes: one generic_atomic_rmw each.
+    SmallVector<kiln::AtomicRMWOp> xors;
+    getOperation().walk([&](kiln::AtomicRMWOp op) { xors.push_back(op); });
+    for (kiln::AtomicRMWOp op : xors) {
+      if (op.getKind() != kiln::ReduceKind::Xor || isa<RankedTensorType>(op.getValue().getType()) ||
+          op.getMask()) {
+        op.emitOpError("expected a scalar xor without a mask (one lane of "
+                       "convert-kiln-to-linalg's lowering)");
+        return signalPassFailure();
+      }
+      OpBuilder b(op);
+      SmallVector<Value> at;
+      for (Value index : op.getIndices())
+        at.push_back(b.create<arith::IndexCastOp>(op.getLoc(), b.getIndexType(), index));
+      op.replaceAllUsesWith(kiln::atomicUpdate(b, op.getLoc(), op.getKind(), op.getValue(),
+                                               op.getMemory(), at));
+      op.erase();
+    }
     SmallVector<kiln::AtomicSwapOp> swaps;
     getOperation().walk([&](kiln::AtomicSwapOp op) { swaps.push_back(op); });
     for (kiln::AtomicSwapOp op : swaps) {

@@ -372,14 +372,16 @@ def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mli
 }
 
 def KilnLowerCompareAndSwap : Pass<"kiln-lower-compare-and-swap", "mlir::func::FuncOp"> {
-  let summary = "CPU: one lane's kiln.atomic_swap with compare to memref.generic_atomic_rmw";
+  let summary = "CPU: one lane's compare-and-swap or xor to memref.generic_atomic_rmw";
   let description = [{
-    `convert-kiln-to-linalg` lowers a compare-and-swap lane by lane but leaves
-    each lane a scalar `kiln.atomic_swap ... compare`: its memref form,
-    `memref.generic_atomic_rmw`, has a region without RegionBranchOpInterface,
-    which the buffer deallocation pipeline rejects. Run after deallocation, this
-    pass writes it as `generic_atomic_rmw` selecting the new value where the
-    current one equals `compare` (a cmpxchg loop once lowered to LLVM).
+    `convert-kiln-to-linalg` lowers a compare-and-swap and an atomic xor lane by
+    lane but leaves each lane a scalar `kiln.atomic_swap ... compare` or
+    `kiln.atomic_rmw xor`: their memref form, `memref.generic_atomic_rmw`, has a
+    region without RegionBranchOpInterface, which the buffer deallocation
+    pipeline rejects (and MLIR 19's `memref.atomic_rmw` has no xor). Run after
+    deallocation, this pass writes each as `generic_atomic_rmw`: selecting the
+    new value where the current one equals `compare`, or `xori` (a cmpxchg loop
+    once lowered to LLVM).
   }];
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }

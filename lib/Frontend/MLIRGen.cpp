@@ -2118,10 +2118,13 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
   if (name == "store")
     return genStore(e);
   if (name == "atomic_add" || name == "atomic_max" || name == "atomic_min" ||
+      name == "atomic_and" || name == "atomic_or" || name == "atomic_xor" ||
       name == "atomic_xchg" || name == "atomic_cas")
     return genAtomic(e);
   if (name == "sum")
     return genReduce(e, ReduceKind::Sum);
+  if (name == "xor_sum")
+    return genReduce(e, ReduceKind::Xor);
   if (name == "prod")
     return genReduce(e, ReduceKind::Prod);
   if (name == "min" || name == "max")
@@ -2579,6 +2582,9 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
                                        .Case("atomic_add", ReduceKind::Sum)
                                        .Case("atomic_max", ReduceKind::Max)
                                        .Case("atomic_min", ReduceKind::Min)
+                                       .Case("atomic_and", ReduceKind::And)
+                                       .Case("atomic_or", ReduceKind::Or)
+                                       .Case("atomic_xor", ReduceKind::Xor)
                                        .Default(std::nullopt);
   bool cas = name == "atomic_cas";
   size_t arity = cas ? 3 : 2;
@@ -2593,7 +2599,7 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
                                           ? std::string("a block view")
                                           : withArticle(view->type.str())));
   DType dt = view->type.dtype;
-  bool floats = kind.has_value(); // add, max and min also take f32
+  bool floats = kind && !isBitwise(*kind); // add, max and min also take f32
   if (dt != DType::I32 && dt != DType::I64 && (!floats || dt != DType::F32))
     return error(e.args[0]->loc, name + " works on " +
                                      (floats ? "i32, i64 and f32" : "i32 and i64") +
@@ -2634,6 +2640,9 @@ std::optional<Generator::ReductionArgs> Generator::reductionArgs(const CallExpr 
     return error(e.args[0]->loc, "'" + e.callee + "' reduces a tile, got " + withArticle(v->type.str()));
   if (rejectF8(v->type.dtype, e.args[0]->loc, "'" + e.callee + "'"))
     return std::nullopt;
+  if (e.callee == "xor_sum" && isFloat(v->type.dtype))
+    return error(e.args[0]->loc, "'xor_sum' combines integer bits; got a tile of " +
+                                     std::string(dtypeName(v->type.dtype)));
   ReductionArgs r;
   std::optional<bool> keepdims = boolKeyword(e, "keepdims");
   std::optional<bool> withIndices = boolKeyword(e, "return_indices");

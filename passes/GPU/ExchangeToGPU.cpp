@@ -156,6 +156,9 @@ static mlir::gpu::AllReduceOperation subgroupKind(ReduceKind kind, Type type) {
     return f ? mlir::gpu::AllReduceOperation::MAXNUMF : mlir::gpu::AllReduceOperation::MAXSI;
   case ReduceKind::Min:
     return f ? mlir::gpu::AllReduceOperation::MINNUMF : mlir::gpu::AllReduceOperation::MINSI;
+  case ReduceKind::And: return mlir::gpu::AllReduceOperation::AND;
+  case ReduceKind::Or: return mlir::gpu::AllReduceOperation::OR;
+  case ReduceKind::Xor: return mlir::gpu::AllReduceOperation::XOR;
   }
   return mlir::gpu::AllReduceOperation::ADD;
 }

@@ -1,8 +1,9 @@
 //===- GPUToSPIRV.cpp - convert-gpu-to-spirv with exchange and CAS --------===//
 //
-// Upstream's convert-gpu-to-spirv for Vulkan shaders, plus the two atomics MLIR
-// 19's memref patterns do not lower: the exchange (`memref.atomic_rmw assign`)
-// and the compare-and-swap that MemoryToGPU writes as a generic_atomic_rmw.
+// Upstream's convert-gpu-to-spirv for Vulkan shaders, plus what MLIR 19 does not
+// lower: the exchange (`memref.atomic_rmw assign`), the compare-and-swap and xor
+// that MemoryToGPU writes as generic_atomic_rmw, bitwise subgroup reductions and
+// a few GLSL math functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -120,6 +121,67 @@ struct CompareAndSwapPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
   }
 };
 
+/// A memref.generic_atomic_rmw whose body is one `arith.xori %current, %value`
+/// (kiln::atomicUpdate's xor; MLIR 19's atomic_rmw has no xor kind), with
+/// %value from outside -> spirv.AtomicXor.
+struct XorPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(memref::GenericAtomicRMWOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Block *body = op.getBody();
+    auto yield = cast<memref::AtomicYieldOp>(body->getTerminator());
+    auto xorOp = yield.getResult().getDefiningOp<arith::XOrIOp>();
+    if (body->getOperations().size() != 2 || !xorOp)
+      return failure();
+    Value current = op.getCurrentValue();
+    Value value = xorOp.getLhs() == current ? xorOp.getRhs() : xorOp.getLhs();
+    if (value.getParentBlock() == body ||
+        (xorOp.getLhs() != current && xorOp.getRhs() != current))
+      return failure();
+    FailureOr<AtomicTarget> t =
+        atomicTarget(*getTypeConverter<SPIRVTypeConverter>(), op.getMemref().getType(),
+                     adaptor.getMemref(), adaptor.getIndices(), op.getLoc(), rewriter);
+    if (failed(t))
+      return failure();
+    rewriter.replaceOpWithNewOp<spirv::AtomicXorOp>(
+        op, op.getType(), t->pointer, t->scope,
+        t->semantics | spirv::MemorySemantics::AcquireRelease, rewriter.getRemappedValue(value));
+    return success();
+  }
+};
+
+/// gpu.subgroup_reduce and/or/xor -> spirv.GroupNonUniformBitwiseAnd/Or/Xor,
+/// which MLIR 19's gpu-to-spirv leaves out.
+struct BitwiseSubgroupReducePattern : OpConversionPattern<gpu::SubgroupReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(gpu::SubgroupReduceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().isSignlessInteger())
+      return failure();
+    Location loc = op.getLoc();
+    auto scope = spirv::Scope::Subgroup;
+    auto reduce = spirv::GroupOperation::Reduce;
+    Value value = adaptor.getValue(), result;
+    switch (op.getOp()) {
+    case gpu::AllReduceOperation::AND:
+      result = rewriter.create<spirv::GroupNonUniformBitwiseAndOp>(loc, value.getType(), scope,
+                                                                    reduce, value, Value());
+      break;
+    case gpu::AllReduceOperation::OR:
+      result = rewriter.create<spirv::GroupNonUniformBitwiseOrOp>(loc, value.getType(), scope,
+                                                                   reduce, value, Value());
+      break;
+    case gpu::AllReduceOperation::XOR:
+      result = rewriter.create<spirv::GroupNonUniformBitwiseXorOp>(loc, value.getType(), scope,
+                                                                    reduce, value, Value());
+      break;
+    default: return failure();
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// math.X -> spirv.GL.X for the GLSL.std.450 functions MLIR 19's math-to-spirv
 /// leaves out (one operand). GLSL leaves them undefined for NaN (lavapipe's
 /// atan(NaN) is 0), so a NaN operand is passed through.
@@ -163,7 +225,8 @@ struct GPUToSPIRV : kiln::impl::KilnGPUToSPIRVBase<GPUToSPIRV> {
       arith::populateArithToSPIRVPatterns(converter, patterns);
       populateMemRefToSPIRVPatterns(converter, patterns);
       populateFuncToSPIRVPatterns(converter, patterns);
-      patterns.add<ExchangePattern, CompareAndSwapPattern,
+      patterns.add<ExchangePattern, CompareAndSwapPattern, XorPattern,
+                   BitwiseSubgroupReducePattern,
                    GLMathPattern<math::TanOp, spirv::GLTanOp>,
                    GLMathPattern<math::AtanOp, spirv::GLAtanOp>,
                    GLMathPattern<math::SinhOp, spirv::GLSinhOp>,

@@ -397,6 +397,9 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
       switch (rmw.getKind()) {
       case ReduceKind::Sum: bin = isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add; break;
       case ReduceKind::Max: bin = isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max; break;
+      case ReduceKind::And: bin = LLVM::AtomicBinOp::_and; break;
+      case ReduceKind::Or: bin = LLVM::AtomicBinOp::_or; break;
+      case ReduceKind::Xor: bin = LLVM::AtomicBinOp::_xor; break;
       default: bin = isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min; break;
       }
     }
@@ -404,14 +407,14 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
     fence();
     return old;
   }
-  // memref (SPIR-V): kiln-gpu-to-spirv turns the exchange (assign) and the
+  // memref (SPIR-V): kiln-gpu-to-spirv turns the exchange (assign), xor and the
   // compare-and-swap form of generic_atomic_rmw into SPIR-V atomics.
   SmallVector<Value> index{b.create<arith::IndexCastOp>(loc, b.getIndexType(), offset)};
   if (compare)
     return compareAndSwap(t, index[0], compare, value);
-  arith::AtomicRMWKind kind =
-      rmw ? atomicKind(rmw.getKind(), isFloat) : arith::AtomicRMWKind::assign;
-  return b.create<memref::AtomicRMWOp>(loc, kind, value, t.base, index);
+  if (rmw)
+    return kiln::atomicUpdate(b, loc, rmw.getKind(), value, t.base, index);
+  return b.create<memref::AtomicRMWOp>(loc, arith::AtomicRMWKind::assign, value, t.base, index);
 }
 
 Value ThreadEmitter::compareAndSwap(const TensorArg &t, Value index, Value expected,
@@ -436,7 +439,6 @@ Registers ThreadEmitter::updateBySwaps(AtomicRMWOp op, const TensorArg &t,
   // at different trips, lavapipe loses updates and the stores after the loop.
   int64_t n = offsets.size();
   Type bits = t.storageType, flag = b.getI1Type();
-  arith::AtomicRMWKind kind = atomicKind(op.getKind(), /*isFloat=*/true);
   SmallVector<Value> indices, guesses;
   for (int64_t r = 0; r < n; ++r) {
     indices.push_back(b.create<arith::IndexCastOp>(
@@ -474,7 +476,7 @@ Registers ThreadEmitter::updateBySwaps(AtomicRMWOp op, const TensorArg &t,
       Value expected = after->getArgument(r);
       found.push_back(emitIfElse(after->getArgument(n + r), {bits}, [&]() -> SmallVector<Value> {
         Value updated =
-            arith::getReductionOp(kind, b, loc, t.fromStorage(b, loc, expected), values[r]);
+            combineReduction(b, loc, op.getKind(), t.fromStorage(b, loc, expected), values[r]);
         return {compareAndSwap(t, indices[r], expected, t.toStorage(b, loc, updated))};
       }, [&]() -> SmallVector<Value> { return {expected}; }).getResult(0));
       raced.push_back(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, found[r], expected));

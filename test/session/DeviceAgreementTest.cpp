@@ -581,6 +581,102 @@ kernel mixed(h: tensor<f32>[M], y: tensor<f32>[K]) params(K: i32 = 64) grid(1) {
   });
 }
 
+TEST_F(DeviceAgreement, BitwiseReductionsAndAtomicsOnEveryDevice) {
+  // xor_sum along each axis and over a whole tile (Triton's tl.xor_sum), and
+  // atomic_and/or/xor with colliding lanes: the final words are the and/or/xor
+  // of everything each word received; an old value of `or` holds a subset of
+  // the final bits, of `and` a superset.
+  const char *source = R"(
+kernel xors(x: tensor<i32>[M, N], r: tensor<i32>[M], c: tensor<i32>[N], t: tensor<i64>[1]) grid(1) {
+  let rows = arange(0, 8);
+  let cols = arange(0, 64);
+  let v = load(x[rows[:, None], cols[None, :]]);
+  store(r[rows], xor_sum(v, axis = 1));
+  store(c[cols], xor_sum(v, axis = 0));
+  store(t[0], xor_sum(cast<i64>(v) * 4294967296 + cast<i64>(v)));
+}
+kernel flags(h: tensor<i32>[B], x: tensor<i32>[N], ao: tensor<i32>[N], oo: tensor<i32>[N],
+             g: tensor<i64>[1]) params(BLOCK: i32 = 128) grid(cdiv(N, BLOCK)) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  let m = offs < N;
+  let v = load(x[offs], mask = m, other = 0);
+  store(ao[offs], atomic_and(h[offs % 4], v, mask = m), mask = m);
+  store(oo[offs], atomic_or(h[offs % 4 + 4], v, mask = m), mask = m);
+  atomic_xor(h[offs % 4 + 8], v, mask = m);
+  atomic_xor(g[0], cast<i64>(xor_sum(v)) * 3);
+}
+)";
+  std::vector<int32_t> x(8 * 64);
+  uint32_t state = 12345;
+  for (int32_t &v : x) {
+    state = state * 1664525u + 1013904223u;
+    v = int32_t(state);
+  }
+  const int64_t n = 3000;
+  std::vector<int32_t> bits(n);
+  for (int64_t i = 0; i < n; ++i) {
+    state = state * 1664525u + 1013904223u;
+    // Mostly-set words for `and`, sparse ones for `or`: both stay informative.
+    bits[i] = int32_t(i % 2 ? state | 0x7FFF7FF0u : state & 0x01010101u);
+  }
+  std::vector<int32_t> start = {-1, -1, -1, -1, 0, 0, 0, 0, 7, 7, 7, 7};
+  std::vector<int32_t> want = start;
+  int64_t wantG = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    want[i % 4] &= bits[i];
+    want[4 + i % 4] |= bits[i];
+    want[8 + i % 4] ^= bits[i];
+  }
+  for (int64_t p = 0; p < (n + 127) / 128; ++p) {
+    int32_t block = 0;
+    for (int64_t i = p * 128; i < std::min(n, p * 128 + 128); ++i)
+      block ^= bits[i];
+    wantG ^= int64_t(block) * 3;
+  }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel xors = s.compile(source, "xors"), flags = s.compile(source, "flags");
+    for (Kernel *k : {&xors, &flags})
+      ASSERT_TRUE(k->ok()) << device << ": " << k->status().message();
+
+    Tensor tx = s.upload(x, {8, 64}), r = s.empty<int32_t>({8}), c = s.empty<int32_t>({64}),
+           t = s.empty<int64_t>({1});
+    ASSERT_TRUE(xors(tx, r, c, t).ok()) << device;
+    std::vector<int32_t> rows, cols;
+    std::vector<int64_t> total;
+    ASSERT_TRUE(r.download(rows).ok() && c.download(cols).ok() && t.download(total).ok());
+    int64_t wantTotal = 0;
+    for (int64_t i = 0; i < 8; ++i) {
+      int32_t want = 0;
+      for (int64_t j = 0; j < 64; ++j)
+        want ^= x[i * 64 + j];
+      EXPECT_EQ(rows[i], want) << device << " row " << i;
+    }
+    for (int64_t j = 0; j < 64; ++j) {
+      int32_t want = 0;
+      for (int64_t i = 0; i < 8; ++i)
+        want ^= x[i * 64 + j];
+      EXPECT_EQ(cols[j], want) << device << " column " << j;
+    }
+    for (int32_t v : x)
+      wantTotal ^= int64_t(v) * 4294967296 + int64_t(v);
+    EXPECT_EQ(total[0], wantTotal) << device;
+
+    Tensor h = s.upload(start, {12}), tb = s.upload(bits, {n}), ao = s.empty<int32_t>({n}),
+           oo = s.empty<int32_t>({n}), g = s.upload(std::vector<int64_t>{0}, {1});
+    ASSERT_TRUE(flags(h, tb, ao, oo, g).ok()) << device;
+    std::vector<int32_t> words, andOld, orOld;
+    std::vector<int64_t> gs;
+    ASSERT_TRUE(h.download(words).ok() && ao.download(andOld).ok() && oo.download(orOld).ok() &&
+                g.download(gs).ok());
+    EXPECT_EQ(words, want) << device;
+    EXPECT_EQ(gs[0], wantG) << device;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(andOld[i] & want[i % 4], want[i % 4]) << device << " and lane " << i;
+      ASSERT_EQ(orOld[i] | want[4 + i % 4], want[4 + i % 4]) << device << " or lane " << i;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, GatherOnEveryDevice) {
   // Along the last axis with a wider index tile than the source, along the first
   // axis, and on a rank-1 i32 tile; indices past either end give 0.

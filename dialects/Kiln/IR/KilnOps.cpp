@@ -264,6 +264,8 @@ LogicalResult ReduceOp::verify() {
                              !isa<RankedTensorType>(result))
     return emitOpError("result must have shape ") << shapeString(expected)
                                                   << " (a scalar for rank 1)";
+  if (isBitwise(getKind()) && !src.getElementType().isInteger())
+    return emitOpError("bitwise reductions need integers, got ") << src.getElementType();
   return success();
 }
 
@@ -275,6 +277,9 @@ LogicalResult ScanOp::verify() {
   int64_t rank = getSource().getType().getRank();
   if (getAxis() < 0 || getAxis() >= rank)
     return emitOpError("axis ") << getAxis() << " out of range for rank " << rank;
+  if (isBitwise(getKind()) && !getSource().getType().getElementType().isInteger())
+    return emitOpError("bitwise scans need integers, got ")
+           << getSource().getType().getElementType();
   return success();
 }
 
@@ -354,9 +359,11 @@ LogicalResult AtomicRMWOp::verify() {
   if (elem != getMemory().getType().getElementType())
     return emitOpError("value element type must match the memory");
   if (getKind() == ReduceKind::Prod)
-    return emitOpError("kind must be sum, max or min");
+    return emitOpError("kind must be sum, max, min, and, or or xor");
   if (!elem.isInteger(32) && !elem.isInteger(64) && !elem.isF32())
     return emitOpError("element type must be i32, i64 or f32, got ") << elem;
+  if (isBitwise(getKind()) && !elem.isInteger())
+    return emitOpError("bitwise atomics need an integer element type, got ") << elem;
   return verifyAccess(*this, getMemory().getType(), getIndices(), getMask(),
                       shapeOf(getValue().getType()));
 }

@@ -12,6 +12,13 @@
 #include "dialects/Kiln/IR/KilnDialect.h.inc"
 #include "dialects/Kiln/IR/KilnEnums.h.inc"
 
+namespace kiln {
+/// and, or, xor: combiners of integers only.
+inline bool isBitwise(ReduceKind kind) {
+  return kind == ReduceKind::And || kind == ReduceKind::Or || kind == ReduceKind::Xor;
+}
+} // namespace kiln
+
 #define GET_OP_CLASSES
 #include "dialects/Kiln/IR/KilnOps.h.inc"
 

@@ -38,7 +38,10 @@ def Kiln_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
     I32EnumAttrCase<"Sum", 0, "sum">,
     I32EnumAttrCase<"Prod", 1, "prod">,
     I32EnumAttrCase<"Max", 2, "max">,
-    I32EnumAttrCase<"Min", 3, "min">
+    I32EnumAttrCase<"Min", 3, "min">,
+    I32EnumAttrCase<"And", 4, "and">,
+    I32EnumAttrCase<"Or", 5, "or">,
+    I32EnumAttrCase<"Xor", 6, "xor">
   ]> {
   let cppNamespace = "::kiln";
 }
@@ -358,7 +361,8 @@ def Kiln_AtomicRMWOp : Kiln_Op<"atomic_rmw", [AttrSizedOperandSegments,
     For every in-bounds, unmasked position `p`, atomically replaces
     `memory[indices[0][p], ...]` with `memory[...] (kind) value[p]`; positions that
     address the same element all take effect. `kind` is `sum`, `max` or `min`
-    (float max/min propagate NaN); the element type is `i32`, `i64` or `f32`.
+    (float max/min propagate NaN), or the bitwise `and`, `or` or `xor` on
+    integers; the element type is `i32`, `i64` or `f32`.
     `old[p]` is the element's value just before lane `p`'s update (0 for masked
     and out-of-bounds lanes). The updates are relaxed: they order no other access.
 

@@ -266,8 +266,32 @@ func.func @atomic_elem(%m: memref<?xf32, strided<[?], offset: ?>>, %i: tensor<8x
 // -----
 
 func.func @atomic_prod(%m: memref<?xi32, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xi32>) {
-  // expected-error @+1 {{kind must be sum, max or min}}
+  // expected-error @+1 {{kind must be sum, max, min, and, or or xor}}
   kiln.atomic_rmw prod %m[%i], %v : memref<?xi32, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @atomic_bitwise_float(%m: memref<?xf32, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{bitwise atomics need an integer element type, got 'f32'}}
+  kiln.atomic_rmw xor %m[%i], %v : memref<?xf32, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_bitwise_float(%t: tensor<4x8xf32>) {
+  // expected-error @+1 {{bitwise reductions need integers, got 'f32'}}
+  %0 = kiln.reduce xor %t, 1 : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @scan_bitwise_float(%t: tensor<8xf32>) {
+  // expected-error @+1 {{bitwise scans need integers, got 'f32'}}
+  %0 = kiln.scan and %t, 0 : tensor<8xf32>
   return
 }
 
