@@ -4,6 +4,8 @@
 #include "runtime/Json.h"
 #include "runtime/Metadata.h"
 
+#include <cstring>
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string bytes(reinterpret_cast<const char *>(data), size);
   std::string error;
@@ -30,6 +32,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
       std::array<int64_t, 3> grid;
       (void)kiln::rt::evaluateGrid(k, args, grid, error);
+      // A Vulkan debug buffer as a kernel might leave it: the input's first
+      // bytes as the header and first records (at most 64 records read).
+      if (k.hasDebugBuffer()) {
+        static std::vector<int32_t> debug(kiln::kDebugHeaderWords +
+                                          size_t(kiln::kPrintRecords) * kiln::kPrintRecordWords);
+        size_t n = std::min(size / 4, debug.size());
+        std::memcpy(debug.data(), data, n * 4);
+        debug[kiln::kPrintCountWord] = int32_t(uint32_t(debug[kiln::kPrintCountWord]) % 64);
+        std::string dropped;
+        (void)kiln::rt::printedLines(k, debug.data(), dropped);
+        (void)kiln::rt::assertFailure(k, debug.data());
+        std::memset(debug.data(), 0, n * 4);
+      }
     }
   }
   return 0;
