@@ -790,7 +790,7 @@ Value lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
         // cannot see into) stays a scalar kiln op until after deallocation, as
         // a compare-and-swap does (kiln-lower-compare-and-swap).
         if (op.getKind() == ReduceKind::Xor)
-          return nb.create<AtomicRMWOp>(l, op.getKind(), op.getMemory(), coords, operands[0],
+          return nb.create<AtomicRMWOp>(l, op.getKind(), op.getMemory(), operands[0], coords,
                                         Value());
         return atomicUpdate(nb, l, op.getKind(), operands[0], op.getMemory(),
                             toIndex(nb, l, coords));
@@ -809,7 +809,7 @@ Value lowerAtomicSwap(OpBuilder &b, AtomicSwapOp op) {
                                                 op.getMemory(), toIndex(nb, l, coords));
         // A compare-and-swap lane stays a scalar kiln op until after buffer
         // deallocation (kiln-lower-compare-and-swap).
-        return nb.create<AtomicSwapOp>(l, op.getMemory(), coords, lane[0], lane[1], Value());
+        return nb.create<AtomicSwapOp>(l, op.getMemory(), lane[0], coords, lane[1], Value());
       });
 }
 

@@ -2618,11 +2618,11 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
   TValue out;
   out.type = SType::value(dt, view->type.shape);
   if (kind)
-    out.value = builder.create<AtomicRMWOp>(l, *kind, view->view->memory, view->view->coords,
-                                            v->value, mask);
+    out.value = builder.create<AtomicRMWOp>(l, *kind, view->view->memory, v->value,
+                                            view->view->coords, mask);
   else
-    out.value = builder.create<AtomicSwapOp>(l, view->view->memory, view->view->coords,
-                                             v->value, compare ? compare->value : Value(), mask);
+    out.value = builder.create<AtomicSwapOp>(l, view->view->memory, v->value, view->view->coords,
+                                             compare ? compare->value : Value(), mask);
   return out;
 }
 

@@ -192,6 +192,27 @@ INSTANTIATE_TEST_SUITE_P(Sizes, Matmul,
                                            Shape3{65, 4097, 3}, Shape3{129, 97, 300},
                                            Shape3{128, 64, 96}));
 
+class SplitKMatmul : public ::testing::TestWithParam<Shape3> {};
+
+TEST_P(SplitKMatmul, MatchesReference) {
+  // Slices that end past K, and (K = 33) slices with nothing to add; c starts
+  // at zero and every program adds its 2-D block with atomic_add.
+  auto [m, n, k] = GetParam();
+  auto exe = compileExample("matmul.kiln", "matmul_splitk");
+  ASSERT_TRUE(exe);
+  auto a = randomVector(m * k, 14), b = randomVector(k * n, 15);
+  std::vector<float> c(m * n, 0.0f);
+  launchOrFail(*exe, "matmul_splitk",
+               {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {m, k})),
+                KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {k, n})),
+                KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))});
+  EXPECT_TRUE(allClose(c, reference::matmul(a.data(), b.data(), m, n, k, k, 1), 1e-4, 1e-4));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, SplitKMatmul,
+                         ::testing::Values(Shape3{7, 7, 33}, Shape3{65, 33, 700},
+                                           Shape3{32, 64, 4096}));
+
 TEST(MatmulBlocking, EveryTileShapeAgrees) {
   // The CPU micro-kernel blocks by 8 x 32 (AVX-512) or 4 x 16 (AVX2); other tile
   // shapes take narrower blockings or the plain loops. All must agree.

@@ -371,9 +371,11 @@ def Kiln_AtomicRMWOp : Kiln_Op<"atomic_rmw", [AttrSizedOperandSegments,
         : memref<?xi32, strided<[?], offset: ?>>[tensor<256xi32>], tensor<256xi32>
     ```
   }];
-  let arguments = (ins Kiln_ReduceKind:$kind, Kiln_Memory:$memory,
+  // `value` comes before the variadic `indices`: the result type ODS infers
+  // from it (AllTypesMatch) reads a fixed operand position.
+  let arguments = (ins Kiln_ReduceKind:$kind, Kiln_Memory:$memory, Kiln_TileOrScalar:$value,
                    Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
-                   Kiln_TileOrScalar:$value, Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
+                   Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
   let results = (outs Kiln_TileOrScalar:$old);
   let assemblyFormat = [{
     $kind $memory `[` $indices `]` `,` $value (`mask` $mask^ `:` type($mask))? attr-dict
@@ -398,9 +400,10 @@ def Kiln_AtomicSwapOp : Kiln_Op<"atomic_swap", [AttrSizedOperandSegments,
         : memref<?xi32, strided<[?], offset: ?>>[i32], i32
     ```
   }];
-  let arguments = (ins Kiln_Memory:$memory,
+  // `value` before the variadic `indices`, as in kiln.atomic_rmw.
+  let arguments = (ins Kiln_Memory:$memory, Kiln_TileOrScalar:$value,
                    Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
-                   Kiln_TileOrScalar:$value, Optional<Kiln_TileOrScalar>:$compare,
+                   Optional<Kiln_TileOrScalar>:$compare,
                    Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
   let results = (outs Kiln_TileOrScalar:$old);
   let assemblyFormat = [{
