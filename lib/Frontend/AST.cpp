@@ -180,7 +180,7 @@ struct Dumper {
     }
     case Stmt::For: {
       auto &f = static_cast<const ForStmt &>(s);
-      line() << "for " << f.var << " in range(";
+      line() << "for " << f.var << (f.unrolled ? " in static_range(" : " in range(");
       expr(*f.start);
       os << ", ";
       expr(*f.end);

@@ -172,6 +172,7 @@ struct ForStmt : Stmt {
   llvm::SMLoc varLoc;
   ExprPtr start, end, step; // step may be null (1)
   ExprPtr stages;           // `stages=` of range(...): software pipelining depth, or null
+  bool unrolled = false;    // static_range(...): one copy of the body per trip
   Block body;
 };
 

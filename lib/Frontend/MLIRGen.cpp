@@ -267,6 +267,11 @@ private:
   /// `target = v;` for a `var` (checked: declared, mutable, assignable type).
   bool assignTo(const NameLoc &target, const TValue &v, SMLoc valueLoc);
   bool genFor(const ForStmt &stmt);
+  /// static_range: the body once per trip, the variable a constant each time.
+  bool genUnrolledFor(const ForStmt &stmt, const TValue &start, const TValue &end,
+                      const TValue &step);
+  /// The most copies of its body a static_range loop may make.
+  static constexpr int64_t kMaxUnrolledTrips = 1024;
   bool genWhile(const WhileStmt &stmt);
   bool genIf(const IfStmt &stmt);
   /// The mutable outer bindings a loop or `if` body assigns (in name order)
@@ -1174,6 +1179,9 @@ bool Generator::genFor(const ForStmt &stmt) {
                  "loop step must be positive, got " + llvm::Twine(step->cst->i)),
            false;
 
+  if (stmt.unrolled)
+    return genUnrolledFor(stmt, *start, *end, *step);
+
   std::optional<int64_t> stages = 1;
   if (stmt.stages) {
     stages = constInt(*stmt.stages, "the number of stages");
@@ -1239,6 +1247,40 @@ bool Generator::genFor(const ForStmt &stmt) {
   }
   builder.create<mlir::scf::YieldOp>(l, carry.values());
   carry.bind(forOp.getResults());
+  return true;
+}
+
+bool Generator::genUnrolledFor(const ForStmt &stmt, const TValue &start, const TValue &end,
+                               const TValue &step) {
+  for (auto [bound, what] : {std::pair{&start, stmt.start.get()}, {&end, stmt.end.get()}})
+    if (!bound->cst)
+      return error(what->loc, "static_range needs bounds known at compile time (params and "
+                              "constants); use range for a loop over run-time values"),
+             false;
+  for (Stmt::Kind kind : {Stmt::Break, Stmt::Continue, Stmt::Return})
+    if (exits(stmt.body, kind))
+      return error(stmt.loc, "a static_range loop is unrolled: its body cannot break, "
+                             "continue or return (use range)"),
+             false;
+  int64_t first = start.cst->i, last = end.cst->i, stride = step.cst->i;
+  int64_t trips = first < last ? (last - first + stride - 1) / stride : 0;
+  if (trips > kMaxUnrolledTrips)
+    return error(stmt.loc, "static_range would unroll " + llvm::Twine(trips) +
+                               " copies of its body; at most " + llvm::Twine(kMaxUnrolledTrips) +
+                               " (use range)"),
+           false;
+  // Each trip is the body once more, in straight-line code, with the variable a
+  // constant: it may size tiles or pick tuple elements, and assignments to outer
+  // variables simply rebind them.
+  for (int64_t i = 0; i < trips; ++i) {
+    ScopeGuard scope(*this);
+    TValue iv = constant(Const::ofInt(first + i * stride), DType::I32, false, loc(stmt.varLoc));
+    if (!declare(stmt.varLoc, stmt.var, iv, false))
+      return false;
+    scopes.back()[stmt.var].isLoopVar = true;
+    if (!genBlock(stmt.body))
+      return false;
+  }
   return true;
 }
 
@@ -1610,6 +1652,24 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
   bool sliced = llvm::any_of(e.indices, [](const ExprPtr &i) { return isSliceIndex(*i); });
   if (base->type.kind == SType::Tile && sliced)
     return genNewAxes(e, *base);
+  if (base->type.kind == SType::Tuple) {
+    // t[i] with i known at compile time (a param, a constant, a static_range
+    // variable), as in Triton.
+    if (e.indices.size() != 1)
+      return error(e.loc, "a tuple takes one index, got " + llvm::Twine(e.indices.size()));
+    MaybeValue i = genExpr(*e.indices[0]);
+    if (!i)
+      return std::nullopt;
+    if (i->type.kind != SType::Scalar || isFloat(i->type.dtype) || !i->cst)
+      return error(e.indices[0]->loc, "a tuple's index must be an integer known at compile "
+                                      "time (a param, a constant or a static_range variable)");
+    int64_t n = static_cast<int64_t>(base->elements.size());
+    int64_t at = i->cst->i < 0 ? i->cst->i + n : i->cst->i;
+    if (at < 0 || at >= n)
+      return error(e.indices[0]->loc, "index " + llvm::Twine(i->cst->i) +
+                                          " is out of range for a tuple of " + llvm::Twine(n));
+    return base->elements[at];
+  }
   if (base->type.kind == SType::Tensor && sliced)
     for (const ExprPtr &i : e.indices)
       if (isSliceIndex(*i))

@@ -483,29 +483,32 @@ StmtPtr Parser::parseFor() {
   advance();
   if (!expect(Tok::KwIn, "after the loop variable"))
     return nullptr;
-  if (!is(Tok::Ident) || tok.text != "range") {
-    errorHere("expected 'range(...)' after 'in'");
+  if (!is(Tok::Ident) || (tok.text != "range" && tok.text != "static_range")) {
+    errorHere("expected 'range(...)' or 'static_range(...)' after 'in'");
     return nullptr;
   }
   SMLoc rangeLoc = tok.loc();
+  std::string name = tok.text.str();
+  stmt->unrolled = name == "static_range";
   advance();
-  CallExpr range(rangeLoc, "range");
+  CallExpr range(rangeLoc, name);
   if (!is(Tok::LParen)) {
-    errorHere("expected '(' after 'range'");
+    errorHere("expected '(' after '" + name + "'");
     return nullptr;
   }
   if (!parseCallArgs(range))
     return nullptr;
   for (KeywordArg &kw : range.kwargs) {
-    if (kw.name != "stages") {
-      error(kw.loc, "unknown keyword argument '" + kw.name + "' of range (it takes stages=)");
+    if (kw.name != "stages" || stmt->unrolled) {
+      error(kw.loc, "unknown keyword argument '" + kw.name + "' of " + name +
+                        (stmt->unrolled ? " (it takes none)" : " (it takes stages=)"));
       return nullptr;
     }
     stmt->stages = std::move(kw.value);
   }
   std::vector<ExprPtr> bounds = std::move(range.args);
   if (bounds.empty() || bounds.size() > 3) {
-    error(rangeLoc, "range takes 1 to 3 arguments (end | start, end | start, end, step)");
+    error(rangeLoc, name + " takes 1 to 3 arguments (end | start, end | start, end, step)");
     return nullptr;
   }
   if (bounds.size() == 1) {
