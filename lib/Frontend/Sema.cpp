@@ -160,7 +160,7 @@ bool kiln::isBuiltin(llvm::StringRef name) {
       "cumsum", "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
       "broadcast_to", "gather", "sort", "argsort", "reduce", "associative_scan", "join", "split",
       "interleave", "cat", "print", "static_assert", "device_assert", "flip", "ravel",
-      "histogram", "cdiv", "inf", "nan", "range", "static_range", "swizzle2d", "zeros_like", "ones_like",
-      "full_like", "multiple_of", "max_contiguous", "max_constancy"};
+      "histogram", "cdiv", "inf", "nan", "range", "static_range", "swizzle2d", "zeros_like",
+      "ones_like", "full_like", "multiple_of", "max_contiguous", "max_constancy"};
   return builtins.contains(name);
 }
