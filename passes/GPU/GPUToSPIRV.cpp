@@ -85,13 +85,26 @@ struct ExchangePattern : OpConversionPattern<memref::AtomicRMWOp> {
   }
 };
 
+/// Patterns for the memref.generic_atomic_rmw forms SPIR-V has an atomic for.
+struct GenericAtomicPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+protected:
+  /// The element `op` updates.
+  FailureOr<AtomicTarget> target(memref::GenericAtomicRMWOp op, OpAdaptor adaptor,
+                                 ConversionPatternRewriter &rewriter) const {
+    return atomicTarget(*getTypeConverter<SPIRVTypeConverter>(), op.getMemref().getType(),
+                        adaptor.getMemref(), adaptor.getIndices(), op.getLoc(), rewriter);
+  }
+};
+
 /// A memref.generic_atomic_rmw whose body is exactly
 ///   %eq = arith.cmpi eq, %current, %compare
 ///   %new = arith.select %eq, %value, %current
 ///   memref.atomic_yield %new
 /// with %compare and %value from outside -> spirv.AtomicCompareExchange.
-struct CompareAndSwapPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct CompareAndSwapPattern : GenericAtomicPattern {
+  using GenericAtomicPattern::GenericAtomicPattern;
   LogicalResult matchAndRewrite(memref::GenericAtomicRMWOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Block *body = op.getBody();
@@ -106,9 +119,7 @@ struct CompareAndSwapPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
     Value compare = equal.getRhs(), value = select.getTrueValue();
     if (compare.getParentBlock() == body || value.getParentBlock() == body)
       return failure();
-    FailureOr<AtomicTarget> t =
-        atomicTarget(*getTypeConverter<SPIRVTypeConverter>(), op.getMemref().getType(),
-                     adaptor.getMemref(), adaptor.getIndices(), op.getLoc(), rewriter);
+    FailureOr<AtomicTarget> t = target(op, adaptor, rewriter);
     if (failed(t))
       return failure();
     // A failed comparison writes nothing, so it only acquires.
@@ -124,8 +135,8 @@ struct CompareAndSwapPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
 /// A memref.generic_atomic_rmw whose body is one `arith.xori %current, %value`
 /// (kiln::atomicUpdate's xor; MLIR 19's atomic_rmw has no xor kind), with
 /// %value from outside -> spirv.AtomicXor.
-struct XorPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct XorPattern : GenericAtomicPattern {
+  using GenericAtomicPattern::GenericAtomicPattern;
   LogicalResult matchAndRewrite(memref::GenericAtomicRMWOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Block *body = op.getBody();
@@ -138,9 +149,7 @@ struct XorPattern : OpConversionPattern<memref::GenericAtomicRMWOp> {
     if (value.getParentBlock() == body ||
         (xorOp.getLhs() != current && xorOp.getRhs() != current))
       return failure();
-    FailureOr<AtomicTarget> t =
-        atomicTarget(*getTypeConverter<SPIRVTypeConverter>(), op.getMemref().getType(),
-                     adaptor.getMemref(), adaptor.getIndices(), op.getLoc(), rewriter);
+    FailureOr<AtomicTarget> t = target(op, adaptor, rewriter);
     if (failed(t))
       return failure();
     rewriter.replaceOpWithNewOp<spirv::AtomicXorOp>(

@@ -492,6 +492,13 @@ public:
                            words.data());
       vkCmdDispatch(cmd, static_cast<uint32_t>(grid[0]), static_cast<uint32_t>(grid[1]),
                     static_cast<uint32_t>(grid[2]));
+      // The host reads results (and the debug buffer) through mapped memory
+      // once the fence signals: make the kernel's writes visible to it.
+      VkMemoryBarrier toHost{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      toHost.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      toHost.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                           0, 1, &toHost, 0, nullptr, 0, nullptr);
     };
     return Status::success();
   }
