@@ -721,6 +721,26 @@ struct ConvertKilnGPUToGPUPass
 };
 } // namespace
 
+void ThreadEmitter::forEachElement(RankedTensorType tile,
+                                   function_ref<void(Value held, Value flat, int64_t reg)> fn) {
+  if (!tile) { // a uniform value: the first thread stands for the program
+    fn(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0)), i32(0), -1);
+    return;
+  }
+  for (int64_t r = 0, n = registers(tile); r < n; ++r)
+    fn(registerValid(r, tile.getNumElements()), elementIndex(r), r);
+}
+
+void ThreadEmitter::printElement(StringRef format, ArrayRef<Value> pids, RankedTensorType tile,
+                                 Value flat, Value element) {
+  SmallVector<Value> args(pids);
+  if (tile)
+    args.append(delinearize(flat, tile.getShape()));
+  if (element)
+    args.push_back(printArgument(b, loc, element));
+  b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
+}
+
 LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
   Value value = op.getValue();
   auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
@@ -729,33 +749,20 @@ LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
   // (0 for a scalar or no value).
   std::function<void(Value, Value)> print;
   if (memory == MemoryModel::SPIRVBuffers) {
-    print = printToBuffer(op);
+    print = printToBuffer(op, pids);
   } else {
     std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
                                      value ? getElementTypeOrSelf(value.getType()) : Type());
-    print = [=](Value flat, Value element) {
-      SmallVector<Value> args(pids);
-      if (tile)
-        args.append(delinearize(flat, tile.getShape()));
-      if (element)
-        args.push_back(printArgument(b, loc, element));
-      b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
-    };
+    print = [=](Value flat, Value element) { printElement(format, pids, tile, flat, element); };
   }
-  auto printIf = [&](Value cond, Value flat, Value element) {
-    emitIfElse(cond, {}, [&] {
+  Registers values = tile ? regs(value) : Registers();
+  forEachElement(tile, [&](Value held, Value flat, int64_t r) {
+    Value element = tile ? values[r] : value ? scalar(value) : Value();
+    emitIfElse(held, {}, [&] {
       print(flat, element);
       return SmallVector<Value>{};
     }, nullptr);
-  };
-  if (!tile) { // uniform: one thread prints it
-    Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
-    printIf(first, i32(0), value ? scalar(value) : Value());
-    return success();
-  }
-  Registers values = regs(value);
-  for (int64_t r = 0, n = registers(tile); r < n; ++r)
-    printIf(registerValid(r, tile.getNumElements()), elementIndex(r), values[r]);
+  });
   return success();
 }
 
@@ -786,7 +793,7 @@ LogicalResult ThreadEmitter::emitAssert(AssertOp op) {
   // scalar condition).
   std::function<void(Value)> fail;
   if (memory == MemoryModel::SPIRVBuffers) {
-    fail = reportToBuffer(op);
+    fail = reportToBuffer(op, pids);
   } else {
     // The failing element is printed as print prints it; then NVIDIA GPUs
     // call CUDA's __assertfail (the launch fails with a device-side assert,
@@ -816,34 +823,21 @@ LogicalResult ThreadEmitter::emitAssert(AssertOp op) {
                     b.create<arith::ConstantIntOp>(loc, 1, 64)};
     }
     fail = [=](Value flat) {
-      SmallVector<Value> args(pids);
-      if (tile)
-        args.append(delinearize(flat, tile.getShape()));
-      b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
+      printElement(format, pids, tile, flat, Value());
       if (assertfail)
         b.create<LLVM::CallOp>(loc, assertfail, assertArgs);
       else
         b.create<LLVM::Trap>(loc);
     };
   }
-  auto failIf = [&](Value failing, Value flat) {
-    emitIfElse(failing, {}, [&] {
+  Registers holds = tile ? regs(cond) : Registers();
+  forEachElement(tile, [&](Value held, Value flat, int64_t r) {
+    Value fails = b.create<arith::XOrIOp>(loc, tile ? holds[r] : scalar(cond), yes);
+    emitIfElse(b.create<arith::AndIOp>(loc, held, fails), {}, [&] {
       fail(flat);
       return SmallVector<Value>{};
     }, nullptr);
-  };
-  if (!tile) { // uniform: the first thread reports it
-    Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, threadId, i32(0));
-    Value fails = b.create<arith::XOrIOp>(loc, scalar(cond), yes);
-    failIf(b.create<arith::AndIOp>(loc, first, fails), i32(0));
-    return success();
-  }
-  Registers holds = regs(cond);
-  for (int64_t r = 0, n = registers(tile); r < n; ++r) {
-    Value fails = b.create<arith::XOrIOp>(loc, holds[r], yes);
-    failIf(b.create<arith::AndIOp>(loc, registerValid(r, tile.getNumElements()), fails),
-           elementIndex(r));
-  }
+  });
   return success();
 }
 
@@ -863,11 +857,12 @@ static DenseI64ArrayAttr shapeAttr(OpBuilder &b, Value v) {
   return b.getDenseI64ArrayAttr(tile ? tile.getShape() : ArrayRef<int64_t>{});
 }
 
-std::function<void(Value)> ThreadEmitter::reportToBuffer(AssertOp op) {
+std::function<void(Value)> ThreadEmitter::reportToBuffer(AssertOp op,
+                                                         ArrayRef<Value> programIds) {
   Value which = i32(addToDebugTable(
       kAssertsAttr, {b.getNamedAttr("message", op.getMessageAttr()),
                      b.getNamedAttr("shape", shapeAttr(b, op.getCondition()))}));
-  SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
+  SmallVector<Value> pids(programIds);
   // Every failure counts itself in word 0; the first also writes its details.
   return [this, which, pids](Value flat) {
     auto word = [&](int64_t w) -> Value { return b.create<arith::ConstantIndexOp>(loc, w); };
@@ -883,7 +878,8 @@ std::function<void(Value)> ThreadEmitter::reportToBuffer(AssertOp op) {
   };
 }
 
-std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op) {
+std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op,
+                                                               ArrayRef<Value> programIds) {
   // The value travels as one or two i32 words of the type the runtime prints:
   // narrow floats as f32, narrow integers and bools as i32.
   Value value = op.getValue();
@@ -896,7 +892,7 @@ std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op) {
       kPrintsAttr, {b.getNamedAttr("prefix", op.getPrefixAttr()),
                     b.getNamedAttr("shape", shapeAttr(b, value)),
                     b.getNamedAttr("dtype", b.getStringAttr(printed))}));
-  SmallVector<Value> pids{scalar(op.getPidX()), scalar(op.getPidY()), scalar(op.getPidZ())};
+  SmallVector<Value> pids(programIds);
   return [this, which, pids](Value flat, Value v) {
     Value lo = i32(0), hi = i32(0);
     if (v) {

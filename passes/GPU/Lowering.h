@@ -222,10 +222,21 @@ private:
   int64_t addToDebugTable(llvm::StringRef table, llvm::ArrayRef<mlir::NamedAttribute> entry);
   /// SPIR-V: adds `op` to the assert table and returns what records a failure
   /// at a flat tile index in the debug buffer.
-  std::function<void(mlir::Value)> reportToBuffer(AssertOp op);
+  std::function<void(mlir::Value)> reportToBuffer(AssertOp op,
+                                                  llvm::ArrayRef<mlir::Value> programIds);
   /// SPIR-V: adds `op` to the print table and returns what writes a record of
   /// an element (flat tile index, value or null) to the debug buffer.
-  std::function<void(mlir::Value, mlir::Value)> printToBuffer(PrintOp op);
+  std::function<void(mlir::Value, mlir::Value)>
+  printToBuffer(PrintOp op, llvm::ArrayRef<mlir::Value> programIds);
+  /// For each element of `tile` this thread holds (its register `reg`), or for
+  /// a scalar (null tile; reg -1) once per program: `fn(held, flat, reg)`, with
+  /// `held` whether this thread has the element and `flat` its index in the tile.
+  void forEachElement(mlir::RankedTensorType tile,
+                      llvm::function_ref<void(mlir::Value held, mlir::Value flat, int64_t reg)> fn);
+  /// gpu.printf of one element in print's format: the program ids, the
+  /// element's coordinates in `tile` (when not null), then `element` (if any).
+  void printElement(llvm::StringRef format, llvm::ArrayRef<mlir::Value> pids,
+                    mlir::RankedTensorType tile, mlir::Value flat, mlir::Value element);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);
   /// A dot on the target's matrix instructions (MatrixToGPU.cpp).
