@@ -346,8 +346,8 @@ private:
   /// null when absent. False after reporting an error.
   bool maskArg(const CallExpr &e, const TValue &view, Value &mask);
   MaybeValue genUnaryMath(const CallExpr &e);
-  /// pow(x, y), atan2(y, x) and clamp(x, lo, hi): operands broadcast and
-  /// promote (integers to f32 for pow and atan2).
+  /// pow(x, y), atan2(y, x), copysign, hypot, clamp(x, lo, hi) and umulhi:
+  /// operands broadcast and promote (integers to f32 for the float functions).
   MaybeValue genFloatMath(const CallExpr &e);
   /// The value of a builtin's one positional argument (elementwise functions).
   MaybeValue soleOperand(const CallExpr &e);
@@ -2321,7 +2321,7 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     return out;
   }
   if (name == "pow" || name == "atan2" || name == "clamp" || name == "copysign" ||
-      name == "hypot")
+      name == "hypot" || name == "umulhi")
     return genFloatMath(e);
   if (name == "isnan" || name == "isinf" || name == "isfinite")
     return genClassify(e);
@@ -2438,7 +2438,10 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
   if (!checkTileSize(shape, e.loc))
     return std::nullopt;
   DType dt = common->dtype;
-  if (name != "clamp" && !isFloat(dt))
+  if (name == "umulhi" && dt != DType::I32)
+    return error(e.loc, "'umulhi' multiplies i32 values (the high 32 bits of their unsigned "
+                        "64-bit product), got " + std::string(dtypeName(dt)));
+  if (name != "clamp" && name != "umulhi" && !isFloat(dt))
     dt = DType::F32;
   if (rejectF8(dt, e.loc, "'" + name + "'"))
     return std::nullopt;
@@ -2459,6 +2462,15 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
     out.value = builder.create<mlir::math::CopySignOp>(l, x[0], x[1]);
   else if (name == "hypot")
     out.value = hypot(x[0], x[1], dt, shape, e.loc);
+  else if (name == "umulhi") { // Triton's tl.umulhi: (u64(a) * u64(b)) >> 32
+    using namespace mlir::arith;
+    mlir::Type wide = valueType(DType::I64, shape);
+    Value product = builder.create<MulIOp>(l, builder.create<ExtUIOp>(l, wide, x[0]),
+                                           builder.create<ExtUIOp>(l, wide, x[1]));
+    Value high = builder.create<ShRUIOp>(l, product, splat(Const::ofInt(32), DType::I64, shape,
+                                                           e.loc));
+    out.value = builder.create<TruncIOp>(l, valueType(DType::I32, shape), high);
+  }
   else // clamp: min(max(x, lo), hi), so a NaN anywhere gives NaN, as min and max do
     out.value = isFloat(dt)
                     ? builder.create<mlir::arith::MinimumFOp>(

@@ -155,7 +155,7 @@ bool kiln::isBuiltin(llvm::StringRef name) {
       "log2", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid",
       "tan", "asin", "acos", "atan", "sinh", "cosh", "log1p", "expm1", "log10", "trunc", "round",
       "pow", "atan2", "clamp", "isnan", "isinf", "isfinite", "asinh", "acosh", "atanh", "cbrt",
-      "copysign", "hypot", "popcount", "clz",
+      "copysign", "hypot", "popcount", "clz", "umulhi",
       "min", "max", "argmin", "argmax", "rand", "randint", "randn", "sum", "prod", "xor_sum",
       "cumsum", "cumprod", "cummax", "cummin", "fma", "where", "dot", "reshape", "trans", "expand_dims",
       "broadcast_to", "gather", "sort", "argsort", "reduce", "associative_scan", "join", "split",

@@ -31,7 +31,8 @@ LogicalResult ThreadEmitter::emitElementwise(Operation *op) {
     b.clone(*op, scalars);
     return success();
   }
-  if (op->getNumResults() != 1 || op->getNumRegions() != 0 ||
+  if (op->getNumResults() == 0 || !llvm::all_of(op->getResults(), isTile) ||
+      op->getNumRegions() != 0 ||
       (!op->hasTrait<OpTrait::Elementwise>() && !isa<arith::ConstantOp>(op)))
     return op->emitError("'") << op->getName() << "' on tiles is not supported in GPU kernels";
 
@@ -45,15 +46,22 @@ LogicalResult ThreadEmitter::emitElementwise(Operation *op) {
     tiles[op->getResult(0)] = Registers(n, v);
     return success();
   }
-  Registers out;
+  // One scalar op per register; ops with several results (arith.mului_extended,
+  // which canonicalization makes of a widened multiply's high half) give one
+  // register of each.
+  SmallVector<Registers> out(op->getNumResults());
   for (int64_t r = 0; r < n; ++r) {
     OperationState state(loc, op->getName());
     for (Value operand : op->getOperands())
       state.addOperands(element(operand, r));
-    state.addTypes(type.getElementType());
+    for (Value result : op->getResults())
+      state.addTypes(getElementTypeOrSelf(result.getType()));
     state.addAttributes(op->getAttrs());
-    out.push_back(b.create(state)->getResult(0));
+    Operation *scalarOp = b.create(state);
+    for (auto [i, result] : llvm::enumerate(scalarOp->getResults()))
+      out[i].push_back(result);
   }
-  tiles[op->getResult(0)] = out;
+  for (auto [result, registers] : llvm::zip(op->getResults(), out))
+    tiles[result] = std::move(registers);
   return success();
 }

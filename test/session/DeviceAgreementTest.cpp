@@ -677,6 +677,40 @@ kernel flags(h: tensor<i32>[B], x: tensor<i32>[N], ao: tensor<i32>[N], oo: tenso
   });
 }
 
+TEST_F(DeviceAgreement, UmulhiOnEveryDevice) {
+  // umulhi (Triton's tl.umulhi): the high 32 bits of the unsigned 64-bit product,
+  // negative i32 values taken as their unsigned bits; a scalar broadcasts.
+  const char *source = R"(
+kernel hi(a: tensor<i32>[N], b: tensor<i32>[N], y: tensor<i32>[N], z: tensor<i32>[N])
+    params(BLOCK: i32 = 64) grid(cdiv(N, BLOCK)) {
+  let o = program_id(0) * BLOCK + arange(0, BLOCK);
+  store(y[o], umulhi(load(a[o]), load(b[o])));
+  store(z[o], umulhi(load(a[o]), -1));
+}
+)";
+  std::vector<int32_t> a = {0, 1, -1, -1, 2147483647, int32_t(0x80000000), 123456789, -987654321,
+                            65536, 65536, 3, -2};
+  std::vector<int32_t> b = {5, -1, -1, 2, 2147483647, int32_t(0x80000000), 987654321, 5,
+                            65536, 65535, -3, -2};
+  int64_t n = int64_t(a.size());
+  auto umulhi = [](int32_t x, int32_t y) {
+    return int32_t(uint32_t((uint64_t(uint32_t(x)) * uint64_t(uint32_t(y))) >> 32));
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "hi");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor ta = s.upload(a, {n}), tb = s.upload(b, {n}), y = s.empty<int32_t>({n}),
+           z = s.empty<int32_t>({n});
+    ASSERT_TRUE(k(ta, tb, y, z).ok()) << device;
+    std::vector<int32_t> got, gotZ;
+    ASSERT_TRUE(y.download(got).ok() && z.download(gotZ).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(got[i], umulhi(a[i], b[i])) << device << " " << a[i] << " * " << b[i];
+      EXPECT_EQ(gotZ[i], umulhi(a[i], -1)) << device << " " << a[i] << " * -1";
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, GatherOnEveryDevice) {
   // Along the last axis with a wider index tile than the source, along the first
   // axis, and on a rank-1 i32 tile; indices past either end give 0.
