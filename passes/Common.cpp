@@ -26,6 +26,8 @@ TypedAttr kiln::reductionIdentity(OpBuilder &b, ReduceKind kind, Type elem) {
   case ReduceKind::Prod: return b.getIntegerAttr(elem, 1);
   case ReduceKind::Max: return b.getIntegerAttr(elem, APInt::getSignedMinValue(bits));
   case ReduceKind::Min: return b.getIntegerAttr(elem, APInt::getSignedMaxValue(bits));
+  case ReduceKind::UMax: return b.getIntegerAttr(elem, 0);
+  case ReduceKind::UMin:
   case ReduceKind::And: return b.getIntegerAttr(elem, APInt::getAllOnes(bits));
   case ReduceKind::Or:
   case ReduceKind::Xor: return b.getIntegerAttr(elem, 0);
@@ -44,6 +46,8 @@ Value kiln::combineReduction(OpBuilder &b, Location loc, ReduceKind kind, Value 
     return f ? (Value)b.create<arith::MaximumFOp>(loc, x, acc) : b.create<arith::MaxSIOp>(loc, x, acc);
   case ReduceKind::Min:
     return f ? (Value)b.create<arith::MinimumFOp>(loc, x, acc) : b.create<arith::MinSIOp>(loc, x, acc);
+  case ReduceKind::UMax: return b.create<arith::MaxUIOp>(loc, x, acc);
+  case ReduceKind::UMin: return b.create<arith::MinUIOp>(loc, x, acc);
   case ReduceKind::And: return b.create<arith::AndIOp>(loc, x, acc);
   case ReduceKind::Or: return b.create<arith::OrIOp>(loc, x, acc);
   case ReduceKind::Xor: return b.create<arith::XOrIOp>(loc, x, acc);
@@ -56,6 +60,8 @@ std::optional<arith::AtomicRMWKind> kiln::atomicKind(ReduceKind kind, bool isFlo
   switch (kind) {
   case ReduceKind::Max: return isFloat ? arith::AtomicRMWKind::maximumf : arith::AtomicRMWKind::maxs;
   case ReduceKind::Min: return isFloat ? arith::AtomicRMWKind::minimumf : arith::AtomicRMWKind::mins;
+  case ReduceKind::UMax: return arith::AtomicRMWKind::maxu;
+  case ReduceKind::UMin: return arith::AtomicRMWKind::minu;
   case ReduceKind::And: return arith::AtomicRMWKind::andi;
   case ReduceKind::Or: return arith::AtomicRMWKind::ori;
   case ReduceKind::Xor: return std::nullopt;
@@ -106,7 +112,8 @@ void kiln::retypeResultsAndArguments(Operation *op, function_ref<Type(Type)> ret
         arg.setType(retype(arg.getType()));
 }
 
-std::string kiln::printFormat(llvm::StringRef prefix, unsigned rank, Type element) {
+std::string kiln::printFormat(llvm::StringRef prefix, unsigned rank, Type element,
+                              bool isUnsigned) {
   std::string format = "pid (%d, %d, %d)";
   if (rank) {
     format += " idx (";
@@ -121,16 +128,17 @@ std::string kiln::printFormat(llvm::StringRef prefix, unsigned rank, Type elemen
     if (auto f = dyn_cast<FloatType>(element))
       format += f.getWidth() == 64 ? ": %.17g" : ": %.9g";
     else
-      format += element.getIntOrFloatBitWidth() == 64 ? ": %lld" : ": %d";
+      format += element.getIntOrFloatBitWidth() == 64 ? (isUnsigned ? ": %llu" : ": %lld")
+                                                      : (isUnsigned ? ": %u" : ": %d");
   }
   return format + "\n";
 }
 
-Value kiln::printArgument(OpBuilder &b, Location loc, Value element) {
+Value kiln::printArgument(OpBuilder &b, Location loc, Value element, bool isUnsigned) {
   Type type = element.getType();
   if (isa<FloatType>(type))
     return type.isF64() ? element : b.create<arith::ExtFOp>(loc, b.getF64Type(), element);
-  if (type.isInteger(1)) // true prints as 1
+  if (type.isInteger(1) || (isUnsigned && type.getIntOrFloatBitWidth() < 32)) // true prints as 1
     return b.create<arith::ExtUIOp>(loc, b.getI32Type(), element);
   if (type.getIntOrFloatBitWidth() < 32)
     return b.create<arith::ExtSIOp>(loc, b.getI32Type(), element);

@@ -16,8 +16,9 @@ mlir::Value combineReduction(mlir::OpBuilder &b, mlir::Location loc, ReduceKind 
                              mlir::Value a, mlir::Value acc);
 
 /// The memref.atomic_rmw kind of a kiln atomic: sum, max or min, on floats
-/// (addf, maximumf, minimumf) or signed integers (addi, maxs, mins), and the
-/// bitwise andi, ori. Xor has no kind (MLIR 19): nullopt, see atomicUpdate.
+/// (addf, maximumf, minimumf) or signed integers (addi, maxs, mins), umax and
+/// umin (maxu, minu), and the bitwise andi, ori. Xor has no kind (MLIR 19):
+/// nullopt, see atomicUpdate.
 std::optional<mlir::arith::AtomicRMWKind> atomicKind(ReduceKind kind, bool isFloat);
 
 /// The atomic update of `memref[indices]` by `kind` with `value`; returns the
@@ -33,12 +34,16 @@ mlir::Value roundToTF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 
 /// The printf format of one line of `kiln.print`: "pid (%d, %d, %d)", then
 /// " idx (%d, ...)" with `rank` coordinates, " PREFIX" (its % doubled), and
-/// ": VALUE" when `element` (the printed element type) is not null.
-std::string printFormat(llvm::StringRef prefix, unsigned rank, mlir::Type element);
+/// ": VALUE" when `element` (the printed element type) is not null; integers
+/// print as unsigned values when `isUnsigned`.
+std::string printFormat(llvm::StringRef prefix, unsigned rank, mlir::Type element,
+                        bool isUnsigned = false);
 
 /// `element` as printf's variadic arguments take it: floats as f64, integers
-/// narrower than 32 bits sign-extended to i32 (bools zero-extended).
-mlir::Value printArgument(mlir::OpBuilder &b, mlir::Location loc, mlir::Value element);
+/// narrower than 32 bits sign-extended to i32 (bools, and every integer when
+/// `isUnsigned`, zero-extended).
+mlir::Value printArgument(mlir::OpBuilder &b, mlir::Location loc, mlir::Value element,
+                          bool isUnsigned = false);
 
 /// Gives each result of `op`, and each argument of the blocks in its regions, the
 /// type `retype` maps its type to: one step of a walk that changes types in place.

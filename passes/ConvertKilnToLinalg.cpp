@@ -331,14 +331,15 @@ void lowerPrint(OpBuilder &b, PrintOp op) {
   Value value = op.getValue();
   auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
   std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
-                                   value ? getElementTypeOrSelf(value.getType()) : Type());
+                                   value ? getElementTypeOrSelf(value.getType()) : Type(),
+                                   op.getValueUnsigned());
   auto emit = [&](OpBuilder &nb, Location l, ValueRange coords, Value element) {
     SmallVector<Value> args{stringConstant(nb, module, l, "kiln_print", format), op.getPidX(),
                             op.getPidY(), op.getPidZ()};
     for (Value c : coords)
       args.push_back(nb.create<arith::IndexCastOp>(l, nb.getI32Type(), c));
     if (element)
-      args.push_back(printArgument(nb, l, element));
+      args.push_back(printArgument(nb, l, element, op.getValueUnsigned()));
     nb.create<LLVM::CallOp>(l, printf, args);
   };
   if (!tile)

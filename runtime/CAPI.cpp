@@ -90,7 +90,7 @@ static bool convertArgs(const kiln_arg *args, int num_args, std::vector<Arg> &li
     return report(Status::failure("bad argument list")) == 0;
   for (int i = 0; i < num_args; ++i) {
     const kiln_arg &a = args[i];
-    if (a.dtype < KILN_I1 || a.dtype > KILN_F8E5M2)
+    if (a.dtype < KILN_I1 || a.dtype > KILN_U64)
       return report(Status::failure("argument " + std::to_string(i) + " has an unknown dtype " +
                                     std::to_string(a.dtype))) == 0;
     DType dt = static_cast<DType>(a.dtype);

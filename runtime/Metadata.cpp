@@ -134,9 +134,9 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
                      return bad("a print needs a dtype");
                    if (!dtype->string.empty()) {
                      auto dt = parseDType(dtype->string);
-                     if (!dt || (*dt != DType::I32 && *dt != DType::I64 && *dt != DType::F32 &&
-                                 *dt != DType::F64))
-                       return bad("a print's dtype must be i32, i64, f32 or f64");
+                     if (!dt || (*dt != DType::I32 && *dt != DType::I64 && *dt != DType::U32 &&
+                                 *dt != DType::U64 && *dt != DType::F32 && *dt != DType::F64))
+                       return bad("a print's dtype must be i32, i64, u32, u64, f32 or f64");
                      print.hasValue = true;
                      print.dtype = *dt;
                    }
@@ -402,6 +402,10 @@ std::string kiln::rt::printedLines(const KernelInfo &kernel, const int32_t *buff
         break;
       }
       case DType::I64: std::snprintf(value, sizeof value, ": %lld", (long long)bits); break;
+      case DType::U64:
+        std::snprintf(value, sizeof value, ": %llu", (unsigned long long)bits);
+        break;
+      case DType::U32: std::snprintf(value, sizeof value, ": %u", uint32_t(bits)); break;
       default: std::snprintf(value, sizeof value, ": %d", int32_t(bits)); break;
       }
       out += value;

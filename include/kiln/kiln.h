@@ -73,6 +73,8 @@ private:
   static rt::Arg toArg(double v) { return rt::Arg::floating(v, DType::F64); }
   static rt::Arg toArg(int32_t v) { return rt::Arg::i32(v); }
   static rt::Arg toArg(int64_t v) { return rt::Arg::integer(v, DType::I64); }
+  static rt::Arg toArg(uint32_t v) { return rt::Arg::integer(v, DType::U32); }
+  static rt::Arg toArg(uint64_t v) { return rt::Arg::integer(int64_t(v), DType::U64); }
 
   rt::Device *device_ = nullptr;
   rt::Module module_;
@@ -167,7 +169,11 @@ private:
     else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
     else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
     else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
-    else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, uint8_t>) return DType::I1;
+    else if constexpr (std::is_same_v<T, uint64_t>) return DType::U64;
+    else if constexpr (std::is_same_v<T, uint32_t>) return DType::U32;
+    else if constexpr (std::is_same_v<T, uint16_t>) return DType::U16;
+    else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
+    else if constexpr (std::is_same_v<T, bool>) return DType::I1;
     else static_assert(sizeof(T) == 0, "use upload(ptr, dtype, shape) for this element type");
   }
   std::string cachePath(const std::string &key) const;

@@ -23,7 +23,8 @@ typedef struct kiln_stream kiln_stream;
 /* Element types, in kiln::DType order. */
 enum {
   KILN_I1, KILN_I8, KILN_I16, KILN_I32, KILN_I64,
-  KILN_F16, KILN_BF16, KILN_F32, KILN_F64, KILN_F8E4M3, KILN_F8E5M2
+  KILN_F16, KILN_BF16, KILN_F32, KILN_F64, KILN_F8E4M3, KILN_F8E5M2,
+  KILN_U8, KILN_U16, KILN_U32, KILN_U64
 };
 
 typedef enum { KILN_ARG_TENSOR, KILN_ARG_INT, KILN_ARG_FLOAT } kiln_arg_kind;

@@ -30,8 +30,8 @@ struct Expr {
 using ExprPtr = std::unique_ptr<Expr>;
 
 struct IntLitExpr : Expr {
-  IntLitExpr(llvm::SMLoc loc, int64_t value) : Expr(IntLit, loc), value(value) {}
-  int64_t value;
+  IntLitExpr(llvm::SMLoc loc, uint64_t value) : Expr(IntLit, loc), value(value) {}
+  uint64_t value; // literals are never negative ('-' is an operator)
 };
 
 struct FloatLitExpr : Expr {

@@ -168,6 +168,11 @@ private:
     case DType::F64: return builder.getF64Type();
     case DType::F8E4M3: return builder.getFloat8E4M3FNType();
     case DType::F8E5M2: return builder.getFloat8E5M2Type();
+    // MLIR's integers are signless: signedness lives in the ops the frontend picks.
+    case DType::U8: return builder.getI8Type();
+    case DType::U16: return builder.getI16Type();
+    case DType::U32: return builder.getI32Type();
+    case DType::U64: return builder.getI64Type();
     }
     return {};
   }
@@ -429,9 +434,13 @@ private:
   bool constantFits(const TValue &v, DType dt, SMLoc at) {
     if (!v.cst || !v.type.weak || isFloat(dt) || v.cst->isFloat || dt == DType::I1)
       return true;
-    if (convertConst(*v.cst, dt).i == v.cst->i)
+    // The same bits may mean another number: -1 in u64, 2^63 in i64.
+    bool signChanges = v.cst->i < 0 && v.cst->isUnsigned != isUnsigned(dt);
+    if (convertConst(*v.cst, dt).i == v.cst->i && !signChanges)
       return true;
-    error(at, "constant " + llvm::Twine(v.cst->i) + " does not fit in " + dtypeName(dt));
+    std::string value = v.cst->isUnsigned ? std::to_string(uint64_t(v.cst->i))
+                                          : std::to_string(v.cst->i);
+    error(at, "constant " + value + " does not fit in " + dtypeName(dt));
     return false;
   }
   /// Errors when a broadcast result exceeds the tile size limit.
@@ -518,19 +527,25 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
       return builder.create<mlir::arith::ExtFOp>(l, target, v);
     return builder.create<mlir::arith::TruncFOp>(l, target, v);
   }
+  // Bools and unsigned integers widen with zeros, signed integers with their sign.
+  bool zeroExtends = from == DType::I1 || isUnsigned(from);
   if (!isFloat(from) && !isFloat(to)) {
+    if (dtypeBits(to) == dtypeBits(from)) // i32 <-> u32: the same bits
+      return v;
     if (dtypeBits(to) > dtypeBits(from)) {
-      if (from == DType::I1)
+      if (zeroExtends)
         return builder.create<mlir::arith::ExtUIOp>(l, target, v);
       return builder.create<mlir::arith::ExtSIOp>(l, target, v);
     }
     return builder.create<mlir::arith::TruncIOp>(l, target, v);
   }
   if (isFloat(to)) {
-    if (from == DType::I1)
+    if (zeroExtends)
       return builder.create<mlir::arith::UIToFPOp>(l, target, v);
     return builder.create<mlir::arith::SIToFPOp>(l, target, v);
   }
+  if (isUnsigned(to))
+    return builder.create<mlir::arith::FPToUIOp>(l, target, v);
   return builder.create<mlir::arith::FPToSIOp>(l, target, v);
 }
 
@@ -878,7 +893,7 @@ bool Generator::genGridFunction(const KernelDecl &kernel, const GenOptions &opti
       error(g->loc, "grid dimension is " + llvm::Twine(v->cst->i) + "; it must be positive");
       return false;
     }
-    if (v->type.dtype == DType::I64) {
+    if (dtypeBits(v->type.dtype) == 64) {
       error(g->loc, "grid dimension must fit in i32; cast it with cast<i32>(...)");
       return false;
     }
@@ -1158,7 +1173,7 @@ bool Generator::genFor(const ForStmt &stmt) {
         v->type.dtype == DType::I1)
       return error(e->loc, llvm::Twine("loop ") + what + " must be an integer scalar, got " +
                                v->type.str());
-    if (v->type.dtype == DType::I64)
+    if (dtypeBits(v->type.dtype) == 64)
       return error(e->loc, llvm::Twine("loop ") + what + " must be i32");
     return convert(*v, DType::I32, {}, e->loc);
   };
@@ -1425,8 +1440,12 @@ MaybeValue Generator::genExpr(const Expr &e) {
   mlir::Location l = loc(e.loc);
   switch (e.kind) {
   case Expr::IntLit: {
-    int64_t v = static_cast<const IntLitExpr &>(e).value;
-    return constant(Const::ofInt(v), v > INT32_MAX ? DType::I64 : DType::I32, true, l);
+    // i32 when it fits, else i64, else (up to 2^64 - 1) u64.
+    uint64_t v = static_cast<const IntLitExpr &>(e).value;
+    if (v > INT64_MAX)
+      return constant(Const::ofUnsigned(v), DType::U64, true, l);
+    return constant(Const::ofInt(static_cast<int64_t>(v)), v > INT32_MAX ? DType::I64 : DType::I32,
+                    true, l);
   }
   case Expr::FloatLit:
     return constant(Const::ofFloat(static_cast<const FloatLitExpr &>(e).value), DType::F32,
@@ -1494,6 +1513,27 @@ MaybeValue Generator::genName(const NameExpr &e) {
                                 "' is known only at launch");
   }
   return error(e.loc, "unknown name '" + e.name + "'");
+}
+
+/// The unsigned form of a signed integer comparison (others unchanged).
+static mlir::arith::CmpIPredicate unsignedPredicate(mlir::arith::CmpIPredicate p) {
+  using mlir::arith::CmpIPredicate;
+  switch (p) {
+  case CmpIPredicate::slt: return CmpIPredicate::ult;
+  case CmpIPredicate::sle: return CmpIPredicate::ule;
+  case CmpIPredicate::sgt: return CmpIPredicate::ugt;
+  case CmpIPredicate::sge: return CmpIPredicate::uge;
+  default: return p;
+  }
+}
+
+/// `kind` for elements of `dt`: max and min of unsigned integers compare them
+/// as unsigned.
+static ReduceKind orderedKind(ReduceKind kind, DType dt) {
+  if (!isUnsigned(dt))
+    return kind;
+  return kind == ReduceKind::Max ? ReduceKind::UMax : kind == ReduceKind::Min ? ReduceKind::UMin
+                                                                             : kind;
 }
 
 MaybeValue Generator::genUnary(const UnaryExpr &e) {
@@ -1597,8 +1637,16 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   case BinOp::Add: out = f ? (Value)builder.create<AddFOp>(loc_, x, y) : builder.create<AddIOp>(loc_, x, y); break;
   case BinOp::Sub: out = f ? (Value)builder.create<SubFOp>(loc_, x, y) : builder.create<SubIOp>(loc_, x, y); break;
   case BinOp::Mul: out = f ? (Value)builder.create<MulFOp>(loc_, x, y) : builder.create<MulIOp>(loc_, x, y); break;
-  case BinOp::Div: out = f ? (Value)builder.create<DivFOp>(loc_, x, y) : builder.create<DivSIOp>(loc_, x, y); break;
-  case BinOp::Rem: out = f ? (Value)builder.create<RemFOp>(loc_, x, y) : builder.create<RemSIOp>(loc_, x, y); break;
+  case BinOp::Div:
+    out = f              ? (Value)builder.create<DivFOp>(loc_, x, y)
+          : isUnsigned(dt) ? (Value)builder.create<DivUIOp>(loc_, x, y)
+                         : builder.create<DivSIOp>(loc_, x, y);
+    break;
+  case BinOp::Rem:
+    out = f              ? (Value)builder.create<RemFOp>(loc_, x, y)
+          : isUnsigned(dt) ? (Value)builder.create<RemUIOp>(loc_, x, y)
+                         : builder.create<RemSIOp>(loc_, x, y);
+    break;
   case BinOp::And:
   case BinOp::LAnd: out = builder.create<AndIOp>(loc_, x, y); break;
   case BinOp::Or:
@@ -1612,6 +1660,8 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
         {CmpFPredicate::OLT, CmpIPredicate::slt}, {CmpFPredicate::OLE, CmpIPredicate::sle},
         {CmpFPredicate::OGT, CmpIPredicate::sgt}, {CmpFPredicate::OGE, CmpIPredicate::sge}};
     auto [fp, ip] = preds[static_cast<int>(op) - static_cast<int>(BinOp::Eq)];
+    if (isUnsigned(dt))
+      ip = unsignedPredicate(ip);
     out = f ? (Value)builder.create<CmpFOp>(loc_, fp, x, y) : builder.create<CmpIOp>(loc_, ip, x, y);
   }
   }
@@ -1624,7 +1674,8 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
 Value Generator::shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape &shape,
                          SMLoc where) {
   // LLVM and SPIR-V leave amounts outside [0, bits) undefined; Kiln defines them
-  // as shifting every bit out: '<<' gives 0, '>>' (arithmetic) the sign.
+  // as shifting every bit out: '<<' gives 0, '>>' the sign (arithmetic, on
+  // signed integers) or 0 (logical, on unsigned ones).
   using namespace mlir::arith;
   mlir::Location at = loc(where);
   auto integer = [&](int64_t v) { return splat(Const::ofInt(v), dt, shape, where); };
@@ -1632,6 +1683,9 @@ Value Generator::shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape 
   Value inRange = builder.create<CmpIOp>(at, CmpIPredicate::ult, amount, integer(bits));
   if (op == BinOp::Shl)
     return builder.create<SelectOp>(at, inRange, builder.create<ShLIOp>(at, x, amount),
+                                    integer(0));
+  if (isUnsigned(dt))
+    return builder.create<SelectOp>(at, inRange, builder.create<ShRUIOp>(at, x, amount),
                                     integer(0));
   Value clamped = builder.create<SelectOp>(at, inRange, amount, integer(bits - 1));
   return builder.create<ShRSIOp>(at, x, clamped);
@@ -1693,7 +1747,7 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
     if (!idx)
       return std::nullopt;
     if (isFloat(idx->type.dtype) || idx->type.dtype == DType::I1 ||
-        idx->type.dtype == DType::I64)
+        dtypeBits(idx->type.dtype) == 64)
       return error(ie->loc, "an index must be an integer of at most 32 bits, got " +
                                 idx->type.str());
     auto s = broadcastShapes(shape, idx->type.shape);
@@ -1791,7 +1845,7 @@ MaybeValue Generator::genMethod(const MethodExpr &e) {
   view->tensorName = base->tensorName;
   for (auto [i, off] : llvm::enumerate(offsets->elements)) {
     if (off.type.kind != SType::Scalar || isFloat(off.type.dtype) ||
-        off.type.dtype == DType::I1 || off.type.dtype == DType::I64)
+        off.type.dtype == DType::I1 || dtypeBits(off.type.dtype) == 64)
       return error(e.args[1]->loc, "offset " + llvm::Twine(i) +
                                        " must be an integer scalar of at most 32 bits, got " +
                                        off.type.str());
@@ -2352,9 +2406,12 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
   if (name == "abs") {
     out.type = v->type;
     out.type.weak = false;
-    out.value = isFloat(v->type.dtype)
-                    ? (Value)builder.create<mlir::math::AbsFOp>(l, v->value)
-                    : builder.create<mlir::math::AbsIOp>(l, v->value);
+    if (isUnsigned(v->type.dtype)) // already its own magnitude
+      out.value = v->value;
+    else
+      out.value = isFloat(v->type.dtype)
+                      ? (Value)builder.create<mlir::math::AbsFOp>(l, v->value)
+                      : builder.create<mlir::math::AbsIOp>(l, v->value);
     return out;
   }
   if (name == "popcount" || name == "clz") { // bits of an integer, as stored
@@ -2438,9 +2495,9 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
   if (!checkTileSize(shape, e.loc))
     return std::nullopt;
   DType dt = common->dtype;
-  if (name == "umulhi" && dt != DType::I32)
-    return error(e.loc, "'umulhi' multiplies i32 values (the high 32 bits of their unsigned "
-                        "64-bit product), got " + std::string(dtypeName(dt)));
+  if (name == "umulhi" && (!isInteger(dt) || dtypeBits(dt) < 32))
+    return error(e.loc, "'umulhi' multiplies 32- or 64-bit integers (the high half of their "
+                        "unsigned double-width product), got " + std::string(dtypeName(dt)));
   if (name != "clamp" && name != "umulhi" && !isFloat(dt))
     dt = DType::F32;
   if (rejectF8(dt, e.loc, "'" + name + "'"))
@@ -2464,17 +2521,25 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
     out.value = hypot(x[0], x[1], dt, shape, e.loc);
   else if (name == "umulhi") { // Triton's tl.umulhi: (u64(a) * u64(b)) >> 32
     using namespace mlir::arith;
-    mlir::Type wide = valueType(DType::I64, shape);
-    Value product = builder.create<MulIOp>(l, builder.create<ExtUIOp>(l, wide, x[0]),
-                                           builder.create<ExtUIOp>(l, wide, x[1]));
-    Value high = builder.create<ShRUIOp>(l, product, splat(Const::ofInt(32), DType::I64, shape,
-                                                           e.loc));
-    out.value = builder.create<TruncIOp>(l, valueType(DType::I32, shape), high);
+    if (dtypeBits(dt) == 64) {
+      out.value = builder.create<MulUIExtendedOp>(l, x[0], x[1]).getHigh();
+    } else {
+      mlir::Type wide = valueType(DType::I64, shape);
+      Value product = builder.create<MulIOp>(l, builder.create<ExtUIOp>(l, wide, x[0]),
+                                             builder.create<ExtUIOp>(l, wide, x[1]));
+      Value high = builder.create<ShRUIOp>(l, product, splat(Const::ofInt(32), DType::I64, shape,
+                                                             e.loc));
+      out.value = builder.create<TruncIOp>(l, valueType(dt, shape), high);
+    }
   }
   else // clamp: min(max(x, lo), hi), so a NaN anywhere gives NaN, as min and max do
     out.value = isFloat(dt)
                     ? builder.create<mlir::arith::MinimumFOp>(
                           l, builder.create<mlir::arith::MaximumFOp>(l, x[0], x[1]), x[2])
+                          .getResult()
+                : isUnsigned(dt)
+                    ? builder.create<mlir::arith::MinUIOp>(
+                          l, builder.create<mlir::arith::MaxUIOp>(l, x[0], x[1]), x[2])
                           .getResult()
                     : builder.create<mlir::arith::MinSIOp>(
                           l, builder.create<mlir::arith::MaxSIOp>(l, x[0], x[1]), x[2])
@@ -2672,9 +2737,10 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
                                           : withArticle(view->type.str())));
   DType dt = view->type.dtype;
   bool floats = kind && !isBitwise(*kind); // add, max and min also take f32
-  if (dt != DType::I32 && dt != DType::I64 && (!floats || dt != DType::F32))
+  if (!(isInteger(dt) && dtypeBits(dt) >= 32) && (!floats || dt != DType::F32))
     return error(e.args[0]->loc, name + " works on " +
-                                     (floats ? "i32, i64 and f32" : "i32 and i64") +
+                                     (floats ? "i32, i64, u32, u64 and f32"
+                                             : "i32, i64, u32 and u64") +
                                      " tensors; '" + view->view->tensorName + "' holds " +
                                      dtypeName(dt));
   MaybeValue compare;
@@ -2690,7 +2756,7 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
   TValue out;
   out.type = SType::value(dt, view->type.shape);
   if (kind)
-    out.value = builder.create<AtomicRMWOp>(l, *kind, view->view->memory, v->value,
+    out.value = builder.create<AtomicRMWOp>(l, orderedKind(*kind, dt), view->view->memory, v->value,
                                             view->view->coords, mask);
   else
     out.value = builder.create<AtomicSwapOp>(l, view->view->memory, v->value, view->view->coords,
@@ -2758,7 +2824,7 @@ TValue Generator::reduceAlong(const TValue &src, ReduceKind kind, int64_t axis, 
   TValue out;
   out.type = SType::value(dt, resultShape);
   out.value = builder.create<ReduceOp>(l, valueType(dt, resultShape),
-                                       ReduceKindAttr::get(&ctx, kind), src.value,
+                                       ReduceKindAttr::get(&ctx, orderedKind(kind, dt)), src.value,
                                        builder.getI32IntegerAttr(axis));
   if (keepdims) {
     Shape kept = src.type.shape;
@@ -2861,7 +2927,7 @@ MaybeValue Generator::genRandom(const CallExpr &e) {
   Value k0 = low(seed64.value), k1 = high(seed64.value);
   TValue off = convert(*offsets, offsets->type.dtype, shape, e.loc);
   Value c0, c1, c2 = word(0), c3 = word(0);
-  if (offsets->type.dtype == DType::I64) {
+  if (dtypeBits(offsets->type.dtype) == 64) {
     c0 = low(off.value);
     c1 = high(off.value);
   } else {
@@ -2941,8 +3007,9 @@ MaybeValue Generator::genScan(const CallExpr &e) {
   // reverse = true scans from the end: the scan of the flipped tile, flipped back.
   mlir::Location l = loc(e.loc);
   Value in = *reverse ? flipAlong(src.value, src.type.shape, axis, l) : src.value;
-  Value scanned = builder.create<ScanOp>(l, in.getType(), ReduceKindAttr::get(&ctx, kind), in,
-                                         builder.getI32IntegerAttr(axis));
+  Value scanned = builder.create<ScanOp>(
+      l, in.getType(), ReduceKindAttr::get(&ctx, orderedKind(kind, src.type.dtype)), in,
+      builder.getI32IntegerAttr(axis));
   TValue out;
   out.type = SType::tile(src.type.dtype, src.type.shape);
   out.value = *reverse ? flipAlong(scanned, src.type.shape, axis, l) : scanned;
@@ -2982,9 +3049,13 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   mlir::Location l = loc(e.loc);
   if (a->cst && b->cst && shape->empty()) {
     Const x = convertConst(*a->cst, dt), y = convertConst(*b->cst, dt);
-    Const r = isFloat(dt) ? Const::ofFloat(isMax ? std::max(x.f, y.f) : std::min(x.f, y.f))
-                          : Const::ofInt(isMax ? std::max(x.i, y.i) : std::min(x.i, y.i));
-    return constant(r, dt, a->type.weak && b->type.weak, l);
+    bool weak = a->type.weak && b->type.weak;
+    if (isFloat(dt))
+      return constant(Const::ofFloat(isMax ? std::max(x.f, y.f) : std::min(x.f, y.f)), dt,
+                      weak, l);
+    // Unsigned values compare as unsigned (u64 past 2^63 is negative in Const).
+    bool xLess = isUnsigned(dt) ? uint64_t(x.i) < uint64_t(y.i) : x.i < y.i;
+    return constant(xLess == isMax ? y : x, dt, weak, l);
   }
   Value x = convert(*a, dt, *shape, e.loc).value, y = convert(*b, dt, *shape, e.loc).value;
   using namespace mlir::arith;
@@ -2992,6 +3063,8 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   out.type = SType::value(dt, *shape);
   if (isFloat(dt))
     out.value = isMax ? (Value)builder.create<MaximumFOp>(l, x, y) : builder.create<MinimumFOp>(l, x, y);
+  else if (isUnsigned(dt))
+    out.value = isMax ? (Value)builder.create<MaxUIOp>(l, x, y) : builder.create<MinUIOp>(l, x, y);
   else
     out.value = isMax ? (Value)builder.create<MaxSIOp>(l, x, y) : builder.create<MinSIOp>(l, x, y);
   return out;
@@ -3019,8 +3092,10 @@ MaybeValue Generator::genDot(const CallExpr &e) {
   if (a->type.dtype == DType::I1)
     return error(e.loc, "dot is not defined on bool");
   Shape shape = {a->type.shape[0], b->type.shape[1]};
-  DType accType = isFloat(a->type.dtype) ? (a->type.dtype == DType::F64 ? DType::F64 : DType::F32)
-                                         : (a->type.dtype == DType::I64 ? DType::I64 : DType::I32);
+  DType in = a->type.dtype;
+  DType accType = isFloat(in)     ? (in == DType::F64 ? DType::F64 : DType::F32)
+                  : isUnsigned(in) ? (in == DType::U64 ? DType::U64 : DType::U32)
+                                   : (in == DType::I64 ? DType::I64 : DType::I32);
   TValue acc;
   mlir::Location l = loc(e.loc);
   if (e.args.size() == 3) {
@@ -3059,9 +3134,16 @@ MaybeValue Generator::genDot(const CallExpr &e) {
       return error(e.args[2]->loc, "a tf32 dot accumulates in f32, got " +
                                        withArticle(acc.type.str()) + " accumulator");
   }
+  // kiln.dot sign-extends narrow integer operands; unsigned ones are
+  // zero-extended here (sums and products are the same bits either way).
+  Value x = a->value, y = b->value;
+  if (isUnsigned(in) && dtypeBits(in) < dtypeBits(acc.type.dtype)) {
+    x = castValue(x, in, acc.type.dtype, l);
+    y = castValue(y, in, acc.type.dtype, l);
+  }
   TValue out;
   out.type = SType::tile(acc.type.dtype, shape);
-  auto dot = builder.create<DotOp>(l, acc.value.getType(), a->value, b->value, acc.value);
+  auto dot = builder.create<DotOp>(l, acc.value.getType(), x, y, acc.value);
   if (tf32)
     dot.setTf32(true);
   out.value = dot;
@@ -3164,7 +3246,7 @@ MaybeValue Generator::genGather(const CallExpr &e) {
   if (index->type.kind != SType::Tile || isFloat(it) || it == DType::I1)
     return error(e.args[1]->loc, "a gather index must be an integer tile, got " +
                                      withArticle(index->type.str()));
-  if (it == DType::I64)
+  if (dtypeBits(it) == 64)
     return error(e.args[1]->loc, "a gather index must have at most 32 bits; cast it with "
                                  "cast<i32>(...)");
   const Shape &shape = src->type.shape, &ishape = index->type.shape;
@@ -3239,7 +3321,9 @@ MaybeValue Generator::genSort(const CallExpr &e) {
     if (descending)
       std::swap(a, b);
     if (!isFloat(dt))
-      return builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::slt, a, b);
+      return builder.create<mlir::arith::CmpIOp>(
+          l, isUnsigned(dt) ? mlir::arith::CmpIPredicate::ult : mlir::arith::CmpIPredicate::slt,
+          a, b);
     using P = mlir::arith::CmpFPredicate;
     Value less = builder.create<mlir::arith::CmpFOp>(l, P::OLT, a, b);
     Value bNaN = builder.create<mlir::arith::CmpFOp>(l, P::UNO, b, b);
@@ -3634,6 +3718,7 @@ MaybeValue Generator::genPrint(const CallExpr &e) {
                                  "print(\"x\", x)");
   const std::string &prefix = static_cast<const StringLitExpr &>(*e.args[0]).value;
   Value value;
+  bool valueUnsigned = false;
   if (e.args.size() == 2) {
     MaybeValue v = genValue(*e.args[1], "printed value");
     if (!v)
@@ -3641,10 +3726,12 @@ MaybeValue Generator::genPrint(const CallExpr &e) {
     if (isF8(v->type.dtype))
       return error(e.args[1]->loc, "print shows numbers; cast an fp8 value to f32 first");
     value = v->value;
+    valueUnsigned = isUnsigned(v->type.dtype);
   }
   mlir::Location l = loc(e.loc);
   llvm::SmallVector<Value, 3> pids = programIds(l);
-  builder.create<PrintOp>(l, builder.getStringAttr(prefix), pids[0], pids[1], pids[2], value);
+  builder.create<PrintOp>(l, builder.getStringAttr(prefix), pids[0], pids[1], pids[2], value,
+                          valueUnsigned);
   TValue out;
   out.type.kind = SType::Void;
   return out;

@@ -719,12 +719,12 @@ ExprPtr Parser::parsePrimary() {
   switch (tok.kind) {
   case Tok::Int: {
     unsigned long long value;
-    if (!intLiteralValue(tok.text, value) || value > INT64_MAX) {
+    if (!intLiteralValue(tok.text, value)) {
       errorHere("integer literal " + tok.text + " does not fit in 64 bits", false);
       return nullptr;
     }
     advance();
-    return std::make_unique<IntLitExpr>(loc, static_cast<int64_t>(value));
+    return std::make_unique<IntLitExpr>(loc, value);
   }
   case Tok::Float: {
     std::string digits = tok.text.str();

@@ -61,7 +61,9 @@ DType kiln::promote(const SType &a, const SType &b) {
     return DType::F32; // f16 with bf16
   if (fa && dtypeBits(a.dtype) == 8 && dtypeBits(b.dtype) == 8)
     return DType::F16; // e4m3 with e5m2: f16 holds both exactly
-  return dtypeBits(a.dtype) >= dtypeBits(b.dtype) ? a.dtype : b.dtype;
+  if (dtypeBits(a.dtype) == dtypeBits(b.dtype))
+    return isUnsigned(a.dtype) ? a.dtype : b.dtype;
+  return dtypeBits(a.dtype) > dtypeBits(b.dtype) ? a.dtype : b.dtype;
 }
 
 bool kiln::assignable(const SType &from, const SType &to) {
@@ -84,14 +86,14 @@ Const kiln::convertConst(const Const &c, DType dt) {
   if (bits == 1)
     return Const::ofInt(v != 0);
   if (bits < 64) {
-    // Wrap like the hardware would, then sign-extend.
+    // Wrap like the hardware would, then sign-extend (signed types only).
     uint64_t mask = (uint64_t(1) << bits) - 1;
     uint64_t u = static_cast<uint64_t>(v) & mask;
-    if (u >> (bits - 1))
+    if (!isUnsigned(dt) && u >> (bits - 1))
       u |= ~mask;
     v = static_cast<int64_t>(u);
   }
-  return Const::ofInt(v);
+  return isUnsigned(dt) ? Const::ofUnsigned(static_cast<uint64_t>(v)) : Const::ofInt(v);
 }
 
 std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,
@@ -116,6 +118,20 @@ std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,
   int64_t a = l.i, b = r.i;
   // Unsigned arithmetic: signed overflow must not be undefined behaviour here.
   auto wrap = [&](uint64_t v) { return convertConst(Const::ofInt(static_cast<int64_t>(v)), dt); };
+  if (isUnsigned(dt)) {
+    uint64_t ua = uint64_t(a), ub = uint64_t(b);
+    switch (op) {
+    case BinOp::Div: return ub ? std::optional(wrap(ua / ub)) : std::nullopt;
+    case BinOp::Rem: return ub ? std::optional(wrap(ua % ub)) : std::nullopt;
+    case BinOp::Shr: return wrap(ub < dtypeBits(dt) ? ua >> ub : 0);
+    case BinOp::Shl: return wrap(ub < dtypeBits(dt) ? ua << ub : 0);
+    case BinOp::Lt: return Const::ofInt(ua < ub);
+    case BinOp::Le: return Const::ofInt(ua <= ub);
+    case BinOp::Gt: return Const::ofInt(ua > ub);
+    case BinOp::Ge: return Const::ofInt(ua >= ub);
+    default: break; // the rest is the same on the bits
+    }
+  }
   switch (op) {
   case BinOp::Add: return wrap(uint64_t(a) + uint64_t(b));
   case BinOp::Sub: return wrap(uint64_t(a) - uint64_t(b));

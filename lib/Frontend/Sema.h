@@ -58,11 +58,18 @@ inline int64_t truncateToInt(double v) {
 /// A compile-time constant: integers (and bools) or floats.
 struct Const {
   bool isFloat = false;
-  int64_t i = 0;
+  int64_t i = 0; // an unsigned value's bits (u64 values past 2^63 are negative here)
   double f = 0;
+  bool isUnsigned = false;
   static Const ofInt(int64_t v) { return {false, v, static_cast<double>(v)}; }
+  static Const ofUnsigned(uint64_t v) {
+    return {false, static_cast<int64_t>(v), static_cast<double>(v), true};
+  }
   static Const ofFloat(double v) { return {true, truncateToInt(v), v}; }
-  double asDouble() const { return isFloat ? f : static_cast<double>(i); }
+  double asDouble() const {
+    return isFloat ? f : isUnsigned ? static_cast<double>(static_cast<uint64_t>(i))
+                                     : static_cast<double>(i);
+  }
 };
 
 std::string shapeStr(const Shape &shape);
@@ -73,7 +80,8 @@ std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
 
 /// The dtype two operands are converted to before a binary operation.
 /// Weak (constant) operands take their partner's kind; ints meet floats in the float;
-/// narrower meets wider in the wider; f16 meets bf16 in f32.
+/// narrower meets wider in the wider; signed meets unsigned of the same width in the
+/// unsigned (as in C); f16 meets bf16 in f32.
 DType promote(const SType &a, const SType &b);
 
 /// Can a value of type `from` be assigned to a variable of type `to` without an
@@ -84,7 +92,8 @@ bool assignable(const SType &from, const SType &to);
 /// is not a constant (division by zero stays a runtime operation).
 std::optional<Const> foldBinary(BinOp op, const Const &lhs, const Const &rhs, DType dt);
 
-/// Converts a constant to dtype `dt` (truncation, int<->float).
+/// Converts a constant to dtype `dt` (truncation, int<->float; integers wrap, and
+/// unsigned ones are held zero-extended).
 Const convertConst(const Const &c, DType dt);
 
 /// Whether `name` is a builtin the language reserves.

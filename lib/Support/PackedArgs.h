@@ -31,7 +31,11 @@ struct PackedArgs {
     case DType::I8:
     case DType::I16:
     case DType::I32:
-    case DType::I64: w = a.scalar.i; break; // little-endian: low bytes come first
+    case DType::I64:
+    case DType::U8:
+    case DType::U16:
+    case DType::U32:
+    case DType::U64: w = a.scalar.i; break; // little-endian: low bytes come first
     case DType::F16: w = floatToHalfBits(static_cast<float>(a.scalar.f)); break;
     case DType::BF16: w = floatToBF16Bits(static_cast<float>(a.scalar.f)); break;
     case DType::F8E4M3:

@@ -156,6 +156,8 @@ static mlir::gpu::AllReduceOperation subgroupKind(ReduceKind kind, Type type) {
     return f ? mlir::gpu::AllReduceOperation::MAXNUMF : mlir::gpu::AllReduceOperation::MAXSI;
   case ReduceKind::Min:
     return f ? mlir::gpu::AllReduceOperation::MINNUMF : mlir::gpu::AllReduceOperation::MINSI;
+  case ReduceKind::UMax: return mlir::gpu::AllReduceOperation::MAXUI;
+  case ReduceKind::UMin: return mlir::gpu::AllReduceOperation::MINUI;
   case ReduceKind::And: return mlir::gpu::AllReduceOperation::AND;
   case ReduceKind::Or: return mlir::gpu::AllReduceOperation::OR;
   case ReduceKind::Xor: return mlir::gpu::AllReduceOperation::XOR;
@@ -165,15 +167,19 @@ static mlir::gpu::AllReduceOperation subgroupKind(ReduceKind kind, Type type) {
 
 Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElements,
                                      ReduceKind kind, Type type) {
-  // Shuffles move 32- or 64-bit values; narrower types are combined widened.
+  // Shuffles move 32- or 64-bit values; narrower types are combined widened
+  // (unsigned max/min zero-extended).
   Type wide = type;
   if (type.getIntOrFloatBitWidth() < 32)
     wide = isa<FloatType>(type) ? (Type)b.getF32Type() : (Type)b.getI32Type();
   auto widen = [&](Value v) -> Value {
     if (wide == type)
       return v;
-    return isa<FloatType>(type) ? (Value)b.create<arith::ExtFOp>(loc, wide, v)
-                                : b.create<arith::ExtSIOp>(loc, wide, v);
+    if (isa<FloatType>(type))
+      return b.create<arith::ExtFOp>(loc, wide, v);
+    if (kind == ReduceKind::UMax || kind == ReduceKind::UMin)
+      return b.create<arith::ExtUIOp>(loc, wide, v);
+    return b.create<arith::ExtSIOp>(loc, wide, v);
   };
   Value partial = identity(kind, wide);
   for (auto [r, v] : llvm::enumerate(values)) {

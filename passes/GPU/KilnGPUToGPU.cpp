@@ -732,12 +732,12 @@ void ThreadEmitter::forEachElement(RankedTensorType tile,
 }
 
 void ThreadEmitter::printElement(StringRef format, ArrayRef<Value> pids, RankedTensorType tile,
-                                 Value flat, Value element) {
+                                 Value flat, Value element, bool isUnsigned) {
   SmallVector<Value> args(pids);
   if (tile)
     args.append(delinearize(flat, tile.getShape()));
   if (element)
-    args.push_back(printArgument(b, loc, element));
+    args.push_back(printArgument(b, loc, element, isUnsigned));
   b.create<mlir::gpu::PrintfOp>(loc, b.getStringAttr(format), args);
 }
 
@@ -751,9 +751,13 @@ LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
   if (memory == MemoryModel::SPIRVBuffers) {
     print = printToBuffer(op, pids);
   } else {
+    bool isUnsigned = op.getValueUnsigned();
     std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
-                                     value ? getElementTypeOrSelf(value.getType()) : Type());
-    print = [=](Value flat, Value element) { printElement(format, pids, tile, flat, element); };
+                                     value ? getElementTypeOrSelf(value.getType()) : Type(),
+                                     isUnsigned);
+    print = [=](Value flat, Value element) {
+      printElement(format, pids, tile, flat, element, isUnsigned);
+    };
   }
   Registers values = tile ? regs(value) : Registers();
   forEachElement(tile, [&](Value held, Value flat, int64_t r) {
@@ -881,19 +885,21 @@ std::function<void(Value)> ThreadEmitter::reportToBuffer(AssertOp op,
 std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op,
                                                                ArrayRef<Value> programIds) {
   // The value travels as one or two i32 words of the type the runtime prints:
-  // narrow floats as f32, narrow integers and bools as i32.
+  // narrow floats as f32, narrow integers and bools as i32 (u32 when unsigned).
   Value value = op.getValue();
   Type element = value ? getElementTypeOrSelf(value.getType()) : Type();
+  bool isUnsigned = op.getValueUnsigned();
   StringRef printed = "";
-  if (element)
-    printed = isa<FloatType>(element) ? (element.isF64() ? "f64" : "f32")
-                                      : (element.isInteger(64) ? "i64" : "i32");
+  if (element && isa<FloatType>(element))
+    printed = element.isF64() ? "f64" : "f32";
+  else if (element)
+    printed = element.isInteger(64) ? (isUnsigned ? "u64" : "i64") : (isUnsigned ? "u32" : "i32");
   Value which = i32(addToDebugTable(
       kPrintsAttr, {b.getNamedAttr("prefix", op.getPrefixAttr()),
                     b.getNamedAttr("shape", shapeAttr(b, value)),
                     b.getNamedAttr("dtype", b.getStringAttr(printed))}));
   SmallVector<Value> pids(programIds);
-  return [this, which, pids](Value flat, Value v) {
+  return [this, which, pids, isUnsigned](Value flat, Value v) {
     Value lo = i32(0), hi = i32(0);
     if (v) {
       Type type = v.getType();
@@ -907,7 +913,7 @@ std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op,
         Value f = type.isF32() ? v : b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
         lo = b.create<arith::BitcastOp>(loc, b.getI32Type(), f);
       } else {
-        lo = printArgument(b, loc, v); // i32, or bools and narrow integers widened
+        lo = printArgument(b, loc, v, isUnsigned); // i32, or bools and narrow ints widened
       }
     }
     // Claim a record; past the buffer's end the record is dropped (the runtime

@@ -234,9 +234,11 @@ private:
   void forEachElement(mlir::RankedTensorType tile,
                       llvm::function_ref<void(mlir::Value held, mlir::Value flat, int64_t reg)> fn);
   /// gpu.printf of one element in print's format: the program ids, the
-  /// element's coordinates in `tile` (when not null), then `element` (if any).
+  /// element's coordinates in `tile` (when not null), then `element` (if any,
+  /// zero-extended when `isUnsigned`).
   void printElement(llvm::StringRef format, llvm::ArrayRef<mlir::Value> pids,
-                    mlir::RankedTensorType tile, mlir::Value flat, mlir::Value element);
+                    mlir::RankedTensorType tile, mlir::Value flat, mlir::Value element,
+                    bool isUnsigned = false);
   void emitScan(ScanOp op);
   void emitDot(DotOp op);
   /// A dot on the target's matrix instructions (MatrixToGPU.cpp).

@@ -397,6 +397,8 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
       switch (rmw.getKind()) {
       case ReduceKind::Sum: bin = isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add; break;
       case ReduceKind::Max: bin = isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max; break;
+      case ReduceKind::UMax: bin = LLVM::AtomicBinOp::umax; break;
+      case ReduceKind::UMin: bin = LLVM::AtomicBinOp::umin; break;
       case ReduceKind::And: bin = LLVM::AtomicBinOp::_and; break;
       case ReduceKind::Or: bin = LLVM::AtomicBinOp::_or; break;
       case ReduceKind::Xor: bin = LLVM::AtomicBinOp::_xor; break;

@@ -761,7 +761,9 @@ TEST(Metadata, PrintRecords) {
   kernel.name = "k";
   kernel.prints = {{"row", {2, 3}, true, DType::F32},
                    {"count", {}, true, DType::I64},
-                   {"here", {}, false, DType::I32}};
+                   {"here", {}, false, DType::I32},
+                   {"unsigned", {}, true, DType::U32},
+                   {"wide", {}, true, DType::U64}};
   std::vector<int32_t> buffer(kernel.debugBufferWords());
   auto record = [&](int r, std::vector<int32_t> words) {
     std::copy(words.begin(), words.end(),
@@ -774,13 +776,17 @@ TEST(Metadata, PrintRecords) {
   record(1, {1, 0, 0, 0, 0, int32_t(0xFFFFFFFE), -1}); // -2 as i64
   record(2, {2, 3, 0, 0, 0, 0, 0});
   record(3, {7, 0, 0, 0, 0, 0, 0});
-  buffer[kPrintCountWord] = 4;
+  record(4, {3, 0, 0, 0, 0, int32_t(0xFFFFFFFE), 0});
+  record(5, {4, 0, 0, 0, 0, int32_t(0xFFFFFFFE), -1});
+  buffer[kPrintCountWord] = 6;
   std::string dropped;
   EXPECT_EQ(printedLines(kernel, buffer.data(), dropped),
             "pid (1, 2, 0) idx (1, 2) row: -0.5\n"
             "pid (0, 0, 0) count: -2\n"
             "pid (3, 0, 0) here\n"
-            "(print #7, which the kernel's metadata does not list)\n");
+            "(print #7, which the kernel's metadata does not list)\n"
+            "pid (0, 0, 0) unsigned: 4294967294\n"
+            "pid (0, 0, 0) wide: 18446744073709551614\n");
   EXPECT_EQ(dropped, "");
   buffer[kPrintCountWord] = kPrintRecords + 10;
   printedLines(kernel, buffer.data(), dropped);

@@ -33,20 +33,9 @@ using namespace kiln;
 namespace {
 
 using DeviceAgreement = test::FreshCacheTest;
+using test::forEachDevice;
 using reference::philox;
 
-/// Runs `body` with a Session on the CPU and one on Vulkan; a device that is
-/// not present is skipped with a note.
-void forEachDevice(const std::function<void(Session &, const std::string &)> &body) {
-  for (const char *device : {"cpu", "vulkan"}) {
-    Session s(device);
-    if (!s.ok()) {
-      std::printf("skipping %s: %s\n", device, s.status().message().c_str());
-      continue;
-    }
-    body(s, device);
-  }
-}
 
 /// examples/matmul.kiln.
 std::string matmulSource() {

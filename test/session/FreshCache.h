@@ -1,9 +1,13 @@
-//===- FreshCache.h - a kernel cache folder of its own per test -*- C++ -*-===//
+//===- FreshCache.h - a cache folder per test, and the devices to run on -*- C++ -*-===//
 #pragma once
+
+#include "kiln/kiln.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 namespace kiln::test {
@@ -23,5 +27,18 @@ protected:
   }
   std::string dir;
 };
+
+/// Runs `body` with a Session on the CPU and one on Vulkan; a device that is
+/// not present is skipped with a note.
+inline void forEachDevice(const std::function<void(Session &, const std::string &)> &body) {
+  for (const char *device : {"cpu", "vulkan"}) {
+    Session s(device);
+    if (!s.ok()) {
+      std::printf("skipping %s: %s\n", device, s.status().message().c_str());
+      continue;
+    }
+    body(s, device);
+  }
+}
 
 } // namespace kiln::test

@@ -88,6 +88,10 @@ static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
   case DType::I16: return *reinterpret_cast<const int16_t *>(p);
   case DType::I32: return *reinterpret_cast<const int32_t *>(p);
   case DType::I64: return static_cast<double>(*reinterpret_cast<const int64_t *>(p));
+  case DType::U8: return *reinterpret_cast<const uint8_t *>(p);
+  case DType::U16: return *reinterpret_cast<const uint16_t *>(p);
+  case DType::U32: return *reinterpret_cast<const uint32_t *>(p);
+  case DType::U64: return static_cast<double>(*reinterpret_cast<const uint64_t *>(p));
   case DType::F16: return halfBitsToFloat(*reinterpret_cast<const uint16_t *>(p));
   case DType::BF16: return bf16BitsToFloat(*reinterpret_cast<const uint16_t *>(p));
   case DType::F32: return *reinterpret_cast<const float *>(p);
@@ -100,7 +104,7 @@ static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
 
 static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt19937 &gen) {
   std::uniform_real_distribution<float> real(-1, 1);
-  std::uniform_int_distribution<int> small(-8, 8);
+  std::uniform_int_distribution<int> small(-8, 8), natural(0, 16);
   for (int64_t i = 0; i < n; ++i) {
     char *p = bytes.data() + i * dtypeBytes(dt);
     switch (dt) {
@@ -109,6 +113,10 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
     case DType::I16: *reinterpret_cast<int16_t *>(p) = small(gen); break;
     case DType::I32: *reinterpret_cast<int32_t *>(p) = small(gen); break;
     case DType::I64: *reinterpret_cast<int64_t *>(p) = small(gen); break;
+    case DType::U8: *reinterpret_cast<uint8_t *>(p) = natural(gen); break;
+    case DType::U16: *reinterpret_cast<uint16_t *>(p) = natural(gen); break;
+    case DType::U32: *reinterpret_cast<uint32_t *>(p) = natural(gen); break;
+    case DType::U64: *reinterpret_cast<uint64_t *>(p) = natural(gen); break;
     case DType::F16: *reinterpret_cast<uint16_t *>(p) = floatToHalfBits(real(gen)); break;
     case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(real(gen)); break;
     case DType::F32: *reinterpret_cast<float *>(p) = real(gen); break;

@@ -169,6 +169,10 @@ const char *cppScalarType(DType dt) {
   case DType::I16: return "int16_t";
   case DType::I32: return "int32_t";
   case DType::I64: return "int64_t";
+  case DType::U8: return "uint8_t";
+  case DType::U16: return "uint16_t";
+  case DType::U32: return "uint32_t";
+  case DType::U64: return "uint64_t";
   case DType::F64: return "double";
   default: return "float"; // f16, bf16 and f32 scalars are given as float
   }

@@ -264,8 +264,9 @@ LogicalResult ReduceOp::verify() {
                              !isa<RankedTensorType>(result))
     return emitOpError("result must have shape ") << shapeString(expected)
                                                   << " (a scalar for rank 1)";
-  if (isBitwise(getKind()) && !src.getElementType().isInteger())
-    return emitOpError("bitwise reductions need integers, got ") << src.getElementType();
+  if (needsIntegers(getKind()) && !src.getElementType().isInteger())
+    return emitOpError("'") << stringifyReduceKind(getKind()) << "' reductions need integers, got "
+                            << src.getElementType();
   return success();
 }
 
@@ -277,9 +278,9 @@ LogicalResult ScanOp::verify() {
   int64_t rank = getSource().getType().getRank();
   if (getAxis() < 0 || getAxis() >= rank)
     return emitOpError("axis ") << getAxis() << " out of range for rank " << rank;
-  if (isBitwise(getKind()) && !getSource().getType().getElementType().isInteger())
-    return emitOpError("bitwise scans need integers, got ")
-           << getSource().getType().getElementType();
+  if (needsIntegers(getKind()) && !getSource().getType().getElementType().isInteger())
+    return emitOpError("'") << stringifyReduceKind(getKind()) << "' scans need integers, got "
+                            << getSource().getType().getElementType();
   return success();
 }
 
@@ -359,11 +360,12 @@ LogicalResult AtomicRMWOp::verify() {
   if (elem != getMemory().getType().getElementType())
     return emitOpError("value element type must match the memory");
   if (getKind() == ReduceKind::Prod)
-    return emitOpError("kind must be sum, max, min, and, or or xor");
+    return emitOpError("kind must be sum, max, min, umax, umin, and, or or xor");
   if (!elem.isInteger(32) && !elem.isInteger(64) && !elem.isF32())
     return emitOpError("element type must be i32, i64 or f32, got ") << elem;
-  if (isBitwise(getKind()) && !elem.isInteger())
-    return emitOpError("bitwise atomics need an integer element type, got ") << elem;
+  if (needsIntegers(getKind()) && !elem.isInteger())
+    return emitOpError("'") << stringifyReduceKind(getKind())
+                            << "' atomics need an integer element type, got " << elem;
   return verifyAccess(*this, getMemory().getType(), getIndices(), getMask(),
                       shapeOf(getValue().getType()));
 }

@@ -17,6 +17,10 @@ namespace kiln {
 inline bool isBitwise(ReduceKind kind) {
   return kind == ReduceKind::And || kind == ReduceKind::Or || kind == ReduceKind::Xor;
 }
+/// Kinds defined on integers only: the bitwise ones and unsigned max/min.
+inline bool needsIntegers(ReduceKind kind) {
+  return isBitwise(kind) || kind == ReduceKind::UMax || kind == ReduceKind::UMin;
+}
 } // namespace kiln
 
 #define GET_OP_CLASSES

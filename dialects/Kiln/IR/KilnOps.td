@@ -41,7 +41,9 @@ def Kiln_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
     I32EnumAttrCase<"Min", 3, "min">,
     I32EnumAttrCase<"And", 4, "and">,
     I32EnumAttrCase<"Or", 5, "or">,
-    I32EnumAttrCase<"Xor", 6, "xor">
+    I32EnumAttrCase<"Xor", 6, "xor">,
+    I32EnumAttrCase<"UMax", 7, "umax">,
+    I32EnumAttrCase<"UMin", 8, "umin">
   ]> {
   let cppNamespace = "::kiln";
 }
@@ -246,6 +248,7 @@ def Kiln_PrintOp : Kiln_Op<"print", [MemoryEffects<[MemWrite]>]> {
     Prints one line per element of `value` (one line for a scalar or no value):
     `pid (X, Y, Z) idx (I, J) PREFIX: VALUE`, where X, Y, Z are the program's
     coordinates (`pids`), I, J the element's, and PREFIX the `prefix` attribute.
+    Integers print as signed values unless `value_unsigned` is set.
     Lines of different programs (and threads) may interleave.
 
     ```mlir
@@ -253,7 +256,7 @@ def Kiln_PrintOp : Kiln_Op<"print", [MemoryEffects<[MemWrite]>]> {
     ```
   }];
   let arguments = (ins StrAttr:$prefix, I32:$pidX, I32:$pidY, I32:$pidZ,
-                       Optional<Kiln_TileOrScalar>:$value);
+                       Optional<Kiln_TileOrScalar>:$value, UnitAttr:$value_unsigned);
   let assemblyFormat =
       "$prefix $pidX `,` $pidY `,` $pidZ (`,` $value^ `:` type($value))? attr-dict";
 }

@@ -409,12 +409,16 @@ public:
       }
       case DType::I8:
       case DType::I16:
-      case DType::I32: {
-        int32_t v = static_cast<int32_t>(a.scalar.i);
+      case DType::I32:
+      case DType::U8:
+      case DType::U16:
+      case DType::U32: {
+        uint32_t v = static_cast<uint32_t>(a.scalar.i);
         pushScalar(&v, 4);
         break;
       }
-      case DType::I64: pushScalar(&a.scalar.i, 8); break;
+      case DType::I64:
+      case DType::U64: pushScalar(&a.scalar.i, 8); break;
       case DType::F16: {
         uint32_t v = floatToHalfBits(static_cast<float>(a.scalar.f));
         pushScalar(&v, 4);

@@ -266,7 +266,7 @@ func.func @atomic_elem(%m: memref<?xf32, strided<[?], offset: ?>>, %i: tensor<8x
 // -----
 
 func.func @atomic_prod(%m: memref<?xi32, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xi32>) {
-  // expected-error @+1 {{kind must be sum, max, min, and, or or xor}}
+  // expected-error @+1 {{kind must be sum, max, min, umax, umin, and, or or xor}}
   kiln.atomic_rmw prod %m[%i], %v : memref<?xi32, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xi32>
   return
 }
@@ -274,7 +274,7 @@ func.func @atomic_prod(%m: memref<?xi32, strided<[?], offset: ?>>, %i: tensor<8x
 // -----
 
 func.func @atomic_bitwise_float(%m: memref<?xf32, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xf32>) {
-  // expected-error @+1 {{bitwise atomics need an integer element type, got 'f32'}}
+  // expected-error @+1 {{'xor' atomics need an integer element type, got 'f32'}}
   kiln.atomic_rmw xor %m[%i], %v : memref<?xf32, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xf32>
   return
 }
@@ -282,15 +282,23 @@ func.func @atomic_bitwise_float(%m: memref<?xf32, strided<[?], offset: ?>>, %i: 
 // -----
 
 func.func @reduce_bitwise_float(%t: tensor<4x8xf32>) {
-  // expected-error @+1 {{bitwise reductions need integers, got 'f32'}}
+  // expected-error @+1 {{'xor' reductions need integers, got 'f32'}}
   %0 = kiln.reduce xor %t, 1 : tensor<4x8xf32> -> tensor<4xf32>
   return
 }
 
 // -----
 
+func.func @reduce_umax_float(%t: tensor<4x8xf32>) {
+  // expected-error @+1 {{'umax' reductions need integers, got 'f32'}}
+  %0 = kiln.reduce umax %t, 1 : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @scan_bitwise_float(%t: tensor<8xf32>) {
-  // expected-error @+1 {{bitwise scans need integers, got 'f32'}}
+  // expected-error @+1 {{'and' scans need integers, got 'f32'}}
   %0 = kiln.scan and %t, 0 : tensor<8xf32>
   return
 }

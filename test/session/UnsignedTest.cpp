@@ -1,0 +1,225 @@
+//===- UnsignedTest.cpp - u8, u16, u32 and u64 on every device ----------------===//
+//
+// Unsigned integers share MLIR's signless types with the signed ones; what
+// differs is the operations the frontend picks (divui, shrui, cmpi ult, maxui,
+// uitofp, zero extension) and the kinds of reductions, scans and atomics. These
+// kernels use values past the signed range, where every one of those choices
+// shows, against C++ references on the CPU and on Vulkan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/kiln.h"
+#include "test/session/FreshCache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+using Unsigned = test::FreshCacheTest;
+using test::forEachDevice;
+
+const std::vector<uint32_t> kA = {0,          1,          7,          0x7FFFFFFF, 0x80000000,
+                                  0xFFFFFFFF, 0xDEADBEEF, 3000000000, 12345,      0x80000001,
+                                  65535,      4000000000, 5,          0xFFFFFFFE, 2,
+                                  100};
+const std::vector<uint32_t> kB = {1,          3,          0xFFFFFFFF, 2,          0x7FFFFFFF,
+                                  16,         7,          1000000000, 0x80000000, 0x80000001,
+                                  255,        4000000001, 5,          3,          0xFFFFFFFF,
+                                  9};
+
+TEST_F(Unsigned, ArithmeticOnEveryDevice) {
+  // Division, remainder, shifts (amounts past the width give 0), comparisons,
+  // max/min, conversions to and from f32, zero extension, a literal past 2^31
+  // multiplied with wrap-around, and C's promotion (i32 with u32 is u32).
+  const char *source = R"(
+kernel ops(a: tensor<u32>[N], b: tensor<u32>[N], q: tensor<u32>[N], r: tensor<u32>[N],
+           sh: tensor<u32>[N], cmp: tensor<i32>[N], hi: tensor<u32>[N], lo: tensor<u32>[N],
+           f: tensor<f32>[N], back: tensor<u32>[N], wide: tensor<u64>[N],
+           hash: tensor<u32>[N], mixed: tensor<u32>[N], bytes: tensor<u8>[N])
+    params(BLOCK: i32 = 16) grid(cdiv(N, BLOCK)) {
+  let o = program_id(0) * BLOCK + arange(0, BLOCK);
+  let x = load(a[o]);
+  let y = load(b[o]);
+  store(q[o], x / y);
+  store(r[o], x % y);
+  store(sh[o], (x >> 28) | (x >> (y & 63)));
+  store(cmp[o], cast<i32>(x < y) + 2 * cast<i32>(x >= y) + 4 * cast<i32>(x > 2147483648));
+  store(hi[o], max(x, y));
+  store(lo[o], clamp(x, 100, 3000000000));
+  store(f[o], cast<f32>(x));
+  store(back[o], cast<u32>(cast<f32>(y) * 0.5));
+  store(wide[o], cast<u64>(x) * 4294967296 + cast<u64>(y));
+  store(hash[o], x * 0x9E3779B9);
+  store(mixed[o], cast<i32>(x) + y);
+  store(bytes[o], cast<u8>(x) + cast<u8>(200));
+}
+)";
+  int64_t n = int64_t(kA.size());
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "ops");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor a = s.upload(kA, {n}), b = s.upload(kB, {n}), q = s.empty<uint32_t>({n}),
+           r = s.empty<uint32_t>({n}), sh = s.empty<uint32_t>({n}), cmp = s.empty<int32_t>({n}),
+           hi = s.empty<uint32_t>({n}), lo = s.empty<uint32_t>({n}), f = s.empty<float>({n}),
+           back = s.empty<uint32_t>({n}), wide = s.empty<uint64_t>({n}),
+           hash = s.empty<uint32_t>({n}), mixed = s.empty<uint32_t>({n}),
+           bytes = s.empty<uint8_t>({n});
+    ASSERT_TRUE(k(a, b, q, r, sh, cmp, hi, lo, f, back, wide, hash, mixed, bytes).ok()) << device;
+    std::vector<uint32_t> gq, gr, gsh, ghi, glo, gback, ghash, gmixed;
+    std::vector<int32_t> gcmp;
+    std::vector<float> gf;
+    std::vector<uint64_t> gwide;
+    std::vector<uint8_t> gbytes;
+    ASSERT_TRUE(q.download(gq).ok() && r.download(gr).ok() && sh.download(gsh).ok() &&
+                cmp.download(gcmp).ok() && hi.download(ghi).ok() && lo.download(glo).ok() &&
+                f.download(gf).ok() && back.download(gback).ok() && wide.download(gwide).ok() &&
+                hash.download(ghash).ok() && mixed.download(gmixed).ok() &&
+                bytes.download(gbytes).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t x = kA[i], y = kB[i];
+      std::string at = device + " " + std::to_string(x) + ", " + std::to_string(y);
+      EXPECT_EQ(gq[i], x / y) << at;
+      EXPECT_EQ(gr[i], x % y) << at;
+      uint32_t amount = y & 63;
+      EXPECT_EQ(gsh[i], (x >> 28) | (amount < 32 ? x >> amount : 0)) << at;
+      EXPECT_EQ(gcmp[i], int(x < y) + 2 * int(x >= y) + 4 * int(x > 2147483648u)) << at;
+      EXPECT_EQ(ghi[i], std::max(x, y)) << at;
+      EXPECT_EQ(glo[i], std::clamp(x, 100u, 3000000000u)) << at;
+      EXPECT_EQ(gf[i], float(x)) << at;
+      EXPECT_EQ(gback[i], uint32_t(float(y) * 0.5f)) << at;
+      EXPECT_EQ(gwide[i], uint64_t(x) * 4294967296u + y) << at;
+      EXPECT_EQ(ghash[i], x * 0x9E3779B9u) << at;
+      EXPECT_EQ(gmixed[i], x + y) << at;
+      EXPECT_EQ(gbytes[i], uint8_t(uint8_t(x) + 200)) << at;
+    }
+  });
+}
+
+TEST_F(Unsigned, SixtyFourBitsOnEveryDevice) {
+  // u64: a splitmix64 step (a literal past 2^63, logical shifts, wrapping
+  // multiplies), division, comparisons, umulhi, u64 to f64, and scalar u32 and
+  // u64 arguments past the signed range.
+  const char *source = R"(
+kernel mix(a: tensor<u64>[N], b: tensor<u64>[N], h: tensor<u64>[N], q: tensor<u64>[N],
+           top: tensor<u64>[N], gt: tensor<i32>[N], d: tensor<f64>[N], big: u64, k: u32)
+    params(BLOCK: i32 = 16) grid(cdiv(N, BLOCK)) {
+  let o = program_id(0) * BLOCK + arange(0, BLOCK);
+  let x = load(a[o]);
+  let y = load(b[o]);
+  var z = x + 0x9E3779B97F4A7C15;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
+  store(h[o], (z ^ (z >> 31)) + big + cast<u64>(k));
+  store(q[o], x / y);
+  store(top[o], umulhi(x, y));
+  store(gt[o], cast<i32>(x > y));
+  store(d[o], cast<f64>(x));
+}
+)";
+  std::vector<uint64_t> a, b;
+  for (uint32_t i = 0; i < 16; ++i) {
+    a.push_back(uint64_t(kA[i]) * 0x100000001ull + (uint64_t(i) << 63));
+    b.push_back(uint64_t(kB[i]) << (i % 33) | 1);
+  }
+  int64_t n = int64_t(a.size());
+  auto splitmix = [](uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "mix");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor ta = s.upload(a, {n}), tb = s.upload(b, {n}), h = s.empty<uint64_t>({n}),
+           q = s.empty<uint64_t>({n}), top = s.empty<uint64_t>({n}), gt = s.empty<int32_t>({n}),
+           d = s.empty<double>({n});
+    uint64_t big = 0xF000000000000000ull;
+    uint32_t small = 0xFFFFFFF0u;
+    ASSERT_TRUE(k(ta, tb, h, q, top, gt, d, big, small).ok()) << device;
+    std::vector<uint64_t> gh, gq, gtop;
+    std::vector<int32_t> ggt;
+    std::vector<double> gd;
+    ASSERT_TRUE(h.download(gh).ok() && q.download(gq).ok() && top.download(gtop).ok() &&
+                gt.download(ggt).ok() && d.download(gd).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t x = a[i], y = b[i];
+      std::string at = device + " " + std::to_string(x) + ", " + std::to_string(y);
+      EXPECT_EQ(gh[i], splitmix(x) + big + small) << at;
+      EXPECT_EQ(gq[i], x / y) << at;
+      EXPECT_EQ(gtop[i], uint64_t((unsigned __int128)x * y >> 64)) << at;
+      EXPECT_EQ(ggt[i], int(x > y)) << at;
+      EXPECT_EQ(gd[i], double(x)) << at;
+    }
+  });
+}
+
+TEST_F(Unsigned, ReductionsScansSortsAndAtomicsOnEveryDevice) {
+  // max/min/argmax, cummax, sort and atomic_max/min order unsigned values:
+  // 0xFFFFFFFF is the largest, where a signed order would make it -1.
+  const char *source = R"(
+kernel order(a: tensor<u32>[N], ext: tensor<u32>[4], arg: tensor<i32>[2],
+             run: tensor<u32>[N], sorted: tensor<u32>[N], best: tensor<u32>[2],
+             small: tensor<u8>[N], smallMax: tensor<u8>[1])
+    params(BLOCK: i32 = 16) grid(1) {
+  let o = arange(0, BLOCK);
+  let x = load(a[o]);
+  store(ext[0], max(x));
+  store(ext[1], min(x));
+  store(ext[2], min(x + 1));
+  store(ext[3], max(x >> 1));
+  store(arg[0], argmax(x));
+  store(arg[1], argmin(x));
+  store(run[o], cummax(x));
+  store(sorted[o], sort(x));
+  atomic_max(best[o * 0], x);
+  atomic_min(best[o * 0 + 1], x);
+  let v = load(small[o]);
+  store(smallMax[0], max(v));
+}
+)";
+  int64_t n = int64_t(kA.size());
+  std::vector<uint8_t> small;
+  for (uint32_t v : kA)
+    small.push_back(uint8_t(v));
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "order");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor a = s.upload(kA, {n}), ext = s.empty<uint32_t>({4}), arg = s.empty<int32_t>({2}),
+           run = s.empty<uint32_t>({n}), sorted = s.empty<uint32_t>({n}),
+           best = s.upload(std::vector<uint32_t>{0x7FFFFFFF, 0x80000000}, {2}),
+           ts = s.upload(small, {n}), smallMax = s.empty<uint8_t>({1});
+    ASSERT_TRUE(k(a, ext, arg, run, sorted, best, ts, smallMax).ok()) << device;
+    std::vector<uint32_t> gext, grun, gsorted, gbest;
+    std::vector<int32_t> garg;
+    std::vector<uint8_t> gsmall;
+    ASSERT_TRUE(ext.download(gext).ok() && arg.download(garg).ok() && run.download(grun).ok() &&
+                sorted.download(gsorted).ok() && best.download(gbest).ok() &&
+                smallMax.download(gsmall).ok());
+    auto [lo, hi] = std::minmax_element(kA.begin(), kA.end());
+    uint32_t minPlusOne = 0xFFFFFFFF, maxHalf = 0;
+    for (uint32_t v : kA) {
+      minPlusOne = std::min(minPlusOne, v + 1);
+      maxHalf = std::max(maxHalf, v >> 1);
+    }
+    EXPECT_EQ(gext, (std::vector<uint32_t>{*hi, *lo, minPlusOne, maxHalf})) << device;
+    EXPECT_EQ(garg, (std::vector<int32_t>{int32_t(hi - kA.begin()), int32_t(lo - kA.begin())}))
+        << device;
+    std::vector<uint32_t> wantRun(kA), wantSorted(kA);
+    for (size_t i = 1; i < wantRun.size(); ++i)
+      wantRun[i] = std::max(wantRun[i], wantRun[i - 1]);
+    std::sort(wantSorted.begin(), wantSorted.end());
+    EXPECT_EQ(grun, wantRun) << device;
+    EXPECT_EQ(gsorted, wantSorted) << device;
+    EXPECT_EQ(gbest, (std::vector<uint32_t>{*hi, *lo})) << device;
+    EXPECT_EQ(gsmall[0], *std::max_element(small.begin(), small.end())) << device;
+  });
+}
+
+} // namespace
