@@ -47,5 +47,7 @@ echo "== Running on the best device, checked against the CPU backend =="
 "$RUN" examples/linear_recurrence.kiln --kernel linear_recurrence_loop --shape T=4096,D=1024 \
   --check --bench
 "$RUN" examples/rope.kiln --shape R=65536,P=4096,H2=32 --check --bench
+"$RUN" examples/quant_matmul.kiln --shape M=256,N=1024,K=1024,KP=512,G=8 --flops 2*M*N*K \
+  --check --bench
 "$RUN" examples/layernorm_backward.kiln --shape M=4096,N=1000,G=64 --arg eps=1e-5 \
   --zero dw_partial,db_partial,locks --check --bench

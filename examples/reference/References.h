@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "lib/Support/Half.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -130,6 +132,23 @@ inline std::vector<double> matmul(const float *a, const float *b, int64_t m, int
         c[i * n + j] += av * double(b[p * n + j]);
     }
   return c;
+}
+
+/// c = a * w for examples/quant_matmul.kiln's int4 weights: row-major a [m, k]
+/// (f16 values), qw [cdiv(k, 2), n] (row p's code in the low nibble of byte
+/// [p / 2] when p is even, the high one when odd), scales (f16 values) and
+/// zero points [cdiv(k, group), n]; w = (code - zero) * scale rounded to f16.
+inline std::vector<double> quantMatmul(const float *a, const uint8_t *qw, const float *scales,
+                                       const uint8_t *zeros, int64_t m, int64_t n, int64_t k,
+                                       int64_t group) {
+  std::vector<float> w(k * n);
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) {
+      int code = (qw[(p / 2) * n + j] >> (p % 2 * 4)) & 0xF;
+      int64_t g = (p / group) * n + j;
+      w[p * n + j] = halfBitsToFloat(floatToHalfBits(float(code - zeros[g]) * scales[g]));
+    }
+  return matmul(a, w.data(), m, n, k, k, 1);
 }
 
 /// y = x / sqrt(mean(x^2) + eps) * w, row by row; x and y row-major [m, n].

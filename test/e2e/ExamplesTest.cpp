@@ -247,6 +247,39 @@ TEST(MatmulStrided, TransposedA) {
   EXPECT_TRUE(allClose(c, reference::matmul(at.data(), b.data(), m, n, k, 1, m), 1e-4, 1e-4));
 }
 
+TEST(QuantizedMatmul, GroupsAndTileShapes) {
+  // examples/quant_matmul.kiln with 32-row groups (32 of them, the last partial),
+  // K odd, and K steps of a whole group or half of one.
+  int64_t m = 33, n = 45, k = 999, group = 32, kp = (k + 1) / 2, g = (k + group - 1) / group;
+  std::vector<uint16_t> a(m * k), scales(g * n);
+  std::vector<float> af(m * k), scalesf(g * n);
+  std::vector<uint8_t> qw(kp * n), zeros(g * n);
+  auto ra = randomVector(m * k, 21), rs = randomVector(g * n, 22, 0.01f, 0.1f);
+  for (int64_t i = 0; i < m * k; ++i)
+    af[i] = halfBitsToFloat(a[i] = floatToHalfBits(ra[i]));
+  for (int64_t i = 0; i < g * n; ++i) {
+    scalesf[i] = halfBitsToFloat(scales[i] = floatToHalfBits(rs[i]));
+    zeros[i] = uint8_t(i * 7 % 16);
+  }
+  for (int64_t i = 0; i < kp * n; ++i)
+    qw[i] = uint8_t(i * 37 + i / 5);
+  auto want = reference::quantMatmul(af.data(), qw.data(), scalesf.data(), zeros.data(), m, n, k,
+                                     group);
+  for (const char *bk : {"32", "16"}) {
+    auto exe = compileExample("quant_matmul.kiln", "matmul_int4",
+                              {{"GROUP", std::to_string(group)}, {"BK", bk}});
+    ASSERT_TRUE(exe);
+    std::vector<float> c(m * n, NAN);
+    launchOrFail(*exe, "matmul_int4",
+                 {KernelArg::of(TensorRef::contiguous(a.data(), DType::F16, {m, k})),
+                  KernelArg::of(TensorRef::contiguous(qw.data(), DType::U8, {kp, n})),
+                  KernelArg::of(TensorRef::contiguous(scales.data(), DType::F16, {g, n})),
+                  KernelArg::of(TensorRef::contiguous(zeros.data(), DType::U8, {g, n})),
+                  KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))});
+    EXPECT_TRUE(allClose(c, want, 1e-4, 1e-4)) << "BK = " << bk;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // matmul with a fused epilogue, batched matmul
 //===----------------------------------------------------------------------===//

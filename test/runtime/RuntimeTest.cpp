@@ -81,6 +81,12 @@ protected:
     EXPECT_TRUE(device->write(*b, bits.data(), bits.size() * 2).ok());
     return *b;
   }
+  Buffer uploadBytes(const std::vector<uint8_t> &v) {
+    auto b = device->allocate(v.size());
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    EXPECT_TRUE(device->write(*b, v.data(), v.size()).ok());
+    return *b;
+  }
   /// Downloads `n` f16 values as floats.
   std::vector<float> downloadHalf(const Buffer &b, size_t n) {
     std::vector<uint16_t> bits(n);
@@ -254,6 +260,43 @@ TEST_P(OnDevice, Matmul) {
                       Arg::tensor(bc, DType::F32, {s.m, s.n})});
     EXPECT_TRUE(allClose(download(bc, s.m * s.n),
                          reference::matmul(a.data(), b.data(), s.m, s.n, s.k, s.k, 1), 1e-4, 1e-4))
+        << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+TEST_P(OnDevice, QuantizedMatmulUnpacksInt4Weights) {
+  // examples/quant_matmul.kiln (GROUP = 128): 4-bit codes two to a u8 byte, a
+  // scale and a zero point per group of rows; K odd (the last byte's high
+  // nibble is padding) and past one group.
+  Module m = load("quant_matmul");
+  const int64_t group = 128;
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape s : {Shape{1, 1, 1}, Shape{7, 9, 40}, Shape{65, 70, 301}}) {
+    int64_t kp = (s.k + 1) / 2, g = (s.k + group - 1) / group;
+    std::mt19937 gen(60);
+    std::uniform_int_distribution<int> byte(0, 255), nibble(0, 15);
+    std::uniform_real_distribution<float> scale(0.01f, 0.1f);
+    std::vector<uint8_t> qw(kp * s.n), zeros(g * s.n);
+    for (uint8_t &b : qw)
+      b = uint8_t(byte(gen));
+    for (uint8_t &z : zeros)
+      z = uint8_t(nibble(gen));
+    std::vector<float> scales(g * s.n);
+    for (float &v : scales)
+      v = scale(gen);
+    auto a = randomVector(s.m * s.k, 61);
+    Buffer ba = uploadHalf(a), bs = uploadHalf(scales), bq = uploadBytes(qw),
+           bz = uploadBytes(zeros), bc = upload(std::vector<float>(s.m * s.n, NAN));
+    run(m, "matmul_int4",
+        {Arg::tensor(ba, DType::F16, {s.m, s.k}), Arg::tensor(bq, DType::U8, {kp, s.n}),
+         Arg::tensor(bs, DType::F16, {g, s.n}), Arg::tensor(bz, DType::U8, {g, s.n}),
+         Arg::tensor(bc, DType::F32, {s.m, s.n})});
+    EXPECT_TRUE(allClose(download(bc, s.m * s.n),
+                         reference::quantMatmul(a.data(), qw.data(), scales.data(), zeros.data(),
+                                                s.m, s.n, s.k, group),
+                         1e-4, 1e-4))
         << s.m << "x" << s.n << "x" << s.k;
   }
 }
