@@ -349,6 +349,26 @@ void lowerPrint(OpBuilder &b, PrintOp op) {
   });
 }
 
+/// Whether every element of the i1 `tile` is set: an `and` over the whole tile
+/// (a vectorizable reduction), as an i1 scalar.
+Value allTrue(OpBuilder &b, Location loc, Value tile) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  auto allType = RankedTensorType::get({}, b.getI1Type());
+  Value yes = b.create<arith::ConstantIntOp>(loc, 1, 1);
+  Value init = b.create<linalg::FillOp>(loc, yes, emptyLike(b, loc, allType)).getResult(0);
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(type.getRank()),
+                              AffineMap::get(type.getRank(), 0, {}, b.getContext())};
+  SmallVector<utils::IteratorType> iters(type.getRank(), utils::IteratorType::reduction);
+  Value all = b.create<linalg::GenericOp>(
+                   loc, TypeRange{allType}, ValueRange{tile}, ValueRange{init}, maps, iters,
+                   [](OpBuilder &nb, Location l, ValueRange args) {
+                     nb.create<linalg::YieldOp>(
+                         l, nb.create<arith::AndIOp>(l, args[0], args[1]).getResult());
+                   })
+                  .getResult(0);
+  return b.create<tensor::ExtractOp>(loc, all, ValueRange{});
+}
+
 /// kiln.assert on the CPU: one vectorizable check that every element holds;
 /// when one does not, the first failing element is reported on stderr, in
 /// print's format, and the process aborts (as C's assert does).
@@ -387,20 +407,7 @@ void lowerAssert(OpBuilder &b, AssertOp op) {
   };
   if (!tile)
     return failIf(b, loc, cond, {});
-  // Every element holds: an `and` over the whole tile.
-  auto allType = RankedTensorType::get({}, b.getI1Type());
-  Value init = b.create<linalg::FillOp>(loc, trueValue, emptyLike(b, loc, allType)).getResult(0);
-  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(tile.getRank()),
-                              AffineMap::get(tile.getRank(), 0, {}, ctx)};
-  SmallVector<utils::IteratorType> iters(tile.getRank(), utils::IteratorType::reduction);
-  Value all = b.create<linalg::GenericOp>(
-                   loc, TypeRange{allType}, ValueRange{cond}, ValueRange{init}, maps, iters,
-                   [](OpBuilder &nb, Location l, ValueRange args) {
-                     nb.create<linalg::YieldOp>(
-                         l, nb.create<arith::AndIOp>(l, args[0], args[1]).getResult());
-                   })
-                  .getResult(0);
-  Value holds = b.create<tensor::ExtractOp>(loc, all, ValueRange{});
+  Value holds = allTrue(b, loc, cond);
   Value fails = b.create<arith::XOrIOp>(loc, holds, trueValue);
   b.create<scf::IfOp>(loc, fails, [&](OpBuilder &tb, Location l) {
     loopNest(tb, l, tile.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
@@ -469,78 +476,111 @@ SmallVector<Value> denseCoords(OpBuilder &b, Location loc, const DenseBlock &den
   return coords;
 }
 
+/// `then` when `condition` holds, else `otherwise`, each yielding a value of `type`.
+Value ifElse(OpBuilder &b, Location loc, Value condition, Type type,
+             function_ref<Value(OpBuilder &, Location)> then,
+             function_ref<Value(OpBuilder &, Location)> otherwise) {
+  return b
+      .create<scf::IfOp>(
+          loc, condition,
+          [&](OpBuilder &tb, Location l) { tb.create<scf::YieldOp>(l, then(tb, l)); },
+          [&](OpBuilder &eb, Location l) { eb.create<scf::YieldOp>(l, otherwise(eb, l)); })
+      .getResult(0);
+}
+
 /// A tile of `type` read from `dense` without guards when its condition holds,
-/// else by `guarded`; both fill one destination, so the tile stays one buffer.
-/// With a `mask`, masked-off lanes take `other`'s lanes, or zero.
+/// else by `guarded`; all paths fill one destination, so the tile stays one
+/// buffer. With a `mask`, masked-off lanes take `other`'s lanes, or zero; a
+/// mask that is all set (the usual `offs < N` away from the edge) reads as if
+/// there were none, so the loads stay plain vector loads.
 Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTensorType type,
                   function_ref<Value(OpBuilder &, Location, Value init)> guarded,
                   Value mask = {}, Value other = {}) {
   Value init = emptyLike(b, loc, type);
-  SmallVector<Value> inputs;
-  for (Value tile : {mask, other})
-    if (tile)
-      inputs.push_back(tile);
-  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(type.getRank()));
-  auto ifOp = b.create<scf::IfOp>(
-      loc, dense.condition,
-      [&](OpBuilder &tb, Location l) {
-        Value v = generic(tb, l, type, inputs, maps, [&](OpBuilder &nb, Location il,
-                                                         ValueRange args) {
-          SmallVector<Value> ivs;
-          for (int64_t d = 0; d < type.getRank(); ++d)
-            ivs.push_back(nb.create<linalg::IndexOp>(il, d));
-          SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
-          if (!mask) {
-            nb.create<linalg::YieldOp>(il, nb.create<memref::LoadOp>(il, dense.contiguous, coords)
-                                               .getResult());
-            return;
-          }
-          // A branch, not a select: a select on f8 would be emulated through f32
-          // and back, which saturates infinities. LLVM makes it a masked load.
-          auto lane = nb.create<scf::IfOp>(
-              il, args[0],
-              [&](OpBuilder &tb, Location tl) {
-                tb.create<scf::YieldOp>(tl, tb.create<memref::LoadOp>(tl, dense.contiguous, coords)
-                                                .getResult());
-              },
-              [&](OpBuilder &eb, Location el) {
-                eb.create<scf::YieldOp>(el, other ? args[1] : zeroOf(eb, el, type.getElementType()));
-              });
-          nb.create<linalg::YieldOp>(il, lane.getResult(0));
-        }, init);
-        tb.create<scf::YieldOp>(l, v);
-      },
-      [&](OpBuilder &eb, Location l) { eb.create<scf::YieldOp>(l, guarded(eb, l, init)); });
-  return ifOp.getResult(0);
+  auto read = [&](OpBuilder &tb, Location l, Value laneMask) {
+    SmallVector<Value> inputs;
+    for (Value tile : {laneMask, laneMask ? other : Value()})
+      if (tile)
+        inputs.push_back(tile);
+    SmallVector<AffineMap> maps(inputs.size(), tb.getMultiDimIdentityMap(type.getRank()));
+    return generic(tb, l, type, inputs, maps, [&](OpBuilder &nb, Location il, ValueRange args) {
+      SmallVector<Value> ivs;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        ivs.push_back(nb.create<linalg::IndexOp>(il, d));
+      SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
+      if (!laneMask) {
+        nb.create<linalg::YieldOp>(il, nb.create<memref::LoadOp>(il, dense.contiguous, coords)
+                                           .getResult());
+        return;
+      }
+      // A branch, not a select: a select on f8 would be emulated through f32
+      // and back, which saturates infinities. LLVM makes it a masked load.
+      auto lane = nb.create<scf::IfOp>(
+          il, args[0],
+          [&](OpBuilder &tb, Location tl) {
+            tb.create<scf::YieldOp>(tl, tb.create<memref::LoadOp>(tl, dense.contiguous, coords)
+                                            .getResult());
+          },
+          [&](OpBuilder &eb, Location el) {
+            eb.create<scf::YieldOp>(el, other ? args[1] : zeroOf(eb, el, type.getElementType()));
+          });
+      nb.create<linalg::YieldOp>(il, lane.getResult(0));
+    }, init);
+  };
+  auto unmasked = [&](OpBuilder &tb, Location l) { return read(tb, l, Value()); };
+  auto slow = [&](OpBuilder &eb, Location l) { return guarded(eb, l, init); };
+  if (!mask)
+    return ifElse(b, loc, dense.condition, type, unmasked, slow);
+  Value full = b.create<arith::AndIOp>(loc, dense.condition, allTrue(b, loc, mask));
+  return ifElse(b, loc, full, type, unmasked, [&](OpBuilder &eb, Location l) {
+    return ifElse(eb, l, dense.condition, type,
+                  [&](OpBuilder &tb, Location tl) { return read(tb, tl, mask); }, slow);
+  });
 }
 
 /// `value` written to `dense` without guards when its condition holds (only
-/// the lanes `mask` sets, with one), else by `guarded`.
+/// the lanes `mask` sets, with one; all of them when every lane is set), else
+/// by `guarded`.
 void storeDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, Value value,
                   function_ref<void(OpBuilder &, Location)> guarded, Value mask = {}) {
   auto type = cast<RankedTensorType>(value.getType());
-  b.create<scf::IfOp>(
-      loc, dense.condition,
-      [&](OpBuilder &tb, Location l) {
-        loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
-          Value x = nb.create<tensor::ExtractOp>(il, value, ivs);
-          SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
-          if (!mask) {
-            nb.create<memref::StoreOp>(il, x, dense.contiguous, coords);
-            return;
-          }
-          Value on = nb.create<tensor::ExtractOp>(il, mask, ivs);
-          nb.create<scf::IfOp>(il, on, [&](OpBuilder &mb, Location ml) {
-            mb.create<memref::StoreOp>(ml, x, dense.contiguous, coords);
-            mb.create<scf::YieldOp>(ml);
-          });
-        });
-        tb.create<scf::YieldOp>(l);
-      },
-      [&](OpBuilder &eb, Location l) {
-        guarded(eb, l);
-        eb.create<scf::YieldOp>(l);
+  auto write = [&](OpBuilder &tb, Location l, Value laneMask) {
+    loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
+      Value x = nb.create<tensor::ExtractOp>(il, value, ivs);
+      SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
+      if (!laneMask) {
+        nb.create<memref::StoreOp>(il, x, dense.contiguous, coords);
+        return;
+      }
+      Value on = nb.create<tensor::ExtractOp>(il, laneMask, ivs);
+      nb.create<scf::IfOp>(il, on, [&](OpBuilder &mb, Location ml) {
+        mb.create<memref::StoreOp>(ml, x, dense.contiguous, coords);
+        mb.create<scf::YieldOp>(ml);
       });
+    });
+  };
+  auto branch = [&](OpBuilder &ob, Location ol, Value condition,
+                    function_ref<void(OpBuilder &, Location)> then,
+                    function_ref<void(OpBuilder &, Location)> otherwise) {
+    ob.create<scf::IfOp>(
+        ol, condition,
+        [&](OpBuilder &tb, Location l) {
+          then(tb, l);
+          tb.create<scf::YieldOp>(l);
+        },
+        [&](OpBuilder &eb, Location l) {
+          otherwise(eb, l);
+          eb.create<scf::YieldOp>(l);
+        });
+  };
+  auto unmasked = [&](OpBuilder &tb, Location l) { write(tb, l, Value()); };
+  if (!mask)
+    return branch(b, loc, dense.condition, unmasked, guarded);
+  Value full = b.create<arith::AndIOp>(loc, dense.condition, allTrue(b, loc, mask));
+  branch(b, loc, full, unmasked, [&](OpBuilder &eb, Location l) {
+    branch(eb, l, dense.condition, [&](OpBuilder &tb, Location tl) { write(tb, tl, mask); },
+           guarded);
+  });
 }
 
 /// Calls `fn` for every lane of a scatter-style store with the lane's value,

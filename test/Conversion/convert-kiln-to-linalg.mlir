@@ -236,13 +236,24 @@ func.func @not_a_segment(%m: !mem, %col: i32) -> tensor<64xf32> {
 
 !mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
 
-// A masked row segment inside the tensor skips the bounds checks but keeps the
-// mask: each lane loads, or stores, only where it is set.
+// A masked row segment inside the tensor skips the bounds checks. When every
+// lane of the mask is set (an `and` over it) it reads as if unmasked; else each
+// lane loads, or stores, only where it is set.
 // CHECK-LABEL: func @masked_segment
 // CHECK-SAME: (%[[M:.*]]: memref<{{.*}}>, %[[ROW:.*]]: i32, %[[MASK:.*]]: tensor<64xi1>, %[[OTHER:.*]]: tensor<64xf32>)
-// CHECK: %[[DENSE:.*]] = memref.cast %[[M]]
-// CHECK: scf.if
-// CHECK: linalg.generic {{.*}} ins(%[[MASK]], %[[OTHER]] : tensor<64xi1>, tensor<64xf32>)
+// CHECK: memref.extract_strided_metadata %[[M]]
+// CHECK: %[[INSIDE:.*]] = arith.andi {{.*}} : i1
+// CHECK-NEXT: %[[DENSE:.*]] = memref.cast %[[M]]
+// CHECK: %[[ALL:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[MASK]] : tensor<64xi1>)
+// CHECK: %[[SET:.*]] = tensor.extract %[[ALL]][]
+// CHECK: %[[FULL:.*]] = arith.andi %[[INSIDE]], %[[SET]] : i1
+// CHECK: scf.if %[[FULL]]
+// CHECK-NEXT: linalg.generic {{.*}} outs(
+// CHECK-NOT: scf.if
+// CHECK: memref.load %[[DENSE]]
+// CHECK: } else {
+// CHECK-NEXT: scf.if %[[INSIDE]]
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[MASK]], %[[OTHER]] : tensor<64xi1>, tensor<64xf32>)
 // CHECK-NEXT: ^bb0(%[[ON:.*]]: i1, %[[ELSE:.*]]: f32, %{{.*}}: f32):
 // CHECK: scf.if %[[ON]]
 // CHECK-NEXT: memref.load %[[DENSE]]
