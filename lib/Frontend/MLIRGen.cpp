@@ -430,9 +430,15 @@ private:
   }
 
   /// Errors when a weak integer constant would change value in dtype `dt`
-  /// (`x_i8 + 1000` must not silently become `x + (-24)`).
-  bool constantFits(const TValue &v, DType dt, SMLoc at) {
+  /// (`x_i8 + 1000` must not silently become `x + (-24)`). With `asBits` (the
+  /// operand of `&`, `|`, `^`) a constant is a bit pattern: one that fits the
+  /// width unsigned is taken (`x_i32 ^ 0x80000000` flips the sign bit).
+  bool constantFits(const TValue &v, DType dt, SMLoc at, bool asBits = false) {
     if (!v.cst || !v.type.weak || isFloat(dt) || v.cst->isFloat || dt == DType::I1)
+      return true;
+    uint64_t bits = uint64_t(v.cst->i);
+    if (asBits && (v.cst->i >= 0 || v.cst->isUnsigned) &&
+        (dtypeBits(dt) == 64 || bits >> dtypeBits(dt) == 0))
       return true;
     // The same bits may mean another number: -1 in u64, 2^63 in i64.
     bool signChanges = v.cst->i < 0 && v.cst->isUnsigned != isUnsigned(dt);
@@ -1617,7 +1623,7 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   DType dt = promote(l.type, r.type);
   if (!compare && rejectF8(dt, at, llvm::Twine("arithmetic '") + binOpSpelling(op) + "'"))
     return std::nullopt;
-  if (!constantFits(l, dt, at) || !constantFits(r, dt, at))
+  if (!constantFits(l, dt, at, bitwise) || !constantFits(r, dt, at, bitwise))
     return std::nullopt;
   DType resultType = compare ? DType::I1 : dt;
   mlir::Location loc_ = loc(at);
@@ -2225,6 +2231,29 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       return std::nullopt;
     TValue out = convert(*v, *e.typeArg, v->type.shape, e.loc);
     out.type.weak = false;
+    return out;
+  }
+  if (name == "bitcast") {
+    if (!e.typeArg)
+      return error(e.loc, "'bitcast' needs a target type: bitcast<i32>(x)");
+    if (!checkArity(e, 1, 1))
+      return std::nullopt;
+    MaybeValue v = genValue(*e.args[0], "bitcast operand");
+    if (!v)
+      return std::nullopt;
+    DType from = v->type.dtype, to = *e.typeArg;
+    if (from == DType::I1 || to == DType::I1)
+      return error(e.loc, "'bitcast' is not defined on bool (i1 has no bit layout); use cast");
+    if (dtypeBits(from) != dtypeBits(to))
+      return error(e.loc, llvm::Twine("'bitcast' keeps the bits, so the types must be as wide: ") +
+                              dtypeName(from) + " has " + llvm::Twine(dtypeBits(from)) +
+                              " bits and " + dtypeName(to) + " has " +
+                              llvm::Twine(dtypeBits(to)));
+    TValue out;
+    out.type = SType::value(to, v->type.shape);
+    out.value = from == to ? v->value
+                           : builder.create<mlir::arith::BitcastOp>(
+                                 loc(e.loc), valueType(to, v->type.shape), v->value);
     return out;
   }
   if (name == "load")

@@ -711,7 +711,7 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
 
 bool kiln::takesTypeArgument(llvm::StringRef name) {
   return name == "zeros" || name == "ones" || name == "full" || name == "cast" ||
-         name == "zeros_like" || name == "ones_like" || name == "full_like";
+         name == "bitcast" || name == "zeros_like" || name == "ones_like" || name == "full_like";
 }
 
 ExprPtr Parser::parsePrimary() {

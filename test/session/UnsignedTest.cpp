@@ -1,4 +1,4 @@
-//===- UnsignedTest.cpp - u8, u16, u32 and u64 on every device ----------------===//
+//===- UnsignedTest.cpp - u8, u16, u32, u64 and bitcasts on every device -------===//
 //
 // Unsigned integers share MLIR's signless types with the signed ones; what
 // differs is the operations the frontend picks (divui, shrui, cmpi ult, maxui,
@@ -9,12 +9,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/kiln.h"
+#include "lib/Support/Half.h"
 #include "test/session/FreshCache.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 using namespace kiln;
@@ -219,6 +221,66 @@ kernel order(a: tensor<u32>[N], ext: tensor<u32>[4], arg: tensor<i32>[2],
     EXPECT_EQ(gsorted, wantSorted) << device;
     EXPECT_EQ(gbest, (std::vector<uint32_t>{*hi, *lo})) << device;
     EXPECT_EQ(gsmall[0], *std::max_element(small.begin(), small.end())) << device;
+  });
+}
+
+TEST_F(Unsigned, BitcastsKeepTheBitsOnEveryDevice) {
+  // bitcast<T>(x) (Triton's x.to(T, bitcast=True)) between types of one width:
+  // f32 <-> u32 and i32, f16 and bf16 <-> u16, f64 <-> i64, fp8 <-> u8. The
+  // float bits are rebuilt by integer arithmetic and read back as floats.
+  const char *source = R"(
+kernel bits(x: tensor<f32>[N], u: tensor<u32>[N], back: tensor<f32>[N], h: tensor<u16>[N],
+            b: tensor<u16>[N], d: tensor<i64>[N], f8: tensor<u8>[N], neg: tensor<f32>[N])
+    params(BLOCK: i32 = 16) grid(cdiv(N, BLOCK)) {
+  let o = program_id(0) * BLOCK + arange(0, BLOCK);
+  let v = load(x[o]);
+  let bits = bitcast<u32>(v);
+  store(u[o], bits);
+  store(back[o], bitcast<f32>(bits + 1));
+  store(h[o], bitcast<u16>(cast<f16>(v)));
+  store(b[o], bitcast<u16>(cast<bf16>(v)));
+  store(d[o], bitcast<i64>(cast<f64>(v)));
+  store(f8[o], bitcast<u8>(cast<f8e4m3>(v)));
+  store(neg[o], bitcast<f32>(bitcast<i32>(v) ^ 0x80000000));
+}
+)";
+  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.5f, 3.14159f, 1e-30f, -65504.0f, 448.0f,
+                          0.1f, 2.5e-3f, 1e30f, -7.0f, 0.5f, 100.0f, -0.25f, 12345.678f};
+  int64_t n = int64_t(x.size());
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "bits");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor tx = s.upload(x, {n}), u = s.empty<uint32_t>({n}), back = s.empty<float>({n}),
+           h = s.empty<uint16_t>({n}), b = s.empty<uint16_t>({n}), d = s.empty<int64_t>({n}),
+           f8 = s.empty<uint8_t>({n}), neg = s.empty<float>({n});
+    ASSERT_TRUE(k(tx, u, back, h, b, d, f8, neg).ok()) << device;
+    std::vector<uint32_t> gu;
+    std::vector<float> gback, gneg;
+    std::vector<uint16_t> gh, gb;
+    std::vector<int64_t> gd;
+    std::vector<uint8_t> gf8;
+    ASSERT_TRUE(u.download(gu).ok() && back.download(gback).ok() && h.download(gh).ok() &&
+                b.download(gb).ok() && d.download(gd).ok() && f8.download(gf8).ok() &&
+                neg.download(gneg).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      std::string at = device + " " + std::to_string(x[i]);
+      uint32_t bits;
+      std::memcpy(&bits, &x[i], 4);
+      EXPECT_EQ(gu[i], bits) << at;
+      float next;
+      uint32_t nextBits = bits + 1;
+      std::memcpy(&next, &nextBits, 4);
+      EXPECT_EQ(std::memcmp(&gback[i], &next, 4), 0) << at;
+      EXPECT_EQ(gh[i], floatToHalfBits(x[i])) << at;
+      EXPECT_EQ(gb[i], floatToBF16Bits(x[i])) << at;
+      double wide = x[i];
+      int64_t wideBits;
+      std::memcpy(&wideBits, &wide, 8);
+      EXPECT_EQ(gd[i], wideBits) << at;
+      EXPECT_EQ(gf8[i], floatToF8Bits(x[i], DType::F8E4M3)) << at;
+      float flipped = -x[i];
+      EXPECT_EQ(std::memcmp(&gneg[i], &flipped, 4), 0) << at;
+    }
   });
 }
 
