@@ -374,7 +374,11 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
     // Read-modify-writes are relaxed; swaps order like a lock's acquire and
     // release. NVPTX (LLVM 19) emits every atom as relaxed and selects no LLVM
     // fence, so there the ordering comes from PTX fences around the swap.
+    // Atomics are device-wide (Triton's scope="gpu"): on AMD at agent scope,
+    // which gfx9 serves with its native min/max (system scope makes LLVM
+    // expand them into compare-and-swap loops, for fine-grained host memory).
     auto ordering = rmw ? LLVM::AtomicOrdering::monotonic : LLVM::AtomicOrdering::acq_rel;
+    StringRef scope = vendor == Vendor::AMD ? "agent" : "";
     auto fence = [&] {
       if (rmw)
         return;
@@ -387,7 +391,7 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
     Value old;
     if (compare) {
       auto cas = b.create<LLVM::AtomicCmpXchgOp>(loc, ptr, compare, value, ordering,
-                                                 LLVM::AtomicOrdering::acquire);
+                                                 LLVM::AtomicOrdering::acquire, scope);
       old = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{0});
       fence();
       return old;
@@ -405,7 +409,7 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
       default: bin = isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min; break;
       }
     }
-    old = b.create<LLVM::AtomicRMWOp>(loc, bin, ptr, value, ordering);
+    old = b.create<LLVM::AtomicRMWOp>(loc, bin, ptr, value, ordering, scope);
     fence();
     return old;
   }
