@@ -542,7 +542,8 @@ TEST_P(OnDevice, SearchSortedBisectsInAWhileLoop) {
 
 TEST_P(OnDevice, LinearRecurrenceScansAcrossChunks) {
   // associative_scan with a combine function that does not commute, carried
-  // across 7 chunks of 16 steps, in 3 programs of 64 channels.
+  // across 7 chunks of 16 steps, in 2 programs of 128 channels (the second
+  // mostly past D).
   Module m = load("linear_recurrence");
   int64_t t = 100, d = 130;
   auto a = randomVector(t * d, 40), x = randomVector(t * d, 41), h0 = randomVector(d, 42);
