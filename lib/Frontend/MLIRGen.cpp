@@ -2754,8 +2754,18 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
                                        .Default(std::nullopt);
   bool cas = name == "atomic_cas";
   size_t arity = cas ? 3 : 2;
-  if (!checkArity(e, arity, arity, {"mask"}))
+  if (!checkArity(e, arity, arity, {"mask", "sem"}))
     return std::nullopt;
+  // sem = "relaxed" | "acquire" | "release" | "acq_rel" (Triton's names); the
+  // default is relaxed for read-modify-writes and acq_rel for exchanges.
+  std::optional<MemoryOrder> sem;
+  if (const KeywordArg *kw = e.kwarg("sem")) {
+    if (kw->value->kind == Expr::StringLit)
+      sem = symbolizeMemoryOrder(static_cast<const StringLitExpr &>(*kw->value).value);
+    if (!sem)
+      return error(kw->value->loc,
+                   "sem must be \"relaxed\", \"acquire\", \"release\" or \"acq_rel\"");
+  }
   MaybeValue view = genExpr(*e.args[0]);
   if (!view)
     return std::nullopt;
@@ -2785,11 +2795,13 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
   TValue out;
   out.type = SType::value(dt, view->type.shape);
   if (kind)
-    out.value = builder.create<AtomicRMWOp>(l, orderedKind(*kind, dt), view->view->memory, v->value,
-                                            view->view->coords, mask);
+    out.value = builder.create<AtomicRMWOp>(l, orderedKind(*kind, dt), view->view->memory,
+                                            v->value, view->view->coords, mask,
+                                            sem.value_or(MemoryOrder::Relaxed));
   else
     out.value = builder.create<AtomicSwapOp>(l, view->view->memory, v->value, view->view->coords,
-                                             compare ? compare->value : Value(), mask);
+                                             compare ? compare->value : Value(), mask,
+                                             sem.value_or(MemoryOrder::AcqRel));
   return out;
 }
 

@@ -149,13 +149,15 @@ std::unique_ptr<Module> Parser::parseModule() {
 
 bool Parser::parseDType(DType &dt) {
   if (!is(Tok::Ident)) {
-    errorHere("expected an element type (i1, i8, i16, i32, i64, f16, bf16, f32, f64, f8e4m3, f8e5m2)");
+    errorHere("expected an element type (i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, "
+              "f32, f64, f8e4m3, f8e5m2)");
     return false;
   }
   auto parsed = kiln::parseDType(tok.text);
   if (!parsed) {
     errorHere("unknown element type '" + tok.text +
-                  "' (expected i1, i8, i16, i32, i64, f16, bf16, f32, f64, f8e4m3 or f8e5m2)",
+                  "' (expected i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, "
+                  "f8e4m3 or f8e5m2)",
               false);
     return false;
   }

@@ -371,29 +371,37 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
   if (memory == MemoryModel::LLVMPointers) {
     Value ptr =
         b.create<LLVM::GEPOp>(loc, t.base.getType(), t.storageType, t.base, ValueRange{offset});
-    // Read-modify-writes are relaxed; swaps order like a lock's acquire and
-    // release. NVPTX (LLVM 19) emits every atom as relaxed and selects no LLVM
-    // fence, so there the ordering comes from PTX fences around the swap.
+    // The op's `sem`: read-modify-writes are relaxed by default, swaps order
+    // like a lock's acquire and release. NVPTX (LLVM 19) emits every atom as
+    // relaxed and selects no LLVM fence, so there the ordering comes from PTX
+    // fences: one before a releasing atomic, one after an acquiring one.
     // Atomics are device-wide (Triton's scope="gpu"): on AMD at agent scope,
     // which gfx9 serves with its native min/max (system scope makes LLVM
     // expand them into compare-and-swap loops, for fine-grained host memory).
-    auto ordering = rmw ? LLVM::AtomicOrdering::monotonic : LLVM::AtomicOrdering::acq_rel;
+    MemoryOrder sem = rmw ? rmw.getSem() : cast<AtomicSwapOp>(op).getSem();
+    auto ordering = sem == MemoryOrder::AcqRel    ? LLVM::AtomicOrdering::acq_rel
+                    : sem == MemoryOrder::Acquire ? LLVM::AtomicOrdering::acquire
+                    : sem == MemoryOrder::Release ? LLVM::AtomicOrdering::release
+                                                  : LLVM::AtomicOrdering::monotonic;
     StringRef scope = vendor == Vendor::AMD ? "agent" : "";
-    auto fence = [&] {
-      if (rmw)
+    auto fence = [&](bool needed) {
+      if (!needed)
         return;
       if (vendor == Vendor::AMD) // LLVM fences at device (agent) scope
         b.create<LLVM::FenceOp>(loc, LLVM::AtomicOrdering::acq_rel, "agent");
       else
         inlinePTX(b, loc, "fence.acq_rel.gpu;", "", 0, Type(), {});
     };
-    fence();
+    fence(releases(sem));
     Value old;
     if (compare) {
-      auto cas = b.create<LLVM::AtomicCmpXchgOp>(loc, ptr, compare, value, ordering,
-                                                 LLVM::AtomicOrdering::acquire, scope);
+      // A failed compare-and-swap writes nothing: it may acquire, not release.
+      auto failure = acquires(sem) ? LLVM::AtomicOrdering::acquire
+                                   : LLVM::AtomicOrdering::monotonic;
+      auto cas = b.create<LLVM::AtomicCmpXchgOp>(loc, ptr, compare, value, ordering, failure,
+                                                 scope);
       old = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{0});
-      fence();
+      fence(acquires(sem));
       return old;
     }
     LLVM::AtomicBinOp bin = LLVM::AtomicBinOp::xchg;
@@ -410,7 +418,7 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
       }
     }
     old = b.create<LLVM::AtomicRMWOp>(loc, bin, ptr, value, ordering, scope);
-    fence();
+    fence(acquires(sem));
     return old;
   }
   // memref (SPIR-V): kiln-gpu-to-spirv turns the exchange (assign), xor and the
@@ -531,9 +539,11 @@ LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
   auto tile = dyn_cast<RankedTensorType>(value.getType());
   int64_t n = tile ? registers(tile) : 1;
   bool needOld = !old.use_empty();
-  // A scalar atomic comes after everything the program's threads did before it
-  // (a lock is released only once every thread's stores are done).
-  if (!tile)
+  MemoryOrder sem = rmw ? rmw.getSem() : swap.getSem();
+  // A scalar atomic, and a releasing one, comes after everything the program's
+  // threads did before it (a lock is released only once every thread's stores
+  // are done); after an acquiring one every thread's accesses come after it.
+  if (!tile || releases(sem))
     barrier();
   // Exactly one thread updates each element, as for stores.
   SmallVector<Access> acc =
@@ -569,11 +579,13 @@ LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
     if (needOld)
       olds.push_back(ifOp.getResult(0));
   }
-  if (!needOld)
+  if (!needOld || tile) {
+    if (acquires(sem))
+      barrier();
+    if (needOld)
+      tiles[old] = std::move(olds);
     return success();
-  if (tile)
-    tiles[old] = std::move(olds);
-  else
-    scalars.map(old, broadcastFromThread0(olds[0]));
+  }
+  scalars.map(old, broadcastFromThread0(olds[0])); // a barrier, then the shared read
   return success();
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 using namespace kiln;
@@ -161,6 +162,36 @@ TEST(ReductionsStrided, ColumnSumOfATransposedView) {
                {KernelArg::of(TensorRef{buf.data(), DType::F32, {m, n}, {1, m}}),
                 KernelArg::of(TensorRef::contiguous(cols.data(), DType::F32, {n}))});
   EXPECT_TRUE(allClose(cols, reference::sum2d(buf.data(), m, n, 1, m, false), 1e-4, 1e-4));
+}
+
+TEST(TotalSum, OneLaunchTheSameBitsEveryRun) {
+  // One program (N < BLOCK), an exact number of blocks, and over a thousand
+  // programs (more partials than one STEP of the last program's loop); each size
+  // launched three times on one counter, which the last program resets.
+  auto exe = compileExample("reduce.kiln", "total_sum");
+  ASSERT_TRUE(exe);
+  for (int64_t n : {int64_t(7), int64_t(4096), int64_t(2300001)}) {
+    auto x = randomVector(n, 12);
+    double want = 0;
+    for (float v : x)
+      want += v;
+    int64_t p = (n + 2047) / 2048;
+    std::vector<float> partials(p, NAN), first;
+    std::vector<int32_t> tickets{0};
+    for (int run = 0; run < 3; ++run) {
+      std::vector<float> total{NAN};
+      launchOrFail(*exe, "total_sum",
+                   {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {n})),
+                    KernelArg::of(TensorRef::contiguous(partials.data(), DType::F32, {p})),
+                    KernelArg::of(TensorRef::contiguous(tickets.data(), DType::I32, {1})),
+                    KernelArg::of(TensorRef::contiguous(total.data(), DType::F32, {1}))});
+      EXPECT_EQ(tickets[0], 0) << "n = " << n;
+      EXPECT_TRUE(allClose(total, {want}, 1e-5, 1e-4)) << "n = " << n;
+      if (run == 0)
+        first = total;
+      EXPECT_EQ(std::memcmp(total.data(), first.data(), sizeof(float)), 0) << "n = " << n;
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -17,6 +17,7 @@
 
 #include <csignal>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -226,6 +227,38 @@ TEST_P(OnDevice, LayerNormBackwardUnderSpinLocks) {
   EXPECT_TRUE(allClose(download(bdx, rows * n), want.dx, 1e-3, 1e-3));
   EXPECT_TRUE(allClose(download(dw, n), want.dw, 1e-3, 1e-3));
   EXPECT_TRUE(allClose(download(db, n), want.db, 1e-3, 1e-3));
+}
+
+TEST_P(OnDevice, TotalSumTakesTicketsInOneLaunch) {
+  // reduce.kiln's total_sum: 1024 programs store partials and take acq_rel
+  // tickets; the last adds the partials. The same bits every launch, and the
+  // counter back at zero.
+  Module m = load("reduce");
+  int64_t n = 2048 * 1023 + 5, p = 1024;
+  auto x = randomVector(n, 13);
+  double want = 0;
+  for (float v : x)
+    want += v;
+  Buffer bx = upload(x), partials = upload(std::vector<float>(p, NAN)),
+         total = upload(std::vector<float>{NAN});
+  auto tickets = device->allocate(sizeof(int32_t));
+  ASSERT_TRUE(tickets.ok());
+  int32_t zero = 0;
+  ASSERT_TRUE(device->write(*tickets, &zero, sizeof zero).ok());
+  std::vector<float> first;
+  for (int launch = 0; launch < 3; ++launch) {
+    run(m, "total_sum", {Arg::tensor(bx, DType::F32, {n}), Arg::tensor(partials, DType::F32, {p}),
+                         Arg::tensor(*tickets, DType::I32, {1}),
+                         Arg::tensor(total, DType::F32, {1})});
+    std::vector<float> got = download(total, 1);
+    int32_t counter = -1;
+    ASSERT_TRUE(device->read(*tickets, &counter, sizeof counter).ok());
+    EXPECT_EQ(counter, 0);
+    EXPECT_TRUE(allClose(got, {want}, 1e-5, 1e-4));
+    if (launch == 0)
+      first = got;
+    EXPECT_EQ(std::memcmp(got.data(), first.data(), sizeof(float)), 0) << "launch " << launch;
+  }
 }
 
 TEST_P(OnDevice, Reductions) {

@@ -17,6 +17,14 @@ namespace kiln {
 inline bool isBitwise(ReduceKind kind) {
   return kind == ReduceKind::And || kind == ReduceKind::Or || kind == ReduceKind::Xor;
 }
+/// Whether an atomic of ordering `sem` orders the accesses before it (release)
+/// or after it (acquire).
+inline bool releases(MemoryOrder sem) {
+  return sem == MemoryOrder::Release || sem == MemoryOrder::AcqRel;
+}
+inline bool acquires(MemoryOrder sem) {
+  return sem == MemoryOrder::Acquire || sem == MemoryOrder::AcqRel;
+}
 /// Kinds defined on integers only: the bitwise ones and unsigned max/min.
 inline bool needsIntegers(ReduceKind kind) {
   return isBitwise(kind) || kind == ReduceKind::UMax || kind == ReduceKind::UMin;

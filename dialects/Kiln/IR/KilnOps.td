@@ -48,6 +48,15 @@ def Kiln_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
   let cppNamespace = "::kiln";
 }
 
+def Kiln_MemoryOrder : I32EnumAttr<"MemoryOrder", "the ordering an atomic gives", [
+    I32EnumAttrCase<"Relaxed", 0, "relaxed">,
+    I32EnumAttrCase<"Acquire", 1, "acquire">,
+    I32EnumAttrCase<"Release", 2, "release">,
+    I32EnumAttrCase<"AcqRel", 3, "acq_rel">
+  ]> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_Tile : RankedTensorOf<[AnyType]>;
 def Kiln_IndexTile : RankedTensorOf<[I32]>;
 def Kiln_MaskTile : RankedTensorOf<[I1]>;
@@ -367,22 +376,28 @@ def Kiln_AtomicRMWOp : Kiln_Op<"atomic_rmw", [AttrSizedOperandSegments,
     (float max/min propagate NaN), or the bitwise `and`, `or` or `xor` on
     integers; the element type is `i32`, `i64` or `f32`.
     `old[p]` is the element's value just before lane `p`'s update (0 for masked
-    and out-of-bounds lanes). The updates are relaxed: they order no other access.
+    and out-of-bounds lanes). The updates are relaxed unless `sem` says otherwise:
+    with release (or acq_rel) ordering every access the program made before the
+    atomic happens before it, with acquire (or acq_rel) every access after it
+    happens after it; targets may order more strongly.
 
     ```mlir
     %old = kiln.atomic_rmw sum %hist[%bins], %ones mask %valid : tensor<256xi1>
         : memref<?xi32, strided<[?], offset: ?>>[tensor<256xi32>], tensor<256xi32>
+    %ticket = kiln.atomic_rmw sum %count[%c0], %c1 sem acq_rel
+        : memref<?xi32, strided<[?], offset: ?>>[i32], i32
     ```
   }];
   // `value` comes before the variadic `indices`: the result type ODS infers
   // from it (AllTypesMatch) reads a fixed operand position.
   let arguments = (ins Kiln_ReduceKind:$kind, Kiln_Memory:$memory, Kiln_TileOrScalar:$value,
                    Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
-                   Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
+                   Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask,
+                   DefaultValuedAttr<Kiln_MemoryOrder, "::kiln::MemoryOrder::Relaxed">:$sem);
   let results = (outs Kiln_TileOrScalar:$old);
   let assemblyFormat = [{
-    $kind $memory `[` $indices `]` `,` $value (`mask` $mask^ `:` type($mask))? attr-dict
-    `:` type($memory) `[` type($indices) `]` `,` type($value)
+    $kind $memory `[` $indices `]` `,` $value (`mask` $mask^ `:` type($mask))?
+    (`sem` $sem^)? attr-dict `:` type($memory) `[` type($indices) `]` `,` type($value)
   }];
   let hasVerifier = 1;
 }
@@ -395,8 +410,8 @@ def Kiln_AtomicSwapOp : Kiln_Op<"atomic_swap", [AttrSizedOperandSegments,
     `memory[indices[0][p], ...]` into `old[p]` and writes `value[p]` in its place;
     with `compare`, only if the element equals `compare[p]` (compare-and-swap).
     Masked and out-of-bounds lanes give 0. The element type is `i32` or `i64`. The
-    swap has acquire-release ordering, so a program can take a lock with a
-    compare-and-swap and release it with an exchange.
+    swap has acquire-release ordering unless `sem` says otherwise, so a program
+    can take a lock with a compare-and-swap and release it with an exchange.
 
     ```mlir
     %was = kiln.atomic_swap %lock[%c0], %one compare %zero : i32
@@ -407,11 +422,12 @@ def Kiln_AtomicSwapOp : Kiln_Op<"atomic_swap", [AttrSizedOperandSegments,
   let arguments = (ins Kiln_Memory:$memory, Kiln_TileOrScalar:$value,
                    Variadic<AnyTypeOf<[Kiln_IndexTile, I32]>>:$indices,
                    Optional<Kiln_TileOrScalar>:$compare,
-                   Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask);
+                   Optional<AnyTypeOf<[Kiln_MaskTile, I1]>>:$mask,
+                   DefaultValuedAttr<Kiln_MemoryOrder, "::kiln::MemoryOrder::AcqRel">:$sem);
   let results = (outs Kiln_TileOrScalar:$old);
   let assemblyFormat = [{
     $memory `[` $indices `]` `,` $value (`compare` $compare^ `:` type($compare))?
-    (`mask` $mask^ `:` type($mask))? attr-dict
+    (`mask` $mask^ `:` type($mask))? (`sem` $sem^)? attr-dict
     `:` type($memory) `[` type($indices) `]` `,` type($value)
   }];
   let hasVerifier = 1;
