@@ -323,6 +323,8 @@ private:
   MaybeValue genValue(const Expr &e, const char *what);
   MaybeValue genName(const NameExpr &e);
   MaybeValue genUnary(const UnaryExpr &e);
+  /// Integer `x / y` or `x % y` of `dt`, defined for every divisor.
+  Value integerDivide(BinOp op, Value x, Value y, DType dt, const Shape &shape, SMLoc where);
   /// `x << amount` or `x >> amount` (arithmetic) with every amount defined.
   Value shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape &shape, SMLoc where);
   MaybeValue genBinary(const BinaryExpr &e);
@@ -1644,14 +1646,12 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   case BinOp::Sub: out = f ? (Value)builder.create<SubFOp>(loc_, x, y) : builder.create<SubIOp>(loc_, x, y); break;
   case BinOp::Mul: out = f ? (Value)builder.create<MulFOp>(loc_, x, y) : builder.create<MulIOp>(loc_, x, y); break;
   case BinOp::Div:
-    out = f              ? (Value)builder.create<DivFOp>(loc_, x, y)
-          : isUnsigned(dt) ? (Value)builder.create<DivUIOp>(loc_, x, y)
-                         : builder.create<DivSIOp>(loc_, x, y);
-    break;
   case BinOp::Rem:
-    out = f              ? (Value)builder.create<RemFOp>(loc_, x, y)
-          : isUnsigned(dt) ? (Value)builder.create<RemUIOp>(loc_, x, y)
-                         : builder.create<RemSIOp>(loc_, x, y);
+    if (f)
+      out = op == BinOp::Div ? (Value)builder.create<DivFOp>(loc_, x, y)
+                             : builder.create<RemFOp>(loc_, x, y);
+    else
+      out = integerDivide(op, x, y, dt, *shape, at);
     break;
   case BinOp::And:
   case BinOp::LAnd: out = builder.create<AndIOp>(loc_, x, y); break;
@@ -1675,6 +1675,38 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   result.type = SType::value(resultType, *shape);
   result.value = out;
   return result;
+}
+
+Value Generator::integerDivide(BinOp op, Value x, Value y, DType dt, const Shape &shape,
+                               SMLoc where) {
+  // LLVM and SPIR-V leave x / 0 undefined, and the CPU's divide instruction
+  // stops the process (as it does for the most negative value / -1). Kiln
+  // defines both, as RISC-V does: x / 0 is all bits set (-1, or an unsigned
+  // type's largest value) and x % 0 is x; MIN / -1 wraps to MIN and MIN % -1
+  // is 0. Such divisors divide by 1 instead, and selects fix the results; a
+  // constant divisor folds the selects away.
+  using namespace mlir::arith;
+  mlir::Location at = loc(where);
+  auto integer = [&](int64_t v) { return splat(Const::ofInt(v), dt, shape, where); };
+  Value byZero = builder.create<CmpIOp>(at, CmpIPredicate::eq, y, integer(0));
+  Value unsafe = byZero;
+  if (!isUnsigned(dt)) {
+    Value min = splat(Const::ofInt(int64_t(uint64_t(1) << (dtypeBits(dt) - 1))), dt, shape, where);
+    Value xIsMin = builder.create<CmpIOp>(at, CmpIPredicate::eq, x, min);
+    Value yIsMinusOne = builder.create<CmpIOp>(at, CmpIPredicate::eq, y, integer(-1));
+    Value overflows = builder.create<AndIOp>(at, xIsMin, yIsMinusOne);
+    unsafe = builder.create<OrIOp>(at, byZero, overflows);
+  }
+  Value divisor = builder.create<SelectOp>(at, unsafe, integer(1), y);
+  bool u = isUnsigned(dt);
+  if (op == BinOp::Div) {
+    Value q = u ? (Value)builder.create<DivUIOp>(at, x, divisor)
+                : builder.create<DivSIOp>(at, x, divisor);
+    return builder.create<SelectOp>(at, byZero, integer(-1), q);
+  }
+  Value r = u ? (Value)builder.create<RemUIOp>(at, x, divisor)
+              : builder.create<RemSIOp>(at, x, divisor);
+  return builder.create<SelectOp>(at, byZero, x, r);
 }
 
 Value Generator::shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape &shape,

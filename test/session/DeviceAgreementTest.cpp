@@ -27,6 +27,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <type_traits>
 
 using namespace kiln;
 
@@ -179,19 +180,22 @@ kernel bits(x: tensor<i32>[N], s: tensor<i32>[N], l: tensor<i32>[N], r: tensor<i
 
 TEST_F(DeviceAgreement, IntegerEdgeCasesAgreeOnEveryDevice) {
   // Division, remainder, min/max/abs, wrapping casts and 64-bit products at the
-  // extremes, on the CPU and on Vulkan, against C++ (divisors 0, and -1 with
-  // INT_MIN, are undefined and replaced by 1).
+  // extremes, on the CPU and on Vulkan, against C++. Kiln defines the divisions
+  // C leaves undefined, as RISC-V does: x / 0 = -1, x % 0 = x, MIN / -1 = MIN,
+  // MIN % -1 = 0 (in i32 and i64; the CPU's divide instruction would trap).
   const char *source = R"(
 kernel ints(a: tensor<i32>[N], b: tensor<i32>[N], q: tensor<i32>[N], r: tensor<i32>[N],
             lo: tensor<i32>[N], hi: tensor<i32>[N], ab: tensor<i32>[N], narrow: tensor<i8>[N],
-            wide: tensor<i64>[N], half: tensor<i16>[N])
+            wide: tensor<i64>[N], half: tensor<i16>[N], q64: tensor<i64>[N], r64: tensor<i64>[N])
     params(BLOCK: i32 = 64) grid(cdiv(N, BLOCK)) {
   let i = program_id(0) * BLOCK + arange(0, BLOCK);
   let x = load(a[i]);
   let y0 = load(b[i]);
-  let y = where(y0 == 0 || (y0 == -1 && x == -2147483648), 1, y0);
-  store(q[i], x / y);
-  store(r[i], x % y);
+  store(q[i], x / y0);
+  store(r[i], x % y0);
+  let x64 = cast<i64>(x) * 4294967296;
+  store(q64[i], x64 / cast<i64>(y0));
+  store(r64[i], x64 % cast<i64>(y0));
   store(lo[i], min(x, y0));
   store(hi[i], max(x, y0));
   store(ab[i], abs(x));
@@ -215,21 +219,40 @@ kernel ints(a: tensor<i32>[N], b: tensor<i32>[N], q: tensor<i32>[N], r: tensor<i
     Tensor a = s.upload(as, {n}), b = s.upload(bs, {n}), q = s.empty<int32_t>({n}),
            r = s.empty<int32_t>({n}), lo = s.empty<int32_t>({n}), hi = s.empty<int32_t>({n}),
            ab = s.empty<int32_t>({n}), narrow = s.empty<int8_t>({n}),
-           wide = s.empty<int64_t>({n}), half = s.empty<int16_t>({n});
-    ASSERT_TRUE(k(a, b, q, r, lo, hi, ab, narrow, wide, half).ok()) << device;
+           wide = s.empty<int64_t>({n}), half = s.empty<int16_t>({n}),
+           q64 = s.empty<int64_t>({n}), r64 = s.empty<int64_t>({n});
+    ASSERT_TRUE(k(a, b, q, r, lo, hi, ab, narrow, wide, half, q64, r64).ok()) << device;
     std::vector<int32_t> qo, ro, loo, hio, abo;
     std::vector<int8_t> no;
-    std::vector<int64_t> wo;
+    std::vector<int64_t> wo, q64o, r64o;
     std::vector<int16_t> ho;
     ASSERT_TRUE(q.download(qo).ok() && r.download(ro).ok() && lo.download(loo).ok() &&
                 hi.download(hio).ok() && ab.download(abo).ok() && narrow.download(no).ok() &&
-                wide.download(wo).ok() && half.download(ho).ok());
+                wide.download(wo).ok() && half.download(ho).ok() && q64.download(q64o).ok() &&
+                r64.download(r64o).ok());
+    // Kiln's division: defined for every divisor.
+    auto quotient = [](auto x, auto y) -> decltype(x) {
+      using T = decltype(x);
+      if (y == 0)
+        return T(-1);
+      if (y == -1) // -x, wrapping (MIN / -1 is MIN)
+        return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+      return x / y;
+    };
+    auto remainder = [](auto x, auto y) -> decltype(x) {
+      using T = decltype(x);
+      if (y == 0)
+        return x;
+      return y == -1 ? T(0) : x % y;
+    };
     for (int64_t e = 0; e < n; ++e) {
       int32_t x = as[e], y0 = bs[e];
-      int32_t y = y0 == 0 || (y0 == -1 && x == INT32_MIN) ? 1 : y0;
+      int64_t x64 = int64_t(x) * 4294967296;
       std::string at = std::string(device) + ": " + std::to_string(x) + ", " + std::to_string(y0);
-      EXPECT_EQ(qo[e], x / y) << at;
-      EXPECT_EQ(ro[e], x % y) << at;
+      EXPECT_EQ(qo[e], quotient(x, y0)) << at;
+      EXPECT_EQ(ro[e], remainder(x, y0)) << at;
+      EXPECT_EQ(q64o[e], quotient(x64, int64_t(y0))) << at;
+      EXPECT_EQ(r64o[e], remainder(x64, int64_t(y0))) << at;
       EXPECT_EQ(loo[e], std::min(x, y0)) << at;
       EXPECT_EQ(hio[e], std::max(x, y0)) << at;
       EXPECT_EQ(abo[e], x == INT32_MIN ? INT32_MIN : std::abs(x)) << at;
