@@ -352,6 +352,8 @@ private:
   /// The `mask=` of a load or store through `view`, converted to the view's shape;
   /// null when absent. False after reporting an error.
   bool maskArg(const CallExpr &e, const TValue &view, Value &mask);
+  /// cast<T>(x) converts (§8.2); bitcast<T>(x) keeps the bits (types as wide).
+  MaybeValue genCast(const CallExpr &e);
   MaybeValue genUnaryMath(const CallExpr &e);
   /// pow(x, y), atan2(y, x), copysign, hypot, clamp(x, lo, hi) and umulhi:
   /// operands broadcast and promote (integers to f32 for the float functions).
@@ -2253,41 +2255,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     out.type.weak = false;
     return out;
   }
-  if (name == "cast") {
-    if (!e.typeArg)
-      return error(e.loc, "'cast' needs a target type: cast<f16>(x)");
-    if (!checkArity(e, 1, 1))
-      return std::nullopt;
-    MaybeValue v = genValue(*e.args[0], "cast operand");
-    if (!v)
-      return std::nullopt;
-    TValue out = convert(*v, *e.typeArg, v->type.shape, e.loc);
-    out.type.weak = false;
-    return out;
-  }
-  if (name == "bitcast") {
-    if (!e.typeArg)
-      return error(e.loc, "'bitcast' needs a target type: bitcast<i32>(x)");
-    if (!checkArity(e, 1, 1))
-      return std::nullopt;
-    MaybeValue v = genValue(*e.args[0], "bitcast operand");
-    if (!v)
-      return std::nullopt;
-    DType from = v->type.dtype, to = *e.typeArg;
-    if (from == DType::I1 || to == DType::I1)
-      return error(e.loc, "'bitcast' is not defined on bool (i1 has no bit layout); use cast");
-    if (dtypeBits(from) != dtypeBits(to))
-      return error(e.loc, llvm::Twine("'bitcast' keeps the bits, so the types must be as wide: ") +
-                              dtypeName(from) + " has " + llvm::Twine(dtypeBits(from)) +
-                              " bits and " + dtypeName(to) + " has " +
-                              llvm::Twine(dtypeBits(to)));
-    TValue out;
-    out.type = SType::value(to, v->type.shape);
-    out.value = from == to ? v->value
-                           : builder.create<mlir::arith::BitcastOp>(
-                                 loc(e.loc), valueType(to, v->type.shape), v->value);
-    return out;
-  }
+  if (name == "cast" || name == "bitcast")
+    return genCast(e);
   if (name == "load")
     return genLoad(e);
   if (name == "store")
@@ -2445,6 +2414,36 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
   if (name == "inf" || name == "nan")
     return error(e.loc, "'" + name + "' is a constant, not a function");
   return genUnaryMath(e);
+}
+
+MaybeValue Generator::genCast(const CallExpr &e) {
+  bool bits = e.callee == "bitcast";
+  if (!e.typeArg)
+    return error(e.loc, bits ? "'bitcast' needs a target type: bitcast<i32>(x)"
+                             : "'cast' needs a target type: cast<f16>(x)");
+  if (!checkArity(e, 1, 1))
+    return std::nullopt;
+  MaybeValue v = genValue(*e.args[0], bits ? "bitcast operand" : "cast operand");
+  if (!v)
+    return std::nullopt;
+  DType from = v->type.dtype, to = *e.typeArg;
+  if (!bits) {
+    TValue out = convert(*v, to, v->type.shape, e.loc);
+    out.type.weak = false;
+    return out;
+  }
+  if (from == DType::I1 || to == DType::I1)
+    return error(e.loc, "'bitcast' is not defined on bool (i1 has no bit layout); use cast");
+  if (dtypeBits(from) != dtypeBits(to))
+    return error(e.loc, llvm::Twine("'bitcast' keeps the bits, so the types must be as wide: ") +
+                            dtypeName(from) + " has " + llvm::Twine(dtypeBits(from)) +
+                            " bits and " + dtypeName(to) + " has " + llvm::Twine(dtypeBits(to)));
+  TValue out;
+  out.type = SType::value(to, v->type.shape);
+  out.value = from == to ? v->value
+                         : builder.create<mlir::arith::BitcastOp>(
+                               loc(e.loc), valueType(to, v->type.shape), v->value);
+  return out;
 }
 
 MaybeValue Generator::soleOperand(const CallExpr &e) {
