@@ -112,8 +112,14 @@ void kiln::retypeResultsAndArguments(Operation *op, function_ref<Type(Type)> ret
         arg.setType(retype(arg.getType()));
 }
 
+unsigned kiln::printHexDigits(PrintOp op) {
+  if (!op.getHex() || !op.getValue())
+    return 0;
+  return std::max(1u, getElementTypeOrSelf(op.getValue().getType()).getIntOrFloatBitWidth() / 4);
+}
+
 std::string kiln::printFormat(llvm::StringRef prefix, unsigned rank, Type element,
-                              bool isUnsigned) {
+                              bool isUnsigned, unsigned hexDigits) {
   std::string format = "pid (%d, %d, %d)";
   if (rank) {
     format += " idx (";
@@ -127,6 +133,9 @@ std::string kiln::printFormat(llvm::StringRef prefix, unsigned rank, Type elemen
   if (element) {
     if (auto f = dyn_cast<FloatType>(element))
       format += f.getWidth() == 64 ? ": %.17g" : ": %.9g";
+    else if (hexDigits)
+      format += ": 0x%0" + std::to_string(hexDigits) +
+                (element.getIntOrFloatBitWidth() == 64 ? "llx" : "x");
     else
       format += element.getIntOrFloatBitWidth() == 64 ? (isUnsigned ? ": %llu" : ": %lld")
                                                       : (isUnsigned ? ": %u" : ": %d");

@@ -35,9 +35,14 @@ mlir::Value roundToTF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 /// The printf format of one line of `kiln.print`: "pid (%d, %d, %d)", then
 /// " idx (%d, ...)" with `rank` coordinates, " PREFIX" (its % doubled), and
 /// ": VALUE" when `element` (the printed element type) is not null; integers
-/// print as unsigned values when `isUnsigned`.
+/// print as unsigned values when `isUnsigned`, as 0x and `hexDigits` hex digits
+/// when that is not 0.
 std::string printFormat(llvm::StringRef prefix, unsigned rank, mlir::Type element,
-                        bool isUnsigned = false);
+                        bool isUnsigned = false, unsigned hexDigits = 0);
+
+/// The hex digits `print(..., hex = true)` shows for `element`: one per four
+/// bits (at least one); 0 unless `op` asks for hex.
+unsigned printHexDigits(PrintOp op);
 
 /// `element` as printf's variadic arguments take it: floats as f64, integers
 /// narrower than 32 bits sign-extended to i32 (bools, and every integer when

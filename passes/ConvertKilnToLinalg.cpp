@@ -330,16 +330,18 @@ void lowerPrint(OpBuilder &b, PrintOp op) {
                              LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr}, true));
   Value value = op.getValue();
   auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
+  // Hex shows the bits: narrow integers zero-extend, as unsigned ones do.
+  bool zeroExtend = op.getValueUnsigned() || op.getHex();
   std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
                                    value ? getElementTypeOrSelf(value.getType()) : Type(),
-                                   op.getValueUnsigned());
+                                   zeroExtend, printHexDigits(op));
   auto emit = [&](OpBuilder &nb, Location l, ValueRange coords, Value element) {
     SmallVector<Value> args{stringConstant(nb, module, l, "kiln_print", format), op.getPidX(),
                             op.getPidY(), op.getPidZ()};
     for (Value c : coords)
       args.push_back(nb.create<arith::IndexCastOp>(l, nb.getI32Type(), c));
     if (element)
-      args.push_back(printArgument(nb, l, element, op.getValueUnsigned()));
+      args.push_back(printArgument(nb, l, element, zeroExtend));
     nb.create<LLVM::CallOp>(l, printf, args);
   };
   if (!tile)

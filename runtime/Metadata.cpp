@@ -140,6 +140,10 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
                      print.hasValue = true;
                      print.dtype = *dt;
                    }
+                   int64_t digits = 0;
+                   if (const JsonValue *hex = e.get("hex"); hex && !count(hex, 16, digits))
+                     return bad("a print's hex must be a digit count from 0 to 16");
+                   print.hexDigits = int(digits);
                    info.prints.push_back(std::move(print));
                    return true;
                  }))
@@ -387,7 +391,13 @@ std::string kiln::rt::printedLines(const KernelInfo &kernel, const int32_t *buff
     if (print.hasValue) {
       uint64_t bits = uint64_t(uint32_t(record[5])) | uint64_t(uint32_t(record[6])) << 32;
       char value[64];
-      switch (print.dtype) {
+      bool integer = !isFloat(print.dtype);
+      if (print.hexDigits && integer && dtypeBits(print.dtype) == 64)
+        std::snprintf(value, sizeof value, ": 0x%0*llx", print.hexDigits,
+                      (unsigned long long)bits);
+      else if (print.hexDigits && integer)
+        std::snprintf(value, sizeof value, ": 0x%0*x", print.hexDigits, uint32_t(bits));
+      else switch (print.dtype) {
       case DType::F64: {
         double d;
         std::memcpy(&d, &bits, 8);

@@ -314,6 +314,8 @@ void kiln::collectLaunchInfo(mlir::ModuleOp module, std::vector<KernelInfo> &ker
             print.hasValue = true;
             print.dtype = *dtype;
           }
+          if (auto hex = p.getAs<mlir::IntegerAttr>("hex"))
+            print.hexDigits = hex.getInt();
           k.prints.push_back(std::move(print));
         }
     }
@@ -397,7 +399,8 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
     for (const PrintInfo &p : k.prints)
       prints.push_back(llvm::json::Object{{"prefix", p.prefix},
                                           {"shape", llvm::json::Array(p.shape)},
-                                          {"dtype", p.hasValue ? dtypeName(p.dtype) : ""}});
+                                          {"dtype", p.hasValue ? dtypeName(p.dtype) : ""},
+                                          {"hex", p.hexDigits}});
     list.push_back(llvm::json::Object{
         {"name", k.name},
         {"args", std::move(args)},

@@ -43,8 +43,12 @@ struct PrintInfo {
   /// The printed tile's shape; empty for a scalar or no value.
   std::vector<int64_t> shape;
   bool hasValue = false;
-  /// The value's type as printed: i32, i64 or f32, f64 (narrower types widen).
+  /// The value's type as printed: i32, i64, u32, u64 or f32, f64 (narrower
+  /// types widen).
   DType dtype = DType::I32;
+  /// print(..., hex = true): the integer's bits as this many hex digits (its
+  /// width / 4); 0 prints in decimal.
+  int hexDigits = 0;
 };
 
 /// Vulkan kernels cannot print or abort. One with asserts or prints takes one

@@ -3783,7 +3783,10 @@ MaybeValue Generator::genSplit(const CallExpr &e) {
 }
 
 MaybeValue Generator::genPrint(const CallExpr &e) {
-  if (!checkArity(e, 1, 2))
+  if (!checkArity(e, 1, 2, {"hex"}))
+    return std::nullopt;
+  std::optional<bool> hex = boolKeyword(e, "hex");
+  if (!hex)
     return std::nullopt;
   if (e.args[0]->kind != Expr::StringLit)
     return error(e.args[0]->loc, "print's first argument is the text to print, a string: "
@@ -3797,13 +3800,19 @@ MaybeValue Generator::genPrint(const CallExpr &e) {
       return std::nullopt;
     if (isF8(v->type.dtype))
       return error(e.args[1]->loc, "print shows numbers; cast an fp8 value to f32 first");
+    if (*hex && isFloat(v->type.dtype))
+      return error(e.args[1]->loc, "hex = true prints an integer's bits; bitcast<u" +
+                                       llvm::Twine(dtypeBits(v->type.dtype)) +
+                                       ">(x) gives a float's");
     value = v->value;
     valueUnsigned = isUnsigned(v->type.dtype);
+  } else if (*hex) {
+    return error(e.loc, "hex = true needs a value to print");
   }
   mlir::Location l = loc(e.loc);
   llvm::SmallVector<Value, 3> pids = programIds(l);
   builder.create<PrintOp>(l, builder.getStringAttr(prefix), pids[0], pids[1], pids[2], value,
-                          valueUnsigned);
+                          valueUnsigned, *hex);
   TValue out;
   out.type.kind = SType::Void;
   return out;

@@ -751,10 +751,10 @@ LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
   if (memory == MemoryModel::SPIRVBuffers) {
     print = printToBuffer(op, pids);
   } else {
-    bool isUnsigned = op.getValueUnsigned();
+    bool isUnsigned = op.getValueUnsigned() || op.getHex(); // hex shows the bits
     std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
                                      value ? getElementTypeOrSelf(value.getType()) : Type(),
-                                     isUnsigned);
+                                     isUnsigned, printHexDigits(op));
     print = [=](Value flat, Value element) {
       printElement(format, pids, tile, flat, element, isUnsigned);
     };
@@ -888,7 +888,7 @@ std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op,
   // narrow floats as f32, narrow integers and bools as i32 (u32 when unsigned).
   Value value = op.getValue();
   Type element = value ? getElementTypeOrSelf(value.getType()) : Type();
-  bool isUnsigned = op.getValueUnsigned();
+  bool isUnsigned = op.getValueUnsigned() || op.getHex(); // hex shows the bits
   StringRef printed = "";
   if (element && isa<FloatType>(element))
     printed = element.isF64() ? "f64" : "f32";
@@ -897,7 +897,8 @@ std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op,
   Value which = i32(addToDebugTable(
       kPrintsAttr, {b.getNamedAttr("prefix", op.getPrefixAttr()),
                     b.getNamedAttr("shape", shapeAttr(b, value)),
-                    b.getNamedAttr("dtype", b.getStringAttr(printed))}));
+                    b.getNamedAttr("dtype", b.getStringAttr(printed)),
+                    b.getNamedAttr("hex", b.getI32IntegerAttr(printHexDigits(op)))}));
   SmallVector<Value> pids(programIds);
   return [this, which, pids, isUnsigned](Value flat, Value v) {
     Value lo = i32(0), hi = i32(0);

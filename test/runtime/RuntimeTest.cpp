@@ -840,7 +840,9 @@ TEST(Metadata, PrintRecords) {
                    {"count", {}, true, DType::I64},
                    {"here", {}, false, DType::I32},
                    {"unsigned", {}, true, DType::U32},
-                   {"wide", {}, true, DType::U64}};
+                   {"wide", {}, true, DType::U64},
+                   {"byte", {}, true, DType::U32, 2},
+                   {"bits", {}, true, DType::U64, 16}};
   std::vector<int32_t> buffer(kernel.debugBufferWords());
   auto record = [&](int r, std::vector<int32_t> words) {
     std::copy(words.begin(), words.end(),
@@ -855,7 +857,9 @@ TEST(Metadata, PrintRecords) {
   record(3, {7, 0, 0, 0, 0, 0, 0});
   record(4, {3, 0, 0, 0, 0, int32_t(0xFFFFFFFE), 0});
   record(5, {4, 0, 0, 0, 0, int32_t(0xFFFFFFFE), -1});
-  buffer[kPrintCountWord] = 6;
+  record(6, {5, 0, 0, 0, 0, 0x9c, 0});
+  record(7, {6, 0, 0, 0, 0, 0x0e00, 0x12});
+  buffer[kPrintCountWord] = 8;
   std::string dropped;
   EXPECT_EQ(printedLines(kernel, buffer.data(), dropped),
             "pid (1, 2, 0) idx (1, 2) row: -0.5\n"
@@ -863,7 +867,9 @@ TEST(Metadata, PrintRecords) {
             "pid (3, 0, 0) here\n"
             "(print #7, which the kernel's metadata does not list)\n"
             "pid (0, 0, 0) unsigned: 4294967294\n"
-            "pid (0, 0, 0) wide: 18446744073709551614\n");
+            "pid (0, 0, 0) wide: 18446744073709551614\n"
+            "pid (0, 0, 0) byte: 0x9c\n"
+            "pid (0, 0, 0) bits: 0x0000001200000e00\n");
   EXPECT_EQ(dropped, "");
   buffer[kPrintCountWord] = kPrintRecords + 10;
   printedLines(kernel, buffer.data(), dropped);

@@ -257,7 +257,8 @@ def Kiln_PrintOp : Kiln_Op<"print", [MemoryEffects<[MemWrite]>]> {
     Prints one line per element of `value` (one line for a scalar or no value):
     `pid (X, Y, Z) idx (I, J) PREFIX: VALUE`, where X, Y, Z are the program's
     coordinates (`pids`), I, J the element's, and PREFIX the `prefix` attribute.
-    Integers print as signed values unless `value_unsigned` is set.
+    Integers print as signed values unless `value_unsigned` is set; `hex`
+    prints an integer's bits as hex digits, one per four bits of its type.
     Lines of different programs (and threads) may interleave.
 
     ```mlir
@@ -265,7 +266,8 @@ def Kiln_PrintOp : Kiln_Op<"print", [MemoryEffects<[MemWrite]>]> {
     ```
   }];
   let arguments = (ins StrAttr:$prefix, I32:$pidX, I32:$pidY, I32:$pidZ,
-                       Optional<Kiln_TileOrScalar>:$value, UnitAttr:$value_unsigned);
+                       Optional<Kiln_TileOrScalar>:$value, UnitAttr:$value_unsigned,
+                       UnitAttr:$hex);
   let assemblyFormat =
       "$prefix $pidX `,` $pidY `,` $pidZ (`,` $value^ `:` type($value))? attr-dict";
 }
