@@ -368,6 +368,39 @@ std::string kiln::rt::assertFailure(const KernelInfo &kernel, const int32_t *rep
   return text;
 }
 
+/// ": VALUE" for a print record's value `bits` (one or two words, as the
+/// kernel wrote them), in print's format for the print's type.
+static std::string printedValue(const PrintInfo &print, uint64_t bits) {
+  char value[64];
+  if (print.hexDigits && !isFloat(print.dtype)) {
+    if (dtypeBits(print.dtype) == 64)
+      std::snprintf(value, sizeof value, ": 0x%0*llx", print.hexDigits, (unsigned long long)bits);
+    else
+      std::snprintf(value, sizeof value, ": 0x%0*x", print.hexDigits, uint32_t(bits));
+    return value;
+  }
+  switch (print.dtype) {
+  case DType::F64: {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    std::snprintf(value, sizeof value, ": %.17g", d);
+    break;
+  }
+  case DType::F32: {
+    float f;
+    uint32_t low = uint32_t(bits);
+    std::memcpy(&f, &low, 4);
+    std::snprintf(value, sizeof value, ": %.9g", double(f));
+    break;
+  }
+  case DType::I64: std::snprintf(value, sizeof value, ": %lld", (long long)bits); break;
+  case DType::U64: std::snprintf(value, sizeof value, ": %llu", (unsigned long long)bits); break;
+  case DType::U32: std::snprintf(value, sizeof value, ": %u", uint32_t(bits)); break;
+  default: std::snprintf(value, sizeof value, ": %d", int32_t(bits)); break;
+  }
+  return value;
+}
+
 std::string kiln::rt::printedLines(const KernelInfo &kernel, const int32_t *buffer,
                                    std::string &dropped) {
   auto claimed = static_cast<uint32_t>(buffer[kPrintCountWord]);
@@ -390,35 +423,7 @@ std::string kiln::rt::printedLines(const KernelInfo &kernel, const int32_t *buff
     out += elementName(record + 1, print.shape, record[4]) + " " + print.prefix;
     if (print.hasValue) {
       uint64_t bits = uint64_t(uint32_t(record[5])) | uint64_t(uint32_t(record[6])) << 32;
-      char value[64];
-      bool integer = !isFloat(print.dtype);
-      if (print.hexDigits && integer && dtypeBits(print.dtype) == 64)
-        std::snprintf(value, sizeof value, ": 0x%0*llx", print.hexDigits,
-                      (unsigned long long)bits);
-      else if (print.hexDigits && integer)
-        std::snprintf(value, sizeof value, ": 0x%0*x", print.hexDigits, uint32_t(bits));
-      else switch (print.dtype) {
-      case DType::F64: {
-        double d;
-        std::memcpy(&d, &bits, 8);
-        std::snprintf(value, sizeof value, ": %.17g", d);
-        break;
-      }
-      case DType::F32: {
-        float f;
-        uint32_t low = uint32_t(bits);
-        std::memcpy(&f, &low, 4);
-        std::snprintf(value, sizeof value, ": %.9g", double(f));
-        break;
-      }
-      case DType::I64: std::snprintf(value, sizeof value, ": %lld", (long long)bits); break;
-      case DType::U64:
-        std::snprintf(value, sizeof value, ": %llu", (unsigned long long)bits);
-        break;
-      case DType::U32: std::snprintf(value, sizeof value, ": %u", uint32_t(bits)); break;
-      default: std::snprintf(value, sizeof value, ": %d", int32_t(bits)); break;
-      }
-      out += value;
+      out += printedValue(print, bits);
     }
     out += "\n";
   }
