@@ -37,7 +37,8 @@ static bool cheapToRecompute(linalg::GenericOp op, int64_t maxOps) {
   for (Operation &inner : op.getRegion().front().without_terminator()) {
     if (!isa<arith::ArithDialect>(inner.getDialect()) && !isa<linalg::IndexOp>(inner))
       return false;
-    if (isa<arith::DivFOp, arith::DivSIOp, arith::RemSIOp, arith::RemFOp>(inner))
+    if (isa<arith::DivFOp, arith::DivSIOp, arith::RemSIOp, arith::DivUIOp, arith::RemUIOp,
+            arith::RemFOp>(inner))
       return false;
     if (++count > maxOps)
       return false;

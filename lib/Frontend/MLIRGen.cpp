@@ -440,9 +440,13 @@ private:
   bool constantFits(const TValue &v, DType dt, SMLoc at, bool asBits = false) {
     if (!v.cst || !v.type.weak || isFloat(dt) || v.cst->isFloat || dt == DType::I1)
       return true;
-    uint64_t bits = uint64_t(v.cst->i);
-    if (asBits && (v.cst->i >= 0 || v.cst->isUnsigned) &&
-        (dtypeBits(dt) == 64 || bits >> dtypeBits(dt) == 0))
+    // As bits: any value of the width, unsigned (0x80000000) or signed (~0xF).
+    unsigned width = dtypeBits(dt);
+    int64_t i = v.cst->i;
+    bool fitsUnsigned = (i >= 0 || v.cst->isUnsigned) && (width == 64 || uint64_t(i) >> width == 0);
+    bool fitsSigned = !v.cst->isUnsigned && (width == 64 || (i >= -(int64_t(1) << (width - 1)) &&
+                                                             i < (int64_t(1) << (width - 1))));
+    if (asBits && (fitsUnsigned || fitsSigned))
       return true;
     // The same bits may mean another number: -1 in u64, 2^63 in i64.
     bool signChanges = v.cst->i < 0 && v.cst->isUnsigned != isUnsigned(dt);
@@ -903,7 +907,7 @@ bool Generator::genGridFunction(const KernelDecl &kernel, const GenOptions &opti
       error(g->loc, "grid dimension is " + llvm::Twine(v->cst->i) + "; it must be positive");
       return false;
     }
-    if (dtypeBits(v->type.dtype) == 64) {
+    if (dtypeBits(v->type.dtype) == 64 || v->type.dtype == DType::U32) {
       error(g->loc, "grid dimension must fit in i32; cast it with cast<i32>(...)");
       return false;
     }
@@ -1050,6 +1054,8 @@ bool Generator::assignTo(const NameLoc &target, const TValue &v, SMLoc valueLoc)
     return error(valueLoc, "cannot assign a value of type " + v.type.str() + " to '" +
                                target.name + "' of type " + b->val.type.str()),
            false;
+  if (!constantFits(v, b->val.type.dtype, valueLoc))
+    return false;
   b->val = convert(v, b->val.type.dtype, b->val.type.shape, valueLoc);
   b->val.cst.reset();
   return true;
@@ -1183,8 +1189,8 @@ bool Generator::genFor(const ForStmt &stmt) {
         v->type.dtype == DType::I1)
       return error(e->loc, llvm::Twine("loop ") + what + " must be an integer scalar, got " +
                                v->type.str());
-    if (dtypeBits(v->type.dtype) == 64)
-      return error(e->loc, llvm::Twine("loop ") + what + " must be i32");
+    if (dtypeBits(v->type.dtype) == 64 || v->type.dtype == DType::U32)
+      return error(e->loc, llvm::Twine("loop ") + what + " must be i32 (or narrower)");
     return convert(*v, DType::I32, {}, e->loc);
   };
   MaybeValue start = bound(stmt.start, "start");
@@ -1758,10 +1764,13 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
       return error(e.indices[0]->loc, "a tuple's index must be an integer known at compile "
                                       "time (a param, a constant or a static_range variable)");
     int64_t n = static_cast<int64_t>(base->elements.size());
+    bool huge = i->cst->isUnsigned && i->cst->i < 0; // a u64 past 2^63
     int64_t at = i->cst->i < 0 ? i->cst->i + n : i->cst->i;
-    if (at < 0 || at >= n)
-      return error(e.indices[0]->loc, "index " + llvm::Twine(i->cst->i) +
-                                          " is out of range for a tuple of " + llvm::Twine(n));
+    if (huge || at < 0 || at >= n)
+      return error(e.indices[0]->loc,
+                   "index " +
+                       (huge ? std::to_string(uint64_t(i->cst->i)) : std::to_string(i->cst->i)) +
+                       " is out of range for a tuple of " + std::to_string(n));
     return base->elements[at];
   }
   if (base->type.kind == SType::Tensor && sliced)
@@ -1946,6 +1955,9 @@ std::optional<int64_t> Generator::constInt(const Expr &e, const char *what) {
     return std::nullopt;
   if (!v->cst || v->type.kind != SType::Scalar || isFloat(v->type.dtype))
     return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant");
+  if (v->cst->isUnsigned && v->cst->i < 0)
+    return error(e.loc, llvm::Twine(what) + " " + std::to_string(uint64_t(v->cst->i)) +
+                            " is too large");
   return v->cst->i;
 }
 
@@ -2048,8 +2060,11 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
       return error(argLocs[i], "argument '" + fn.params[i].name + "' of '" + fn.name +
                                    "' must be " + withArticle(dtypeName(*fn.params[i].dtype)) +
                                    " scalar, got " + v.type.str());
-    if (fn.params[i].dtype && v.type.dtype != *fn.params[i].dtype)
+    if (fn.params[i].dtype && v.type.dtype != *fn.params[i].dtype) {
+      if (!constantFits(v, *fn.params[i].dtype, argLocs[i]))
+        return std::nullopt;
       v = convert(v, *fn.params[i].dtype, {}, argLocs[i]);
+    }
     // Exact: weak and strong constants, and nearby values, get separate copies.
     key += "|" + v.type.str() + (v.type.weak ? "~" : "");
     if (v.cst) {
@@ -2329,7 +2344,7 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       return std::nullopt;
     if (isFloat(a->type.dtype) || isFloat(b->type.dtype))
       return error(e.loc, "cdiv needs integer operands");
-    if (b->cst && b->cst->i <= 0)
+    if (b->cst && (b->cst->isUnsigned ? b->cst->i == 0 : b->cst->i <= 0))
       return error(e.args[1]->loc, "cdiv by " + llvm::Twine(b->cst->i) +
                                        "; the divisor must be positive");
     TValue one = constant(Const::ofInt(1), DType::I32, true, l);
@@ -2679,6 +2694,8 @@ MaybeValue Generator::genLoad(const CallExpr &e) {
                                        dtypeName(dt));
     if (view->view->block && o->type.kind != SType::Scalar)
       return error(kw->value->loc, "'other' of a block load must be a scalar");
+    if (!constantFits(*o, dt, kw->value->loc))
+      return std::nullopt;
     auto s = broadcastShapes(o->type.shape, shape);
     if (!s || *s != shape)
       return error(kw->value->loc, "'other' shape " + shapeStr(o->type.shape) +
@@ -2745,6 +2762,8 @@ MaybeValue Generator::genStoredValue(const CallExpr &e, size_t arg, const TValue
   if (!s || *s != shape)
     return error(valueExpr.loc, std::string(what) + " of shape " + shapeStr(v->type.shape) +
                                     " does not fit the view of shape " + shapeStr(shape));
+  if (!constantFits(*v, dt, valueExpr.loc))
+    return std::nullopt;
   return convert(*v, dt, shape, valueExpr.loc);
 }
 

@@ -82,6 +82,12 @@ Const kiln::convertConst(const Const &c, DType dt) {
   if (isFloat(dt))
     return Const::ofFloat(c.asDouble());
   int64_t v = c.isFloat ? truncateToInt(c.f) : c.i;
+  if (c.isFloat && isUnsigned(dt)) {
+    // Toward zero, saturating at [0, 2^64 - 1] (targets leave values out of the
+    // type's range undefined); then wrapped to the type below.
+    double t = std::trunc(c.f);
+    v = !(t > 0) ? 0 : t >= 18446744073709551616.0 ? -1 : int64_t(uint64_t(t));
+  }
   unsigned bits = dtypeBits(dt);
   if (bits == 1)
     return Const::ofInt(v != 0);

@@ -1,7 +1,8 @@
 //===- GPUToSPIRV.cpp - convert-gpu-to-spirv with exchange and CAS --------===//
 //
 // Upstream's convert-gpu-to-spirv for Vulkan shaders, plus what MLIR 19 does not
-// lower: the exchange (`memref.atomic_rmw assign`), the compare-and-swap and xor
+// lower (or lowers without ordering storage buffers): integer `memref.atomic_rmw`
+// with acquire-release semantics on the buffer, the compare-and-swap and xor
 // that MemoryToGPU writes as generic_atomic_rmw, bitwise subgroup reductions and
 // a few GLSL math functions.
 //
@@ -66,22 +67,48 @@ FailureOr<AtomicTarget> atomicTarget(const SPIRVTypeConverter &converter, MemRef
   return t;
 }
 
-/// memref.atomic_rmw assign -> spirv.AtomicExchange.
-struct ExchangePattern : OpConversionPattern<memref::AtomicRMWOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// A type as a value, to pick an op class in a generic lambda.
+template <typename OpT> struct OpTag {
+  using type = OpT;
+};
+
+/// Integer memref.atomic_rmw -> the SPIR-V atomic of its kind, acquire-release
+/// on the memory it updates. Upstream's pattern (which this one, with a higher
+/// benefit, replaces) lacks assign and gives AcquireRelease without a storage
+/// class, which orders no storage-buffer access: an atomic that publishes
+/// results (a ticket counter, a lock) would not make them visible.
+struct AtomicRMWPattern : OpConversionPattern<memref::AtomicRMWOp> {
+  AtomicRMWPattern(const TypeConverter &converter, MLIRContext *ctx)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2) {}
   LogicalResult matchAndRewrite(memref::AtomicRMWOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (op.getKind() != arith::AtomicRMWKind::assign || !op.getType().isSignlessInteger())
+    if (!op.getType().isSignlessInteger())
       return failure();
     FailureOr<AtomicTarget> t =
         atomicTarget(*getTypeConverter<SPIRVTypeConverter>(), op.getMemRefType(),
                      adaptor.getMemref(), adaptor.getIndices(), op.getLoc(), rewriter);
     if (failed(t))
       return failure();
-    rewriter.replaceOpWithNewOp<spirv::AtomicExchangeOp>(
-        op, op.getType(), t->pointer, t->scope,
-        t->semantics | spirv::MemorySemantics::AcquireRelease, adaptor.getValue());
-    return success();
+    auto semantics = t->semantics | spirv::MemorySemantics::AcquireRelease;
+    Type type = op.getType();
+    Value v = adaptor.getValue();
+    auto replace = [&](auto tag) {
+      using SPIRVOp = typename decltype(tag)::type;
+      rewriter.replaceOpWithNewOp<SPIRVOp>(op, type, t->pointer, t->scope, semantics, v);
+      return success();
+    };
+    using Kind = arith::AtomicRMWKind;
+    switch (op.getKind()) {
+    case Kind::assign: return replace(OpTag<spirv::AtomicExchangeOp>());
+    case Kind::addi: return replace(OpTag<spirv::AtomicIAddOp>());
+    case Kind::maxs: return replace(OpTag<spirv::AtomicSMaxOp>());
+    case Kind::mins: return replace(OpTag<spirv::AtomicSMinOp>());
+    case Kind::maxu: return replace(OpTag<spirv::AtomicUMaxOp>());
+    case Kind::minu: return replace(OpTag<spirv::AtomicUMinOp>());
+    case Kind::andi: return replace(OpTag<spirv::AtomicAndOp>());
+    case Kind::ori: return replace(OpTag<spirv::AtomicOrOp>());
+    default: return failure();
+    }
   }
 };
 
@@ -234,7 +261,7 @@ struct GPUToSPIRV : kiln::impl::KilnGPUToSPIRVBase<GPUToSPIRV> {
       arith::populateArithToSPIRVPatterns(converter, patterns);
       populateMemRefToSPIRVPatterns(converter, patterns);
       populateFuncToSPIRVPatterns(converter, patterns);
-      patterns.add<ExchangePattern, CompareAndSwapPattern, XorPattern,
+      patterns.add<AtomicRMWPattern, CompareAndSwapPattern, XorPattern,
                    BitwiseSubgroupReducePattern,
                    GLMathPattern<math::TanOp, spirv::GLTanOp>,
                    GLMathPattern<math::AtanOp, spirv::GLAtanOp>,
