@@ -42,6 +42,14 @@ public:
     host.resize(numel());
     return download(static_cast<void *>(host.data()));
   }
+  /// An i1 tensor into bools (std::vector<bool> packs its bits: one byte each
+  /// on the device).
+  rt::Status download(std::vector<bool> &host) const {
+    std::vector<uint8_t> bytes(numel());
+    rt::Status s = download(static_cast<void *>(bytes.data()));
+    host.assign(bytes.begin(), bytes.end());
+    return s;
+  }
   rt::Arg arg() const { return rt::Arg::tensor(buffer_, dtype_, shape_); }
 
 private:
@@ -153,8 +161,16 @@ public:
     return empty(dtypeOf<T>(), std::move(shape));
   }
   Tensor upload(const void *host, DType dtype, std::vector<int64_t> shape);
+  /// The same, from `count` host elements, which must be exactly the shape's
+  /// (else a tensor with an error status, and nothing is read).
+  Tensor upload(const void *host, size_t count, DType dtype, std::vector<int64_t> shape);
   template <typename T> Tensor upload(const std::vector<T> &host, std::vector<int64_t> shape) {
-    return upload(host.data(), dtypeOf<T>(), std::move(shape));
+    return upload(host.data(), host.size(), dtypeOf<T>(), std::move(shape));
+  }
+  /// Bools as an i1 tensor (a byte each).
+  Tensor upload(const std::vector<bool> &host, std::vector<int64_t> shape) {
+    std::vector<uint8_t> bytes(host.begin(), host.end());
+    return upload(bytes.data(), bytes.size(), DType::I1, std::move(shape));
   }
 
   const CacheStats &cacheStats() const { return stats_; }

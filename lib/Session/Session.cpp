@@ -279,3 +279,18 @@ Tensor Session::upload(const void *host, DType dtype, std::vector<int64_t> shape
     t.status_ = device_->write(t.buffer_, host, t.numel() * dtypeBytes(dtype));
   return t;
 }
+
+Tensor Session::upload(const void *host, size_t count, DType dtype, std::vector<int64_t> shape) {
+  int64_t numel = 1;
+  for (int64_t d : shape)
+    numel = d < 0 ? -1 : numel * d;
+  if (numel >= 0 && static_cast<uint64_t>(numel) != count) {
+    Tensor t;
+    t.dtype_ = dtype;
+    t.shape_ = std::move(shape);
+    t.status_ = rt::Status::failure("upload: the host data holds " + std::to_string(count) +
+                                    " elements but the shape needs " + std::to_string(numel));
+    return t;
+  }
+  return upload(host, dtype, std::move(shape));
+}

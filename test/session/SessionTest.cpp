@@ -89,6 +89,32 @@ TEST_F(SessionTest, CompilesRunsAndCaches) {
   EXPECT_TRUE(runSoftmax(t, k2));
 }
 
+TEST_F(SessionTest, UploadsCheckTheHostDataAndTakeBools) {
+  // A vector that does not fill the shape is an error, not a read past its end;
+  // std::vector<bool> (bits, no data()) goes up and comes down as i1 bytes.
+  Session s("cpu");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Tensor short_ = s.upload(std::vector<float>(10), {4, 4});
+  EXPECT_FALSE(short_.ok());
+  EXPECT_NE(short_.status().message().find("holds 10 elements but the shape needs 16"),
+            std::string::npos)
+      << short_.status().message();
+  Kernel k = s.compile(R"(
+kernel flip(m: tensor<i1>[N], out: tensor<i1>[N]) grid(1) {
+  let o = arange(0, 8);
+  store(out[o], !load(m[o]), mask = o < N);
+}
+)", "flip");
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  std::vector<bool> mask = {true, false, false, true, true};
+  Tensor m = s.upload(mask, {5}), out = s.empty<bool>({5});
+  EXPECT_EQ(m.dtype(), DType::I1);
+  ASSERT_TRUE(k(m, out).ok());
+  std::vector<bool> flipped;
+  ASSERT_TRUE(out.download(flipped).ok());
+  EXPECT_EQ(flipped, (std::vector<bool>{false, true, true, false, false}));
+}
+
 TEST_F(SessionTest, EveryKeyPartMisses) {
   Session s("cpu");
   ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 
 using namespace kiln;
@@ -104,7 +105,13 @@ static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
 
 static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt19937 &gen) {
   std::uniform_real_distribution<float> real(-1, 1);
-  std::uniform_int_distribution<int> small(-8, 8), natural(0, 16);
+  std::uniform_int_distribution<int> small(-8, 8), natural(0, 16), coin(0, 1);
+  // Unsigned values: small ones, or (half the time) ones with the top bit set,
+  // where signed and unsigned operations differ.
+  auto unsignedValue = [&](unsigned bits) {
+    uint64_t v = uint64_t(natural(gen));
+    return coin(gen) ? (bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1) - v : v;
+  };
   for (int64_t i = 0; i < n; ++i) {
     char *p = bytes.data() + i * dtypeBytes(dt);
     switch (dt) {
@@ -113,10 +120,10 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
     case DType::I16: *reinterpret_cast<int16_t *>(p) = small(gen); break;
     case DType::I32: *reinterpret_cast<int32_t *>(p) = small(gen); break;
     case DType::I64: *reinterpret_cast<int64_t *>(p) = small(gen); break;
-    case DType::U8: *reinterpret_cast<uint8_t *>(p) = natural(gen); break;
-    case DType::U16: *reinterpret_cast<uint16_t *>(p) = natural(gen); break;
-    case DType::U32: *reinterpret_cast<uint32_t *>(p) = natural(gen); break;
-    case DType::U64: *reinterpret_cast<uint64_t *>(p) = natural(gen); break;
+    case DType::U8: *reinterpret_cast<uint8_t *>(p) = uint8_t(unsignedValue(8)); break;
+    case DType::U16: *reinterpret_cast<uint16_t *>(p) = uint16_t(unsignedValue(16)); break;
+    case DType::U32: *reinterpret_cast<uint32_t *>(p) = uint32_t(unsignedValue(32)); break;
+    case DType::U64: *reinterpret_cast<uint64_t *>(p) = unsignedValue(64); break;
     case DType::F16: *reinterpret_cast<uint16_t *>(p) = floatToHalfBits(real(gen)); break;
     case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(real(gen)); break;
     case DType::F32: *reinterpret_cast<float *>(p) = real(gen); break;
@@ -125,6 +132,35 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
     case DType::F8E5M2: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(real(gen), dt); break;
     }
   }
+}
+
+/// The scalar argument `text` gives for type `dt`, or nothing when it is not a
+/// number of that type (garbage, trailing characters, an integer out of range).
+static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt) {
+  llvm::StringRef ref(text);
+  if (isFloat(dt)) {
+    double v;
+    if (ref.getAsDouble(v))
+      return std::nullopt;
+    return rt::Arg::floating(v, dt);
+  }
+  if (dt == DType::I1 && (ref == "true" || ref == "false"))
+    return rt::Arg::integer(ref == "true", dt);
+  unsigned bits = dtypeBits(dt);
+  if (isUnsigned(dt)) {
+    uint64_t v;
+    if (ref.getAsInteger(0, v) || (bits < 64 && v >> bits))
+      return std::nullopt;
+    return rt::Arg::integer(int64_t(v), dt);
+  }
+  int64_t v;
+  if (ref.getAsInteger(0, v))
+    return std::nullopt;
+  int64_t lo = bits == 1 ? 0 : bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+  int64_t hi = bits == 1 ? 1 : bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1;
+  if (v < lo || v > hi)
+    return std::nullopt;
+  return rt::Arg::integer(v, dt);
 }
 
 /// One launch's host data: tensors (with shapes) and scalars, in argument order.
@@ -260,8 +296,12 @@ int main(int argc, char **argv) {
     if (!a.isTensor) {
       auto it = scalarValues.find(a.name);
       std::string text = it != scalarValues.end() ? it->second : isFloat(a.dtype) ? "1e-5" : "1";
-      in.scalars[i] = isFloat(a.dtype) ? rt::Arg::floating(std::atof(text.c_str()), a.dtype)
-                                       : rt::Arg::integer(std::atoll(text.c_str()), a.dtype);
+      auto value = parseScalar(text, a.dtype);
+      if (!value)
+        return fail("--arg " + a.name + "=" + text + ": not " +
+                    (isFloat(a.dtype) ? "a number" : "an integer that fits in ") +
+                    (isFloat(a.dtype) ? "" : dtypeName(a.dtype)));
+      in.scalars[i] = *value;
       continue;
     }
     int64_t n = 1;
