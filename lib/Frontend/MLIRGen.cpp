@@ -3226,11 +3226,15 @@ MaybeValue Generator::genDot(const CallExpr &e) {
                                        withArticle(acc.type.str()) + " accumulator");
   }
   // kiln.dot sign-extends narrow integer operands; unsigned ones are
-  // zero-extended here (sums and products are the same bits either way).
+  // zero-extended here into the narrowest signed type that holds them (u8 in
+  // i16: tiles stay half the size of i32 ones in shared memory), or the
+  // accumulator's (sums and products are the same bits either way).
   Value x = a->value, y = b->value;
   if (isUnsigned(in) && dtypeBits(in) < dtypeBits(acc.type.dtype)) {
-    x = castValue(x, in, acc.type.dtype, l);
-    y = castValue(y, in, acc.type.dtype, l);
+    DType wide = in == DType::U8 && dtypeBits(acc.type.dtype) > 16 ? DType::I16
+                                                                     : acc.type.dtype;
+    x = castValue(x, in, wide, l);
+    y = castValue(y, in, wide, l);
   }
   TValue out;
   out.type = SType::tile(acc.type.dtype, shape);

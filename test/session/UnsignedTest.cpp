@@ -225,6 +225,55 @@ kernel order(a: tensor<u32>[N], ext: tensor<u32>[4], arg: tensor<i32>[2],
   });
 }
 
+TEST_F(Unsigned, DotsOfBytesOnEveryDevice) {
+  // dot of u8 tiles (values past 127, which sign extension would make negative)
+  // into the default u32 accumulator, and u16 into an explicit u64 one.
+  const char *source = R"(
+kernel dots(a: tensor<u8>[M, K], b: tensor<u8>[K, N], c: tensor<u32>[M, N],
+            a16: tensor<u16>[M, K], b16: tensor<u16>[K, N], c64: tensor<u64>[M, N])
+    params(BM: i32 = 16, BN: i32 = 16, BK: i32 = 16) grid(1) {
+  store(c.tile([BM, BN], [0, 0]),
+        dot(load(a.tile([BM, BK], [0, 0])), load(b.tile([BK, BN], [0, 0]))));
+  store(c64.tile([BM, BN], [0, 0]),
+        dot(load(a16.tile([BM, BK], [0, 0])), load(b16.tile([BK, BN], [0, 0])),
+            zeros<u64>[BM, BN]));
+}
+)";
+  const int64_t m = 16, n = 16, k = 16;
+  std::vector<uint8_t> a(m * k), b(k * n);
+  std::vector<uint16_t> a16(m * k), b16(k * n);
+  for (int64_t i = 0; i < m * k; ++i) {
+    a[i] = uint8_t(i * 37 + 200);
+    a16[i] = uint16_t(i * 4099 + 60000);
+  }
+  for (int64_t i = 0; i < k * n; ++i) {
+    b[i] = uint8_t(i * 91 + 7);
+    b16[i] = uint16_t(i * 7919 + 33000);
+  }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel kern = s.compile(source, "dots");
+    ASSERT_TRUE(kern.ok()) << device << ": " << kern.status().message();
+    Tensor ta = s.upload(a, {m, k}), tb = s.upload(b, {k, n}), c = s.empty<uint32_t>({m, n}),
+           ta16 = s.upload(a16, {m, k}), tb16 = s.upload(b16, {k, n}),
+           c64 = s.empty<uint64_t>({m, n});
+    ASSERT_TRUE(kern(ta, tb, c, ta16, tb16, c64).ok()) << device;
+    std::vector<uint32_t> got;
+    std::vector<uint64_t> got64;
+    ASSERT_TRUE(c.download(got).ok() && c64.download(got64).ok());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t want = 0;
+        uint64_t want64 = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          want += uint32_t(a[i * k + p]) * b[p * n + j];
+          want64 += uint64_t(a16[i * k + p]) * b16[p * n + j];
+        }
+        EXPECT_EQ(got[i * n + j], want) << device << " at " << i << ", " << j;
+        EXPECT_EQ(got64[i * n + j], want64) << device << " at " << i << ", " << j;
+      }
+  });
+}
+
 TEST_F(Unsigned, BitcastsKeepTheBitsOnEveryDevice) {
   // bitcast<T>(x) (Triton's x.to(T, bitcast=True)) between types of one width:
   // f32 <-> u32 and i32, f16 and bf16 <-> u16, f64 <-> i64, fp8 <-> u8. The
