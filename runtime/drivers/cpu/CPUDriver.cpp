@@ -12,16 +12,18 @@
 #include "lib/Support/PackedArgs.h"
 #include "lib/Support/ThreadPool.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
+#include <deque>
+#include <functional>
 #include <map>
+#include <mutex>
+#include <thread>
+
+#include <dlfcn.h>
 #include <unistd.h>
 
 using namespace kiln;
@@ -99,10 +101,21 @@ struct CPUModule {
 };
 
 struct CPUBuffer {
-  void *data = nullptr;
+  void *data = nullptr; // 64-byte aligned, `stagger` bytes into `block`
+  void *block = nullptr;
   size_t bytes = 0;
-  ~CPUBuffer() { std::free(data); }
+  ~CPUBuffer() { std::free(block); }
 };
+
+/// Large allocations come from mmap, page-aligned: every tensor would start at
+/// the same offset in a 4 KiB page, and a kernel that stores to one tensor
+/// while loading another at the same index suffers 4K aliasing (the load waits
+/// on the store it falsely matches). Successive buffers start at different
+/// offsets, 64 bytes times a step that cycles through the page.
+static size_t nextStagger() {
+  static std::atomic<unsigned> count{0};
+  return (count.fetch_add(1, std::memory_order_relaxed) * 9 % 64) * 64;
+}
 
 class CPUDriver : public Driver {
 public:
@@ -115,11 +128,13 @@ public:
   Result<void *> allocate(size_t bytes) override {
     auto *b = new CPUBuffer();
     b->bytes = bytes;
-    b->data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!b->data) {
+    size_t stagger = bytes >= 4096 ? nextStagger() : 0;
+    b->block = std::aligned_alloc(64, (bytes + stagger + 63) / 64 * 64);
+    if (!b->block) {
       delete b;
       return Status::failure("out of host memory");
     }
+    b->data = static_cast<char *>(b->block) + stagger;
     return static_cast<void *>(b);
   }
   void release(void *buffer) override { delete static_cast<CPUBuffer *>(buffer); }
