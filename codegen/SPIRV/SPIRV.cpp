@@ -44,10 +44,11 @@ llvm::Expected<std::string> kiln::spirv::toMSL(const std::vector<uint32_t> &word
   spvc_compiler_options options = nullptr;
   if (spvc_compiler_create_compiler_options(compiler, &options) != SPVC_SUCCESS)
     return fail("options");
-  // Metal 2.2 (macOS 10.15+, iOS 13+): the SIMD-group functions the reductions
-  // use came in 2.1, 64-bit integers (i64 tensors, the products inside rand) in 2.2.
+  // Metal 2.3 (macOS 11+, iOS 14+): the SIMD-group functions the reductions
+  // use came in 2.1, 64-bit integers (the products inside rand) in 2.2, and
+  // 64-bit integers in buffers (i64 and u64 tensors) in 2.3.
   spvc_compiler_options_set_uint(options, SPVC_COMPILER_OPTION_MSL_VERSION,
-                                 SPVC_MAKE_MSL_VERSION(2, 2, 0));
+                                 SPVC_MAKE_MSL_VERSION(2, 3, 0));
   spvc_compiler_install_compiler_options(compiler, options);
   const char *source = nullptr;
   if (spvc_compiler_compile(compiler, &source) != SPVC_SUCCESS)
