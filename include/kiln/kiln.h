@@ -38,13 +38,19 @@ public:
   int64_t numel() const;
   /// Copies the whole tensor into `host` (numel() elements of dtype()).
   rt::Status download(void *host) const;
+  /// Into a vector of the tensor's element size (float for f32, uint16_t for
+  /// the bits of f16, ...); another size is an error, not an overrun.
   template <typename T> rt::Status download(std::vector<T> &host) const {
+    if (sizeof(T) != dtypeBytes(dtype_))
+      return elementSizeMismatch(sizeof(T));
     host.resize(numel());
     return download(static_cast<void *>(host.data()));
   }
   /// An i1 tensor into bools (std::vector<bool> packs its bits: one byte each
   /// on the device).
   rt::Status download(std::vector<bool> &host) const {
+    if (dtype_ != DType::I1)
+      return elementSizeMismatch(0);
     std::vector<uint8_t> bytes(numel());
     rt::Status s = download(static_cast<void *>(bytes.data()));
     host.assign(bytes.begin(), bytes.end());
@@ -54,6 +60,8 @@ public:
 
 private:
   friend class Session;
+  /// "cannot download <dtype> into a vector of `bytes`-byte elements" (0: bools).
+  rt::Status elementSizeMismatch(size_t bytes) const;
   rt::Device *device_ = nullptr;
   rt::Buffer buffer_;
   DType dtype_ = DType::F32;

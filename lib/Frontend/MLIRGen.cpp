@@ -1641,9 +1641,7 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
     if (auto folded = foldBinary(op, convertConst(*l.cst, dt), convertConst(*r.cst, dt), dt))
       return constant(*folded, resultType, l.type.weak && r.type.weak, loc_);
     if (!isFloat(dt) && (op == BinOp::Div || op == BinOp::Rem))
-      return error(at, convertConst(*r.cst, dt).i == 0
-                           ? "integer division by zero in a constant expression"
-                           : "integer overflow in a constant expression");
+      return error(at, "integer division by zero in a constant expression");
   }
   TValue a = convert(l, dt, *shape, at), b = convert(r, dt, *shape, at);
   Value x = a.value, y = b.value, out;

@@ -142,14 +142,16 @@ std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,
   case BinOp::Add: return wrap(uint64_t(a) + uint64_t(b));
   case BinOp::Sub: return wrap(uint64_t(a) - uint64_t(b));
   case BinOp::Mul: return wrap(uint64_t(a) * uint64_t(b));
+  // As at run time: MIN / -1 wraps to MIN, MIN % -1 is 0 (only a zero divisor
+  // is left to the caller, as an error).
   case BinOp::Div:
-    if (b == 0 || (a == INT64_MIN && b == -1))
+    if (b == 0)
       return std::nullopt;
-    return wrap(a / b);
+    return wrap(b == -1 ? 0 - uint64_t(a) : uint64_t(a / b));
   case BinOp::Rem:
-    if (b == 0 || (a == INT64_MIN && b == -1))
+    if (b == 0)
       return std::nullopt;
-    return wrap(a % b);
+    return wrap(b == -1 ? 0 : uint64_t(a % b));
   case BinOp::And:
   case BinOp::LAnd: return wrap(a & b);
   case BinOp::Or:

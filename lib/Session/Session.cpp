@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -114,6 +115,23 @@ rt::Status Tensor::download(void *host) const {
   if (!ok())
     return status_;
   return device_->read(buffer_, host, numel() * dtypeBytes(dtype_));
+}
+
+rt::Status Tensor::elementSizeMismatch(size_t bytes) const {
+  return rt::Status::failure(
+      std::string("cannot download a tensor of ") + dtypeName(dtype_) + " into a vector of " +
+      (bytes ? std::to_string(bytes) + "-byte elements" : std::string("bools")) +
+      " (its elements take " + std::to_string(dtypeBytes(dtype_)) + " bytes)");
+}
+
+/// The element count of `shape`, or nothing when a dimension is negative or
+/// the count overflows.
+static std::optional<int64_t> elementCount(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return std::nullopt;
+  return n;
 }
 
 rt::Status Kernel::launch(const std::vector<rt::Arg> &args) const {
@@ -265,7 +283,13 @@ Tensor Session::empty(DType dtype, std::vector<int64_t> shape) {
       t.status_ = rt::Status::failure("negative dimension in tensor shape");
       return t;
     }
-  auto buffer = device_->allocate(t.numel() * dtypeBytes(dtype));
+  std::optional<int64_t> numel = elementCount(t.shape_);
+  int64_t bytes = 0;
+  if (!numel || __builtin_mul_overflow(*numel, int64_t(dtypeBytes(dtype)), &bytes)) {
+    t.status_ = rt::Status::failure("tensor shape too large (its size overflows 64 bits)");
+    return t;
+  }
+  auto buffer = device_->allocate(bytes);
   if (!buffer)
     t.status_ = buffer.status();
   else
@@ -281,15 +305,13 @@ Tensor Session::upload(const void *host, DType dtype, std::vector<int64_t> shape
 }
 
 Tensor Session::upload(const void *host, size_t count, DType dtype, std::vector<int64_t> shape) {
-  int64_t numel = 1;
-  for (int64_t d : shape)
-    numel = d < 0 ? -1 : numel * d;
-  if (numel >= 0 && static_cast<uint64_t>(numel) != count) {
+  std::optional<int64_t> numel = elementCount(shape);
+  if (numel && static_cast<uint64_t>(*numel) != count) {
     Tensor t;
     t.dtype_ = dtype;
     t.shape_ = std::move(shape);
     t.status_ = rt::Status::failure("upload: the host data holds " + std::to_string(count) +
-                                    " elements but the shape needs " + std::to_string(numel));
+                                    " elements but the shape needs " + std::to_string(*numel));
     return t;
   }
   return upload(host, dtype, std::move(shape));

@@ -27,7 +27,11 @@ Value ThreadEmitter::sharedBuffer(Type elementType) {
   return shared.lookup(sharedStorageType(elementType));
 }
 
-void ThreadEmitter::barrier() { b.create<mlir::gpu::BarrierOp>(loc); }
+void ThreadEmitter::barrier(bool deviceMemory) {
+  auto op = b.create<mlir::gpu::BarrierOp>(loc);
+  if (deviceMemory)
+    op->setAttr(gpu::kDeviceMemoryBarrierAttr, b.getUnitAttr());
+}
 
 Value ThreadEmitter::toSharedStorage(Value v) {
   Type type = v.getType(), storage = sharedStorageType(type);

@@ -10,6 +10,8 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/KilnGPU/IR/KilnGPUDialect.h"
+
 #include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
 #include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
 #include "mlir/Conversion/GPUToSPIRV/GPUToSPIRV.h"
@@ -66,6 +68,24 @@ FailureOr<AtomicTarget> atomicTarget(const SPIRVTypeConverter &converter, MemRef
     return failure();
   return t;
 }
+
+/// A gpu.barrier marked kiln_gpu.device_memory (around atomics that release or
+/// acquire) -> a workgroup control barrier whose memory semantics also cover
+/// storage buffers; upstream's covers workgroup memory only.
+struct DeviceMemoryBarrierPattern : OpConversionPattern<gpu::BarrierOp> {
+  DeviceMemoryBarrierPattern(const TypeConverter &converter, MLIRContext *ctx)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(gpu::BarrierOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!op->hasAttr(kiln::gpu::kDeviceMemoryBarrierAttr))
+      return failure();
+    using S = spirv::MemorySemantics;
+    rewriter.replaceOpWithNewOp<spirv::ControlBarrierOp>(
+        op, spirv::Scope::Workgroup, spirv::Scope::Workgroup,
+        S::AcquireRelease | S::WorkgroupMemory | S::UniformMemory);
+    return success();
+  }
+};
 
 /// A type as a value, to pick an op class in a generic lambda.
 template <typename OpT> struct OpTag {
@@ -261,8 +281,8 @@ struct GPUToSPIRV : kiln::impl::KilnGPUToSPIRVBase<GPUToSPIRV> {
       arith::populateArithToSPIRVPatterns(converter, patterns);
       populateMemRefToSPIRVPatterns(converter, patterns);
       populateFuncToSPIRVPatterns(converter, patterns);
-      patterns.add<AtomicRMWPattern, CompareAndSwapPattern, XorPattern,
-                   BitwiseSubgroupReducePattern,
+      patterns.add<AtomicRMWPattern, DeviceMemoryBarrierPattern, CompareAndSwapPattern,
+                   XorPattern, BitwiseSubgroupReducePattern,
                    GLMathPattern<math::TanOp, spirv::GLTanOp>,
                    GLMathPattern<math::AtanOp, spirv::GLAtanOp>,
                    GLMathPattern<math::SinhOp, spirv::GLSinhOp>,

@@ -277,7 +277,11 @@ private:
   /// `v` as shared memory holds it (sharedStorageType's bits).
   mlir::Value toSharedStorage(mlir::Value v);
   mlir::Value sharedBuffer(mlir::Type elementType);
-  void barrier();
+  /// A barrier of the program's threads. With `deviceMemory` it also orders
+  /// their accesses to tensors, for atomics that release or acquire: a GPU's
+  /// barrier does that already, SPIR-V's workgroup barrier only for shared
+  /// memory (kiln-gpu-to-spirv adds UniformMemory to barriers marked so).
+  void barrier(bool deviceMemory = false);
 
   /// An scf.if whose branches are emitted through this emitter's builder; each
   /// branch returns the values it yields. `elseFn` may be null when nothing is

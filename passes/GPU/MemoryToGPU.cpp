@@ -544,7 +544,7 @@ LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
   // threads did before it (a lock is released only once every thread's stores
   // are done); after an acquiring one every thread's accesses come after it.
   if (!tile || releases(sem))
-    barrier();
+    barrier(/*deviceMemory=*/true);
   // Exactly one thread updates each element, as for stores.
   SmallVector<Access> acc =
       accesses(b, loc, t, n, coordinates(rmw ? rmw.getIndices() : swap.getIndices(), {}, tile),
@@ -579,13 +579,11 @@ LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
     if (needOld)
       olds.push_back(ifOp.getResult(0));
   }
-  if (!needOld || tile) {
-    if (acquires(sem))
-      barrier();
-    if (needOld)
-      tiles[old] = std::move(olds);
-    return success();
-  }
-  scalars.map(old, broadcastFromThread0(olds[0])); // a barrier, then the shared read
+  if (needOld && !tile)
+    scalars.map(old, broadcastFromThread0(olds[0]));
+  else if (needOld)
+    tiles[old] = std::move(olds);
+  if (acquires(sem))
+    barrier(/*deviceMemory=*/true);
   return success();
 }

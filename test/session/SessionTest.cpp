@@ -113,6 +113,17 @@ kernel flip(m: tensor<i1>[N], out: tensor<i1>[N]) grid(1) {
   std::vector<bool> flipped;
   ASSERT_TRUE(out.download(flipped).ok());
   EXPECT_EQ(flipped, (std::vector<bool>{false, true, true, false, false}));
+  // Downloads into elements of another size are errors, not overruns.
+  std::vector<bool> notBools;
+  Tensor ints = s.empty<int32_t>({4});
+  rt::Status wrongBools = ints.download(notBools);
+  EXPECT_FALSE(wrongBools.ok());
+  EXPECT_NE(wrongBools.message().find("cannot download a tensor of i32 into a vector of bools"),
+            std::string::npos)
+      << wrongBools.message();
+  std::vector<double> wide;
+  EXPECT_FALSE(ints.download(wide).ok());
+  EXPECT_FALSE(s.empty<float>({int64_t(1) << 40, int64_t(1) << 40}).ok()); // size overflows
 }
 
 TEST_F(SessionTest, EveryKeyPartMisses) {

@@ -147,14 +147,17 @@ static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt) {
   if (dt == DType::I1 && (ref == "true" || ref == "false"))
     return rt::Arg::integer(ref == "true", dt);
   unsigned bits = dtypeBits(dt);
+  // Decimal, or 0x hexadecimal / 0b binary (a leading 0 is not octal).
+  unsigned radix = ref.starts_with_insensitive("0x") || ref.starts_with_insensitive("0b") ? 0
+                                                                                          : 10;
   if (isUnsigned(dt)) {
     uint64_t v;
-    if (ref.getAsInteger(0, v) || (bits < 64 && v >> bits))
+    if (ref.getAsInteger(radix, v) || (bits < 64 && v >> bits))
       return std::nullopt;
     return rt::Arg::integer(int64_t(v), dt);
   }
   int64_t v;
-  if (ref.getAsInteger(0, v))
+  if (ref.getAsInteger(radix, v))
     return std::nullopt;
   int64_t lo = bits == 1 ? 0 : bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
   int64_t hi = bits == 1 ? 1 : bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1;
@@ -389,10 +392,15 @@ int main(int argc, char **argv) {
       DType dt = info.args[i].dtype;
       auto [rtol, atol] = tolerance(dt);
       int64_t n = static_cast<int64_t>(out[i].size() / dtypeBytes(dt));
+      size_t width = dtypeBytes(dt);
       for (int64_t e = 0; e < n; ++e) {
         double g = elementAt(out[i], dt, e), w = elementAt(want[i], dt, e);
         double diff = std::abs(g - w);
         bool same = diff <= atol + rtol * std::abs(w) || (std::isnan(g) && std::isnan(w));
+        // Integers must match exactly, bit for bit (a double cannot tell 64-bit
+        // values apart past 2^53).
+        if (!isFloat(dt))
+          same = std::memcmp(out[i].data() + e * width, want[i].data() + e * width, width) == 0;
         worst = std::max(worst, std::isnan(diff) ? INFINITY : diff);
         bad += !same;
       }

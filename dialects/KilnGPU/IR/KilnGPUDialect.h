@@ -24,6 +24,9 @@ inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shar
 /// {message, shape} or {prefix, shape, dtype} dictionary.
 inline constexpr llvm::StringLiteral kAssertsAttr = "kiln_gpu.asserts";
 inline constexpr llvm::StringLiteral kPrintsAttr = "kiln_gpu.prints";
+/// On a gpu.barrier: it also orders the threads' accesses to device memory
+/// (tensors), which SPIR-V's workgroup barrier leaves out unless asked.
+inline constexpr llvm::StringLiteral kDeviceMemoryBarrierAttr = "kiln_gpu.device_memory";
 
 /// The layout of a tile type, or null for scalars and unencoded tensors.
 inline BlockedEncodingAttr getLayout(mlir::Type type) {

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -126,6 +127,8 @@ public:
   std::string target() const override { return "cpu"; }
 
   Result<void *> allocate(size_t bytes) override {
+    if (bytes > SIZE_MAX - 8192) // the stagger and rounding must not wrap
+      return Status::failure("out of host memory");
     auto *b = new CPUBuffer();
     b->bytes = bytes;
     size_t stagger = bytes >= 4096 ? nextStagger() : 0;
