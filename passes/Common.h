@@ -44,6 +44,10 @@ std::string printFormat(llvm::StringRef prefix, unsigned rank, mlir::Type elemen
 /// bits (at least one); 0 unless `op` asks for hex.
 unsigned printHexDigits(PrintOp op);
 
+/// Whether `op`'s integer value prints zero-extended: unsigned, or its bits
+/// in hex.
+inline bool printsUnsigned(PrintOp op) { return op.getValueUnsigned() || op.getHex(); }
+
 /// `element` as printf's variadic arguments take it: floats as f64, integers
 /// narrower than 32 bits sign-extended to i32 (bools, and every integer when
 /// `isUnsigned`, zero-extended).

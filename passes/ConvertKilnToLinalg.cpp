@@ -330,8 +330,7 @@ void lowerPrint(OpBuilder &b, PrintOp op) {
                              LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr}, true));
   Value value = op.getValue();
   auto tile = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
-  // Hex shows the bits: narrow integers zero-extend, as unsigned ones do.
-  bool zeroExtend = op.getValueUnsigned() || op.getHex();
+  bool zeroExtend = printsUnsigned(op);
   std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
                                    value ? getElementTypeOrSelf(value.getType()) : Type(),
                                    zeroExtend, printHexDigits(op));
@@ -478,8 +477,8 @@ SmallVector<Value> denseCoords(OpBuilder &b, Location loc, const DenseBlock &den
   return coords;
 }
 
-/// `then` when `condition` holds, else `otherwise`, each yielding a value of `type`.
-Value ifElse(OpBuilder &b, Location loc, Value condition, Type type,
+/// `then` when `condition` holds, else `otherwise`: one value, of either's type.
+Value ifElse(OpBuilder &b, Location loc, Value condition,
              function_ref<Value(OpBuilder &, Location)> then,
              function_ref<Value(OpBuilder &, Location)> otherwise) {
   return b
@@ -532,10 +531,10 @@ Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTen
   auto unmasked = [&](OpBuilder &tb, Location l) { return read(tb, l, Value()); };
   auto slow = [&](OpBuilder &eb, Location l) { return guarded(eb, l, init); };
   if (!mask)
-    return ifElse(b, loc, dense.condition, type, unmasked, slow);
+    return ifElse(b, loc, dense.condition, unmasked, slow);
   Value full = b.create<arith::AndIOp>(loc, dense.condition, allTrue(b, loc, mask));
-  return ifElse(b, loc, full, type, unmasked, [&](OpBuilder &eb, Location l) {
-    return ifElse(eb, l, dense.condition, type,
+  return ifElse(b, loc, full, unmasked, [&](OpBuilder &eb, Location l) {
+    return ifElse(eb, l, dense.condition,
                   [&](OpBuilder &tb, Location tl) { return read(tb, tl, mask); }, slow);
   });
 }

@@ -751,7 +751,7 @@ LogicalResult ThreadEmitter::emitPrint(PrintOp op) {
   if (memory == MemoryModel::SPIRVBuffers) {
     print = printToBuffer(op, pids);
   } else {
-    bool isUnsigned = op.getValueUnsigned() || op.getHex(); // hex shows the bits
+    bool isUnsigned = printsUnsigned(op);
     std::string format = printFormat(op.getPrefix(), tile ? tile.getRank() : 0,
                                      value ? getElementTypeOrSelf(value.getType()) : Type(),
                                      isUnsigned, printHexDigits(op));
@@ -888,7 +888,7 @@ std::function<void(Value, Value)> ThreadEmitter::printToBuffer(PrintOp op,
   // narrow floats as f32, narrow integers and bools as i32 (u32 when unsigned).
   Value value = op.getValue();
   Type element = value ? getElementTypeOrSelf(value.getType()) : Type();
-  bool isUnsigned = op.getValueUnsigned() || op.getHex(); // hex shows the bits
+  bool isUnsigned = printsUnsigned(op);
   StringRef printed = "";
   if (element && isa<FloatType>(element))
     printed = element.isF64() ? "f64" : "f32";
