@@ -44,6 +44,9 @@ int kiln_device_open(const char *spec, kiln_device **out) {
 
 void kiln_device_close(kiln_device *device) { delete device; }
 const char *kiln_device_target(const kiln_device *device) { return device->target.c_str(); }
+int64_t kiln_device_processors(const kiln_device *device) {
+  return device->device->processors();
+}
 
 int kiln_buffer_alloc(kiln_device *device, size_t bytes, kiln_buffer **out) {
   auto b = device->device->allocate(bytes);

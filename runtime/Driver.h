@@ -39,6 +39,9 @@ public:
   virtual Backend backend() const = 0;
   virtual std::string name() const = 0;
   virtual std::string target() const = 0;
+  /// How many programs the device runs at once, one per processor: SMs,
+  /// compute units, worker threads (the grid rule's num_processors()).
+  virtual int64_t processors() const = 0;
 
   virtual Result<void *> allocate(size_t bytes) = 0;
   virtual void release(void *buffer) = 0;

@@ -155,12 +155,13 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
 
 namespace {
 /// Recursive descent over the grid rule grammar kilnc prints: integers, names,
-/// parenthesized binary operations and calls of cdiv, min, max and cast.
+/// parenthesized binary operations and calls of cdiv, min, max, cast and
+/// num_processors.
 class RuleEvaluator {
 public:
   RuleEvaluator(const std::string &text, const std::map<std::string, int64_t> &env,
-                std::string &error)
-      : s(text), env(env), error(error) {}
+                int64_t processors, std::string &error)
+      : s(text), env(env), processors(processors), error(error) {}
 
   bool run(int64_t &out) {
     if (!expr(out, 0))
@@ -262,7 +263,11 @@ private:
     if (pos < s.size() && s[pos] == '(') {
       ++pos;
       std::vector<int64_t> args;
-      for (;;) {
+      skip();
+      bool none = pos < s.size() && s[pos] == ')';
+      if (none)
+        ++pos;
+      while (!none) {
         int64_t v;
         if (!expr(v, 1))
           return false;
@@ -288,6 +293,8 @@ private:
         out = name == "min" ? std::min(args[0], args[1]) : std::max(args[0], args[1]);
       } else if (name == "cast" && args.size() == 1) {
         out = args[0];
+      } else if (name == "num_processors" && args.empty()) {
+        out = processors;
       } else {
         return fail("unknown function '" + name + "'");
       }
@@ -302,6 +309,7 @@ private:
 
   const std::string &s;
   const std::map<std::string, int64_t> &env;
+  int64_t processors;
   std::string &error;
   size_t pos = 0;
   int depth = 0;
@@ -309,7 +317,8 @@ private:
 } // namespace
 
 bool kiln::rt::evaluateGrid(const KernelInfo &kernel, const std::vector<KernelArg> &args,
-                            std::array<int64_t, 3> &grid, std::string &error) {
+                            int64_t processors, std::array<int64_t, 3> &grid,
+                            std::string &error) {
   std::map<std::string, int64_t> env;
   for (size_t i = 0; i < kernel.args.size() && i < args.size(); ++i) {
     const ArgInfo &info = kernel.args[i];
@@ -321,7 +330,7 @@ bool kiln::rt::evaluateGrid(const KernelInfo &kernel, const std::vector<KernelAr
     }
   }
   for (int d = 0; d < 3; ++d) {
-    RuleEvaluator eval(kernel.grid[d], env, error);
+    RuleEvaluator eval(kernel.grid[d], env, processors, error);
     if (!eval.run(grid[d]))
       return false;
     if (grid[d] < 0) {

@@ -20,11 +20,12 @@ struct ModuleMetadata {
 bool parseMetadata(const std::string &json, ModuleMetadata &out, std::string &error);
 
 /// Evaluates a kernel's grid rule (KernelInfo::grid) for these arguments. Sizes
-/// bind by name from tensor dimensions, scalars from integer scalar arguments.
+/// bind by name from tensor dimensions, scalars from integer scalar arguments;
+/// num_processors() is `processors` (the device's, Device::processors()).
 /// Returns false with `error` set on an unknown name, a malformed rule, division by
 /// zero or a negative result.
 bool evaluateGrid(const KernelInfo &kernel, const std::vector<KernelArg> &args,
-                  std::array<int64_t, 3> &grid, std::string &error);
+                  int64_t processors, std::array<int64_t, 3> &grid, std::string &error);
 
 /// Reads a kernel's assert report (kAssertReportWords words, as the launch left
 /// them): empty when no assert failed, else the failure as the CPU prints it,

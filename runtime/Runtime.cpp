@@ -148,6 +148,7 @@ std::vector<std::string> Device::available() {
 Backend Device::backend() const { return driver_->backend(); }
 std::string Device::name() const { return driver_->name(); }
 std::string Device::target() const { return driver_->target(); }
+int64_t Device::processors() const { return driver_->processors(); }
 
 //===----------------------------------------------------------------------===//
 // Memory
@@ -319,7 +320,7 @@ Status Device::prepare(const Module &module, const std::string &name,
   if (Status s = resolve(driver_.get(), *out.kernel, args, checked, out.args); !s)
     return s;
   std::string error;
-  if (!evaluateGrid(*out.kernel, checked, out.grid, error))
+  if (!evaluateGrid(*out.kernel, checked, driver_->processors(), out.grid, error))
     return Status::failure("kernel '" + name + "': " + error);
   return Status::success();
 }

@@ -74,7 +74,8 @@ const KernelInfo *Executable::find(llvm::StringRef name) const {
 
 
 llvm::Expected<std::array<int64_t, 3>> Executable::grid(llvm::StringRef kernel,
-                                                        const std::vector<KernelArg> &args) {
+                                                        const std::vector<KernelArg> &args,
+                                                        unsigned threads) {
   const KernelInfo *info = find(kernel);
   if (!info)
     return makeError("no kernel named '" + kernel + "' in this module");
@@ -89,6 +90,8 @@ llvm::Expected<std::array<int64_t, 3>> Executable::grid(llvm::StringRef kernel,
     int32_t x, y, z;
   } result = {0, 0, 0};
   std::vector<void *> ptrs = packed.pointers(nullptr, 0);
+  int32_t processors = static_cast<int32_t>(threads ? threads : defaultThreadCount());
+  ptrs.push_back(&processors);
   ptrs.push_back(&result);
   (*fn)(ptrs.data());
   std::array<int64_t, 3> g = {result.x, result.y, result.z};
@@ -102,7 +105,9 @@ llvm::Expected<std::array<int64_t, 3>> Executable::grid(llvm::StringRef kernel,
 
 llvm::Error Executable::launch(llvm::StringRef kernel, const std::vector<KernelArg> &args,
                                unsigned threads) {
-  auto g = grid(kernel, args);
+  if (threads == 0)
+    threads = defaultThreadCount();
+  auto g = grid(kernel, args, threads);
   if (!g)
     return g.takeError();
   auto fn = engine->lookupPacked(kernel);
@@ -112,8 +117,6 @@ llvm::Error Executable::launch(llvm::StringRef kernel, const std::vector<KernelA
   int64_t total = gx * gy * gz;
   if (total == 0)
     return llvm::Error::success();
-  if (threads == 0)
-    threads = defaultThreadCount();
   PackedArgs packed(args);
   // One argument vector per worker; only the program ids differ between them.
   unsigned workers = static_cast<unsigned>(std::min<int64_t>(threads, total));

@@ -30,9 +30,11 @@ public:
 
   const std::vector<KernelInfo> &kernels() const { return infos; }
 
-  /// The grid the kernel's grid rule gives for these arguments.
+  /// The grid the kernel's grid rule gives for these arguments when `threads`
+  /// workers run it (its num_processors(); 0 means defaultThreadCount()).
   llvm::Expected<std::array<int64_t, 3>> grid(llvm::StringRef kernel,
-                                              const std::vector<KernelArg> &args);
+                                              const std::vector<KernelArg> &args,
+                                              unsigned threads = 0);
 
   /// Runs every program of the grid; `threads` 0 means defaultThreadCount().
   llvm::Error launch(llvm::StringRef kernel, const std::vector<KernelArg> &args,

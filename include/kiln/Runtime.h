@@ -163,6 +163,12 @@ public:
   /// The kilnc target that produces code for this device (e.g. "cuda:sm_90",
   /// "vulkan:1.2", or "vulkan:1.3:cpu" for a Vulkan implementation on the CPU).
   std::string target() const;
+  /// The processors that run programs side by side, the grid rule's
+  /// num_processors(): multiprocessors (SMs) on CUDA, compute units on HIP,
+  /// worker threads on the CPU and on a Vulkan implementation on the CPU; a
+  /// Vulkan GPU reports them through VK_NV_shader_sm_builtins or
+  /// VK_AMD_shader_core_properties, else Kiln assumes 32.
+  int64_t processors() const;
 
   Result<Buffer> allocate(size_t bytes);
   Status write(Buffer &buffer, const void *data, size_t bytes, size_t offset = 0);

@@ -52,6 +52,9 @@ void kiln_device_close(kiln_device *device);
 /* The kilnc target for this device, e.g. "vulkan:1.3" ("vulkan:1.3:cpu" on
    lavapipe); owned by the device. */
 const char *kiln_device_target(const kiln_device *device);
+/* The processors that run programs side by side (SMs, compute units, worker
+   threads): what a grid rule's num_processors() gives on this device. */
+int64_t kiln_device_processors(const kiln_device *device);
 
 int kiln_buffer_alloc(kiln_device *device, size_t bytes, kiln_buffer **out);
 void kiln_buffer_free(kiln_buffer *buffer);

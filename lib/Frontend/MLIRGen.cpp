@@ -492,6 +492,7 @@ private:
   std::vector<std::map<std::string, Binding>> scopes;
   bool failed = false;
   bool inGridRule = false;
+  Value gridProcessors; // the grid function's num_processors() argument
   bool inHelper = false;
   unsigned loopDepth = 0; // loops around the statement being generated
   std::optional<TValue> helperResult; // set by `return` in a helper
@@ -878,13 +879,16 @@ bool Generator::genGridFunction(const KernelDecl &kernel, const GenOptions &opti
                                 KernelInfo &info, mlir::func::FuncOp kernelFunc) {
   builder.setInsertionPointToEnd(moduleOp.getBody());
   auto i32 = builder.getI32Type();
+  // The kernel's arguments, then the device's processor count.
+  llvm::SmallVector<mlir::Type> argTypes(kernelFunc.getArgumentTypes());
+  argTypes.push_back(i32);
   auto func = builder.create<mlir::func::FuncOp>(
       loc(kernel.gridLoc.isValid() ? kernel.gridLoc : kernel.loc),
-      gridFunctionName(kernel.name),
-      builder.getFunctionType(kernelFunc.getArgumentTypes(), {i32, i32, i32}));
+      gridFunctionName(kernel.name), builder.getFunctionType(argTypes, {i32, i32, i32}));
   func->setAttr(kGridFuncAttr, builder.getStringAttr(kernel.name));
   mlir::Block *entry = func.addEntryBlock();
   builder.setInsertionPointToStart(entry);
+  gridProcessors = entry->getArguments().back();
 
   scopes.clear();
   paramValues.clear();
@@ -2178,9 +2182,22 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
 MaybeValue Generator::genBuiltin(const CallExpr &e) {
   const std::string &name = e.callee;
   mlir::Location l = loc(e.loc);
-  if (inGridRule && name != "cdiv" && name != "min" && name != "max" && name != "cast")
-    return error(e.loc, "'" + name + "' cannot be used in a grid rule (only cdiv, min, max "
-                                     "and cast)");
+  if (inGridRule && name != "cdiv" && name != "min" && name != "max" && name != "cast" &&
+      name != "num_processors")
+    return error(e.loc, "'" + name + "' cannot be used in a grid rule (only cdiv, min, max, "
+                                     "cast and num_processors)");
+
+  if (name == "num_processors") {
+    if (!inGridRule)
+      return error(e.loc, "num_processors() is known only at launch, in the grid rule; a "
+                          "kernel reads its grid with num_programs(axis)");
+    if (!checkArity(e, 0, 0))
+      return std::nullopt;
+    TValue out;
+    out.type = SType::scalar(DType::I32);
+    out.value = gridProcessors;
+    return out;
+  }
 
   if (name == "program_id" || name == "num_programs") {
     if (!checkArity(e, 1, 1))

@@ -173,8 +173,8 @@ std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,
 
 bool kiln::isBuiltin(llvm::StringRef name) {
   static const llvm::StringSet<> builtins = {
-      "program_id", "num_programs", "arange", "zeros", "ones", "full", "cast", "bitcast", "load",
-      "store",
+      "program_id", "num_programs", "num_processors", "arange", "zeros", "ones", "full", "cast",
+      "bitcast", "load", "store",
       "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
       "atomic_xchg", "atomic_cas", "exp", "exp2", "log",
       "log2", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "abs", "floor", "ceil", "sigmoid",

@@ -53,8 +53,8 @@ compileExample(const std::string &file, const std::string &kernel,
 }
 
 inline void launchOrFail(cpu::Executable &exe, const std::string &kernel,
-                         const std::vector<KernelArg> &args) {
-  if (auto err = exe.launch(kernel, args))
+                         const std::vector<KernelArg> &args, unsigned threads = 0) {
+  if (auto err = exe.launch(kernel, args, threads))
     FAIL() << llvm::toString(std::move(err));
 }
 

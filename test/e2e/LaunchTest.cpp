@@ -1,5 +1,6 @@
 //===- LaunchTest.cpp - launches reject wrong arguments clearly -----------===//
 
+#include "examples/reference/References.h"
 #include "test/e2e/Harness.h"
 
 using namespace kiln;
@@ -134,6 +135,26 @@ TEST(Grid, ComesFromTheKernel) {
   EXPECT_EQ((*grid)[0], 7); // cdiv(100, 16)
   EXPECT_EQ((*grid)[1], 5); // cdiv(33, 8)
   EXPECT_EQ((*grid)[2], 1);
+}
+
+TEST(Grid, PersistentKernelsGetAProgramPerWorker) {
+  auto exe = compileExample("matmul.kiln", "matmul_persistent", {});
+  ASSERT_TRUE(exe);
+  const int64_t m = 300, n = 260, k = 70; // 5 x 5 tiles of 64 x 64
+  auto a = randomVector(m * k, 31), b = randomVector(k * n, 32);
+  std::vector<float> c(m * n, NAN);
+  std::vector<KernelArg> args = {KernelArg::of(TensorRef::contiguous(a.data(), DType::F32, {m, k})),
+          KernelArg::of(TensorRef::contiguous(b.data(), DType::F32, {k, n})),
+          KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {m, n}))};
+  for (unsigned workers : {1u, 3u, 64u}) {
+    auto grid = exe->grid("matmul_persistent", args, workers);
+    ASSERT_TRUE(bool(grid)) << llvm::toString(grid.takeError());
+    EXPECT_EQ((*grid)[0], std::min<int64_t>(25, workers)); // min(tiles, num_processors())
+    std::fill(c.begin(), c.end(), NAN);
+    launchOrFail(*exe, "matmul_persistent", args, workers);
+    EXPECT_TRUE(allClose(c, reference::matmul(a.data(), b.data(), m, n, k, k, 1), 1e-4, 1e-4))
+        << workers << " workers";
+  }
 }
 
 TEST(Compile, ErrorsCarrySourceLocations) {

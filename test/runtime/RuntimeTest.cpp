@@ -297,6 +297,30 @@ TEST_P(OnDevice, Matmul) {
   }
 }
 
+TEST_P(OnDevice, PersistentMatmulRunsAProgramPerProcessor) {
+  Module m = load("matmul");
+  ASSERT_GE(device->processors(), 1);
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // 1 tile; 20 tiles of 64 x 64 with ragged edges; 4 x 3 tiles.
+  for (Shape s : {Shape{5, 9, 3}, Shape{300, 260, 70}, Shape{256, 129, 64}}) {
+    auto a = randomVector(s.m * s.k, 21), b = randomVector(s.k * s.n, 22);
+    Buffer ba = upload(a), bb = upload(b), bc = upload(std::vector<float>(s.m * s.n, NAN));
+    std::vector<Arg> args = {Arg::tensor(ba, DType::F32, {s.m, s.k}),
+                             Arg::tensor(bb, DType::F32, {s.k, s.n}),
+                             Arg::tensor(bc, DType::F32, {s.m, s.n})};
+    auto grid = device->grid(m, "matmul_persistent", args);
+    ASSERT_TRUE(grid.ok()) << grid.status().message();
+    int64_t tiles = ((s.m + 63) / 64) * ((s.n + 63) / 64);
+    EXPECT_EQ((*grid)[0], std::min(tiles, device->processors()));
+    run(m, "matmul_persistent", args);
+    EXPECT_TRUE(allClose(download(bc, s.m * s.n),
+                         reference::matmul(a.data(), b.data(), s.m, s.n, s.k, s.k, 1), 1e-4, 1e-4))
+        << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
 TEST_P(OnDevice, QuantizedMatmulUnpacksInt4Weights) {
   // examples/quant_matmul.kiln (GROUP = 128): 4-bit codes two to a u8 byte, a
   // scale and a zero point per group of rows; K odd (the last byte's high
@@ -899,6 +923,40 @@ TEST(Metadata, DynamicSharedMemoryFlag) {
   EXPECT_FALSE(parseMetadata(bad, rejected, error));
   EXPECT_NE(error.find("dynamic_shared_memory must be true or false"), std::string::npos)
       << error;
+}
+
+TEST(Metadata, GridRulesReadTheProcessorCount) {
+  KernelInfo k;
+  ArgInfo x;
+  x.name = "x";
+  x.isTensor = true;
+  x.dims = {"N"};
+  k.args = {x};
+  KernelArg arg;
+  arg.isTensor = true;
+  arg.tensor.sizes = {1000};
+  auto evaluate = [&](const std::string &rule, int64_t processors, std::string &error) {
+    k.grid = {rule, "num_processors( )", "1"};
+    std::array<int64_t, 3> grid = {0, 0, 0};
+    bool ok = evaluateGrid(k, {arg}, processors, grid, error);
+    return ok ? grid : std::array<int64_t, 3>{-1, -1, -1};
+  };
+  std::string error;
+  EXPECT_EQ(evaluate("min(cdiv(N, 64), num_processors())", 132, error),
+            (std::array<int64_t, 3>{16, 132, 1}))
+      << error;
+  EXPECT_EQ(evaluate("min(cdiv(N, 64), num_processors())", 8, error),
+            (std::array<int64_t, 3>{8, 8, 1}))
+      << error;
+  EXPECT_EQ(evaluate("num_processors() * 2", 3, error), (std::array<int64_t, 3>{6, 3, 1}))
+      << error;
+  // It takes no arguments; an empty call of anything else is unknown.
+  evaluate("num_processors(1)", 4, error);
+  EXPECT_NE(error.find("unknown function 'num_processors'"), std::string::npos) << error;
+  evaluate("cdiv()", 4, error);
+  EXPECT_NE(error.find("unknown function 'cdiv'"), std::string::npos) << error;
+  evaluate("min(N, num_processors(", 4, error);
+  EXPECT_NE(error.find("unexpected end"), std::string::npos) << error;
 }
 
 TEST(Bundle, RoundTripAndDamage) {

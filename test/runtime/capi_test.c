@@ -29,6 +29,10 @@ static int run(const char *spec, const char *ext) {
     printf("skip %s: %s\n", spec, kiln_last_error());
     return 0;
   }
+  if (kiln_device_processors(device) < 1) {
+    printf("FAIL %s: %lld processors\n", spec, (long long)kiln_device_processors(device));
+    return 1;
+  }
   char path[1024], meta[1100];
   snprintf(path, sizeof path, "%s/vector_add.%s.%s", KILN_KERNELS_DIR, spec, ext);
   snprintf(meta, sizeof meta, "%s.json", path);

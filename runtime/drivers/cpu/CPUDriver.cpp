@@ -125,6 +125,7 @@ public:
     return "host CPU (" + std::to_string(defaultThreadCount()) + " threads)";
   }
   std::string target() const override { return "cpu"; }
+  int64_t processors() const override { return defaultThreadCount(); }
 
   Result<void *> allocate(size_t bytes) override {
     if (bytes > SIZE_MAX - 8192) // the stagger and rounding must not wrap

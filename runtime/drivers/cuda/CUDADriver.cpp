@@ -10,6 +10,7 @@
 #include "runtime/Driver.h"
 #include "runtime/drivers/KernelParams.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <dlfcn.h>
@@ -107,6 +108,7 @@ struct CudaApi {
 
 constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;
 constexpr int kMaxGridDimX = 5, kMaxGridDimY = 6, kMaxGridDimZ = 7;
+constexpr int kMultiprocessorCount = 16;
 constexpr CUresult kOutOfMemory = 2, kIllegalAddress = 700, kLaunchFailed = 719;
 
 struct CudaModule {
@@ -151,6 +153,7 @@ public:
     sm = major * 10 + minor;
     for (int d = 0; d < 3; ++d)
       api.cuDeviceGetAttribute(&maxGrid[d], kMaxGridDimX + d, device);
+    api.cuDeviceGetAttribute(&multiprocessors, kMultiprocessorCount, device);
     if (api.cuDevicePrimaryCtxRetain(&context, device) != 0 || api.cuCtxSetCurrent(context) != 0) {
       why = "cannot create a CUDA context";
       return false;
@@ -177,6 +180,7 @@ public:
   Backend backend() const override { return Backend::CUDA; }
   std::string name() const override { return deviceName; }
   std::string target() const override { return "cuda:sm_" + std::to_string(sm); }
+  int64_t processors() const override { return std::max(multiprocessors, 1); }
 
   Result<void *> allocate(size_t bytes) override {
     CUdeviceptr ptr = 0;
@@ -323,6 +327,7 @@ private:
   std::string deviceName;
   int sm = 0;
   int maxGrid[3] = {0, 0, 0};
+  int multiprocessors = 0;
   CUevent origin = nullptr; // the zero of the device clock timestamp() reports
 };
 

@@ -92,10 +92,15 @@ struct HipApi {
   }
 };
 
-/// The gfx name of the `index`-th GPU in the KFD topology ("gfx942"), or "".
-std::string kfdArch(int index) {
-  if (const char *env = std::getenv("KILN_HIP_ARCH"))
-    return env;
+/// What the KFD topology says of the `index`-th GPU: its gfx name (KILN_HIP_ARCH
+/// overrides it) and how many compute units it has.
+struct KfdGpu {
+  std::string arch; // e.g. gfx942; empty when the GPU is not found
+  int64_t computeUnits = 0;
+};
+
+KfdGpu kfdGpu(int index) {
+  KfdGpu out;
   const char *root = "/sys/class/kfd/kfd/topology/nodes";
   std::vector<int> nodes;
   if (DIR *dir = opendir(root)) {
@@ -109,12 +114,14 @@ std::string kfdArch(int index) {
   for (int node : nodes) {
     std::ifstream in(std::string(root) + "/" + std::to_string(node) + "/properties");
     std::string key;
-    long long value, version = 0, simds = 0;
+    long long value, version = 0, simds = 0, simdsPerCU = 0;
     while (in >> key >> value) {
       if (key == "gfx_target_version")
         version = value;
       else if (key == "simd_count")
         simds = value;
+      else if (key == "simd_per_cu")
+        simdsPerCU = value;
     }
     if (simds == 0 || version == 0)
       continue; // a CPU node
@@ -123,9 +130,13 @@ std::string kfdArch(int index) {
     // major * 10000 + minor * 100 + stepping; the stepping is a hex digit (gfx90a).
     std::ostringstream name;
     name << "gfx" << version / 10000 << (version / 100) % 100 << std::hex << version % 100;
-    return name.str();
+    out.arch = name.str();
+    out.computeUnits = simdsPerCU > 0 ? simds / simdsPerCU : simds / 4; // 4 SIMDs per CU
+    break;
   }
-  return "";
+  if (const char *env = std::getenv("KILN_HIP_ARCH"))
+    out.arch = env;
+  return out;
 }
 
 struct HipModule {
@@ -157,7 +168,9 @@ public:
     char buf[256] = {0};
     api.hipDeviceGetName(buf, sizeof buf, index);
     deviceName = buf;
-    arch = kfdArch(index);
+    KfdGpu gpu = kfdGpu(index);
+    arch = gpu.arch;
+    computeUnits = std::max<int64_t>(gpu.computeUnits, 1);
     if (arch.empty()) {
       why = "cannot tell the GPU's gfx target (set KILN_HIP_ARCH, e.g. gfx942)";
       return false;
@@ -175,6 +188,7 @@ public:
   Backend backend() const override { return Backend::HIP; }
   std::string name() const override { return deviceName; }
   std::string target() const override { return "amdgpu:" + arch; }
+  int64_t processors() const override { return computeUnits; }
 
   Result<void *> allocate(size_t bytes) override {
     void *ptr = nullptr;
@@ -308,6 +322,7 @@ private:
   HipApi api;
   void *origin = nullptr; // the zero of the device clock timestamp() reports
   std::string deviceName, arch;
+  int64_t computeUnits = 1;
 };
 
 } // namespace

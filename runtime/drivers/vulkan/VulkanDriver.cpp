@@ -19,11 +19,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
+#include <vector>
 
 using namespace kiln;
 using namespace kiln::rt;
@@ -114,6 +117,7 @@ public:
     physical = devices[index];
     vkGetPhysicalDeviceProperties(physical, &props);
     vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+    processorCount = countProcessors();
     if (VK_API_VERSION_MAJOR(props.apiVersion) == 1 && VK_API_VERSION_MINOR(props.apiVersion) < 1) {
       why = "Vulkan 1.1 or newer is needed";
       return false;
@@ -189,6 +193,47 @@ public:
     return "vulkan:1." + std::to_string(minor) +
            (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ":cpu" : "") +
            (shared > 16 * 1024 ? ":shared=" + std::to_string(shared) : "");
+  }
+
+  int64_t processors() const override { return processorCount; }
+
+  /// Workgroups the device runs side by side: a CPU implementation's worker
+  /// threads (lavapipe: LP_NUM_THREADS, else a thread per core), the SMs or
+  /// compute units that NVIDIA's and AMD's extensions report, else a guess.
+  int64_t countProcessors() const {
+    if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+      const char *env = std::getenv("LP_NUM_THREADS");
+      if (env && std::atoi(env) > 0)
+        return std::atoi(env);
+      return std::max(1u, std::thread::hardware_concurrency());
+    }
+    uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+    auto has = [&](const char *name) {
+      return std::any_of(extensions.begin(), extensions.end(), [&](const auto &e) {
+        return std::strcmp(e.extensionName, name) == 0;
+      });
+    };
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceProperties2 all{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    if (has(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+      all.pNext = &nv;
+      vkGetPhysicalDeviceProperties2(physical, &all);
+      return std::max<int64_t>(nv.shaderSMCount, 1);
+    }
+    if (has(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+      all.pNext = &amd;
+      vkGetPhysicalDeviceProperties2(physical, &all);
+      return std::max<int64_t>(int64_t(amd.shaderEngineCount) * amd.shaderArraysPerEngineCount *
+                                   amd.computeUnitsPerShaderArray,
+                               1);
+    }
+    return 32; // nothing to ask: a mid-sized GPU
   }
 
   Result<VkBuf *> createBuffer(size_t bytes) {
@@ -674,6 +719,7 @@ public:
   uint32_t timestampBits = 0;
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memory{};
+  int64_t processorCount = 1;
 };
 
 VkModule::~VkModule() {
