@@ -1207,15 +1207,26 @@ bool Generator::genFor(const ForStmt &stmt) {
                               : constant(Const::ofInt(1), DType::I32, true, loc(stmt.loc));
   if (!step)
     return false;
-  if (!step->cst)
-    return error(stmt.step->loc, "loop step must be a compile-time constant"), false;
-  if (step->cst->i <= 0)
+  if (step->cst && step->cst->i <= 0)
     return error(stmt.step ? stmt.step->loc : stmt.loc,
                  "loop step must be positive, got " + llvm::Twine(step->cst->i)),
            false;
-
+  if (stmt.unrolled && !step->cst)
+    return error(stmt.step->loc, "static_range needs a step known at compile time; use "
+                                 "range for a step known at run time"),
+           false;
   if (stmt.unrolled)
     return genUnrolledFor(stmt, *start, *end, *step);
+  using mlir::arith::CmpIPredicate;
+  mlir::Location l = loc(stmt.loc);
+  if (!step->cst) {
+    // A step known only at run time (a persistent loop's num_programs(0)): a
+    // non-positive one runs no trips rather than forever.
+    Value one = builder.create<mlir::arith::ConstantIntOp>(l, 1, 32);
+    Value positive = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::sge, step->value, one);
+    end->value = builder.create<mlir::arith::SelectOp>(l, positive, end->value, start->value);
+    step->value = builder.create<mlir::arith::SelectOp>(l, positive, step->value, one);
+  }
 
   std::optional<int64_t> stages = 1;
   if (stmt.stages) {
@@ -1235,7 +1246,6 @@ bool Generator::genFor(const ForStmt &stmt) {
     return false;
   llvm::SmallVector<Binding *, 2> stops = loopStops(stmt.body);
   Carry carry = carried({stmt.body});
-  mlir::Location l = loc(stmt.loc);
   auto declareIV = [&](Value iv) {
     TValue v;
     v.type = SType::scalar(DType::I32);
@@ -1245,7 +1255,6 @@ bool Generator::genFor(const ForStmt &stmt) {
     scopes.back()[stmt.var].isLoopVar = true;
     return true;
   };
-  using mlir::arith::CmpIPredicate;
   if (!stops.empty() && *stages == 1) {
     // A loop that may be left early (break, return) is a while loop over its
     // variable, so that it stops at once rather than running out its trips.

@@ -1545,6 +1545,58 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[4]) grid(1) {
   });
 }
 
+TEST_F(DeviceAgreement, RunTimeLoopStepsOnEveryDevice) {
+  // range(start, end, step) with a step known only at launch: the trips and the
+  // loop variable's sum, a tile carried through the loop, and a loop that may
+  // break (which becomes a while loop). A step below 1 runs no trips.
+  const char *source = R"(
+kernel k(x: tensor<i32>[N], out: tensor<i32>[4], start: i32, step: i32) grid(1) {
+  var trips = 0;
+  var total = 0;
+  var lanes = zeros<i32>[8];
+  for i in range(start, N, step) {
+    trips += 1;
+    total += i;
+    lanes += load(x[i * 0 + arange(0, 8)]);
+  }
+  var firstNegative = -1;
+  for i in range(start, N, step) {
+    if load(x[i]) < 0 {
+      firstNegative = i;
+      break;
+    }
+  }
+  let o = arange(0, 4);
+  store(out[o], where(o == 0, trips, where(o == 1, total,
+                where(o == 2, sum(lanes), firstNegative))));
+}
+)";
+  std::vector<int32_t> x = {3, 5, 0, 7, 2, 4, -9, 6, 1, -1, 8, 2, 5};
+  const int64_t n = int64_t(x.size());
+  const int32_t firstEight = 3 + 5 + 0 + 7 + 2 + 4 - 9 + 6;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {n});
+    for (int32_t start : {0, 2, 20})
+      for (int32_t step : {1, 3, 7, 0, -2}) {
+        Tensor out = s.empty<int32_t>({4});
+        ASSERT_TRUE(k(tx, out, start, step).ok()) << device;
+        std::vector<int32_t> got;
+        ASSERT_TRUE(out.download(got).ok());
+        int32_t trips = 0, total = 0, firstNegative = -1;
+        for (int32_t i = start; step > 0 && i < n; i += step) {
+          ++trips;
+          total += i;
+          if (firstNegative < 0 && x[i] < 0)
+            firstNegative = i;
+        }
+        std::vector<int32_t> want = {trips, total, trips * firstEight, firstNegative};
+        EXPECT_EQ(got, want) << device << " start " << start << " step " << step;
+      }
+  });
+}
+
 TEST_F(DeviceAgreement, ReturnFromInsideLoopsOnEveryDevice) {
   // A program that finds a zero returns from inside two loops: the loops stop
   // and nothing after them runs; the others store their row's sum.
