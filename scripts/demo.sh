@@ -36,6 +36,10 @@ echo "== Running on the best device, checked against the CPU backend =="
 "$RUN" examples/matmul.kiln --shape M=256,N=256,K=256 --flops 2*M*N*K --check --bench
 "$RUN" examples/matmul.kiln --kernel matmul_bias_act --shape M=256,N=256,K=256 --arg alpha=0.5 --flops 2*M*N*K --check --bench
 "$RUN" examples/matmul.kiln --kernel matmul_f16 --shape M=256,N=256,K=256 --flops 2*M*N*K --check --bench
+"$RUN" examples/matmul.kiln --kernel matmul_persistent --shape M=256,N=256,K=256 --flops 2*M*N*K \
+  --check --bench
+# kiln-run's random `ends` give most experts no rows: a check, not a benchmark.
+"$RUN" examples/moe.kiln --shape T=256,K=128,N=128,E=8 --check
 "$RUN" examples/bmm.kiln --shape Z=8,M=128,N=128,K=128 --flops 2*Z*M*N*K --check --bench
 "$RUN" examples/rmsnorm.kiln --shape M=4096,N=1000 --arg eps=1e-6 --check --bench
 "$RUN" examples/attention.kiln --shape Z=8,S=512 --arg scale=0.125 --flops 4*Z*S*S*64 --check --bench

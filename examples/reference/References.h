@@ -151,6 +151,20 @@ inline std::vector<double> quantMatmul(const float *a, const uint8_t *qw, const 
   return matmul(a, w.data(), m, n, k, k, 1);
 }
 
+/// examples/moe.kiln's grouped GEMM: x [t, k], w [e, k, n], y [t, n] row-major;
+/// expert i owns the rows from the previous end up to ends[i], the ends read as
+/// clamped running maxima. Rows no expert owns keep `y`'s values.
+inline void moeMatmul(const float *x, const float *w, const int32_t *ends, int64_t t,
+                      int64_t k, int64_t n, int64_t e, std::vector<double> &y) {
+  int64_t start = 0;
+  for (int64_t i = 0; i < e; ++i) {
+    int64_t end = std::min<int64_t>(std::max<int64_t>(ends[i], start), t);
+    std::vector<double> part = matmul(x + start * k, w + i * k * n, end - start, n, k, k, 1);
+    std::copy(part.begin(), part.end(), y.begin() + start * n);
+    start = end;
+  }
+}
+
 /// y = x / sqrt(mean(x^2) + eps) * w, row by row; x and y row-major [m, n].
 inline std::vector<double> rmsnorm(const float *x, const float *w, int64_t m, int64_t n,
                                    double eps) {

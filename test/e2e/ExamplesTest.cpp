@@ -311,6 +311,35 @@ TEST(QuantizedMatmul, GroupsAndTileShapes) {
   }
 }
 
+TEST(MoeMatmul, EachExpertMultipliesItsRows) {
+  // examples/moe.kiln: 4 experts over 300 rows; ends sorted with an empty expert,
+  // unsorted and out of range, and short of the last row (rows past it keep y).
+  const int64_t t = 300, k = 70, n = 90, e = 4;
+  std::vector<uint16_t> x(t * k), w(e * k * n);
+  std::vector<float> xf(t * k), wf(e * k * n);
+  auto rx = randomVector(t * k, 41), rw = randomVector(e * k * n, 42);
+  for (int64_t i = 0; i < t * k; ++i)
+    xf[i] = halfBitsToFloat(x[i] = floatToHalfBits(rx[i]));
+  for (int64_t i = 0; i < e * k * n; ++i)
+    wf[i] = halfBitsToFloat(w[i] = floatToHalfBits(rw[i]));
+  auto exe = compileExample("moe.kiln", "moe_matmul");
+  ASSERT_TRUE(exe);
+  for (std::vector<int32_t> ends : {std::vector<int32_t>{70, 70, 201, 300},
+                                    std::vector<int32_t>{130, 20, -5, 500},
+                                    std::vector<int32_t>{40, 100, 100, 250}}) {
+    std::vector<float> y(t * n, 7.0f);
+    std::vector<double> want(t * n, 7.0);
+    reference::moeMatmul(xf.data(), wf.data(), ends.data(), t, k, n, e, want);
+    launchOrFail(*exe, "moe_matmul",
+                 {KernelArg::of(TensorRef::contiguous(x.data(), DType::F16, {t, k})),
+                  KernelArg::of(TensorRef::contiguous(w.data(), DType::F16, {e, k, n})),
+                  KernelArg::of(TensorRef::contiguous(ends.data(), DType::I32, {e})),
+                  KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {t, n}))});
+    EXPECT_TRUE(allClose(y, want, 1e-4, 1e-4)) << "ends " << ends[0] << " " << ends[1] << " "
+                                                << ends[2] << " " << ends[3];
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // matmul with a fused epilogue, batched matmul
 //===----------------------------------------------------------------------===//

@@ -321,6 +321,26 @@ TEST_P(OnDevice, PersistentMatmulRunsAProgramPerProcessor) {
   }
 }
 
+TEST_P(OnDevice, MoeMatmulFindsEachProgramsExpert) {
+  Module m = load("moe");
+  const int64_t t = 300, k = 70, n = 90, e = 5;
+  auto x = randomVector(t * k, 43), w = randomVector(e * k * n, 44);
+  Buffer bx = uploadHalf(x), bw = uploadHalf(w);
+  // Sorted with an empty expert and a short last one; unsorted and out of range.
+  for (std::vector<int32_t> ends : {std::vector<int32_t>{64, 64, 150, 299, 300},
+                                    std::vector<int32_t>{-3, 200, 90, 260, 400}}) {
+    auto bends = device->allocate(ends.size() * sizeof(int32_t));
+    ASSERT_TRUE(bends.ok()) << bends.status().message();
+    ASSERT_TRUE(device->write(*bends, ends.data(), ends.size() * sizeof(int32_t)).ok());
+    Buffer by = upload(std::vector<float>(t * n, NAN));
+    run(m, "moe_matmul", {Arg::tensor(bx, DType::F16, {t, k}), Arg::tensor(bw, DType::F16, {e, k, n}),
+                          Arg::tensor(*bends, DType::I32, {e}), Arg::tensor(by, DType::F32, {t, n})});
+    std::vector<double> want(t * n, NAN);
+    reference::moeMatmul(x.data(), w.data(), ends.data(), t, k, n, e, want);
+    EXPECT_TRUE(allClose(download(by, t * n), want, 1e-4, 1e-4)) << "ends " << ends[1];
+  }
+}
+
 TEST_P(OnDevice, QuantizedMatmulUnpacksInt4Weights) {
   // examples/quant_matmul.kiln (GROUP = 128): 4-bit codes two to a u8 byte, a
   // scale and a zero point per group of rows; K odd (the last byte's high
