@@ -333,8 +333,9 @@ TEST_P(OnDevice, MoeMatmulFindsEachProgramsExpert) {
     ASSERT_TRUE(bends.ok()) << bends.status().message();
     ASSERT_TRUE(device->write(*bends, ends.data(), ends.size() * sizeof(int32_t)).ok());
     Buffer by = upload(std::vector<float>(t * n, NAN));
-    run(m, "moe_matmul", {Arg::tensor(bx, DType::F16, {t, k}), Arg::tensor(bw, DType::F16, {e, k, n}),
-                          Arg::tensor(*bends, DType::I32, {e}), Arg::tensor(by, DType::F32, {t, n})});
+    run(m, "moe_matmul",
+        {Arg::tensor(bx, DType::F16, {t, k}), Arg::tensor(bw, DType::F16, {e, k, n}),
+         Arg::tensor(*bends, DType::I32, {e}), Arg::tensor(by, DType::F32, {t, n})});
     std::vector<double> want(t * n, NAN);
     reference::moeMatmul(x.data(), w.data(), ends.data(), t, k, n, e, want);
     EXPECT_TRUE(allClose(download(by, t * n), want, 1e-4, 1e-4)) << "ends " << ends[1];
