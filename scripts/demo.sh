@@ -38,8 +38,9 @@ echo "== Running on the best device, checked against the CPU backend =="
 "$RUN" examples/matmul.kiln --kernel matmul_f16 --shape M=256,N=256,K=256 --flops 2*M*N*K --check --bench
 "$RUN" examples/matmul.kiln --kernel matmul_persistent --shape M=256,N=256,K=256 --flops 2*M*N*K \
   --check --bench
-# kiln-run's random `ends` give most experts no rows: a check, not a benchmark.
-"$RUN" examples/moe.kiln --shape T=256,K=128,N=128,E=8 --check
+# Eight experts of 512 rows each: ends = 512, 1024, ...
+"$RUN" examples/moe.kiln --shape T=4096,K=512,N=512,E=8 --fill ends=512:512 --flops 2*T*N*K \
+  --check --bench
 "$RUN" examples/bmm.kiln --shape Z=8,M=128,N=128,K=128 --flops 2*Z*M*N*K --check --bench
 "$RUN" examples/rmsnorm.kiln --shape M=4096,N=1000 --arg eps=1e-6 --check --bench
 "$RUN" examples/attention.kiln --shape Z=8,S=512 --arg scale=0.125 --flops 4*Z*S*S*64 --check --bench

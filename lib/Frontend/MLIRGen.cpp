@@ -1221,11 +1221,22 @@ bool Generator::genFor(const ForStmt &stmt) {
   mlir::Location l = loc(stmt.loc);
   if (!step->cst) {
     // A step known only at run time (a persistent loop's num_programs(0)): a
-    // non-positive one runs no trips rather than forever.
+    // non-positive one runs no trips rather than forever, and one longer than
+    // the range is the range, so that the variable never steps past 2^31 - 1.
+    auto cmp = [&](CmpIPredicate p, Value x, Value y) {
+      return builder.create<mlir::arith::CmpIOp>(l, p, x, y).getResult();
+    };
+    auto select = [&](Value c, Value x, Value y) {
+      return builder.create<mlir::arith::SelectOp>(l, c, x, y).getResult();
+    };
     Value one = builder.create<mlir::arith::ConstantIntOp>(l, 1, 32);
-    Value positive = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::sge, step->value, one);
-    end->value = builder.create<mlir::arith::SelectOp>(l, positive, end->value, start->value);
-    step->value = builder.create<mlir::arith::SelectOp>(l, positive, step->value, one);
+    Value positive = cmp(CmpIPredicate::sge, step->value, one);
+    Value range = builder.create<mlir::arith::SubIOp>(l, end->value, start->value);
+    Value longer = builder.create<mlir::arith::AndIOp>(
+        l, cmp(CmpIPredicate::slt, start->value, end->value),
+        cmp(CmpIPredicate::uge, step->value, range)); // the range as unsigned: exact
+    end->value = select(positive, end->value, start->value);
+    step->value = select(positive, select(longer, range, step->value), one);
   }
 
   std::optional<int64_t> stages = 1;
@@ -1268,9 +1279,12 @@ bool Generator::genFor(const ForStmt &stmt) {
             if (!declareIV(own[0]) || !genLoopBody(stmt.body))
               return std::nullopt;
           }
+          // own < end, so end - own read as unsigned is exact, and comparing
+          // the step with it cannot wrap as own + step < end could.
           Value next = builder.create<mlir::arith::AddIOp>(l, own[0], step->value);
-          Value again = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::slt, next,
-                                                            end->value);
+          Value left = builder.create<mlir::arith::SubIOp>(l, end->value, own[0]);
+          Value again = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::ult,
+                                                            step->value, left);
           return std::pair{llvm::SmallVector<Value>{next}, again};
         });
   }

@@ -956,11 +956,12 @@ TEST(Metadata, GridRulesReadTheProcessorCount) {
   KernelArg arg;
   arg.isTensor = true;
   arg.tensor.sizes = {1000};
+  const std::array<int64_t, 3> failed = {-1, -1, -1};
   auto evaluate = [&](const std::string &rule, int64_t processors, std::string &error) {
     k.grid = {rule, "num_processors( )", "1"};
     std::array<int64_t, 3> grid = {0, 0, 0};
     bool ok = evaluateGrid(k, {arg}, processors, grid, error);
-    return ok ? grid : std::array<int64_t, 3>{-1, -1, -1};
+    return ok ? grid : failed;
   };
   std::string error;
   EXPECT_EQ(evaluate("min(cdiv(N, 64), num_processors())", 132, error),
@@ -972,11 +973,11 @@ TEST(Metadata, GridRulesReadTheProcessorCount) {
   EXPECT_EQ(evaluate("num_processors() * 2", 3, error), (std::array<int64_t, 3>{6, 3, 1}))
       << error;
   // It takes no arguments; an empty call of anything else is unknown.
-  evaluate("num_processors(1)", 4, error);
+  EXPECT_EQ(evaluate("num_processors(1)", 4, error), failed);
   EXPECT_NE(error.find("unknown function 'num_processors'"), std::string::npos) << error;
-  evaluate("cdiv()", 4, error);
+  EXPECT_EQ(evaluate("cdiv()", 4, error), failed);
   EXPECT_NE(error.find("unknown function 'cdiv'"), std::string::npos) << error;
-  evaluate("min(N, num_processors(", 4, error);
+  EXPECT_EQ(evaluate("min(N, num_processors(", 4, error), failed);
   EXPECT_NE(error.find("unexpected end"), std::string::npos) << error;
 }
 

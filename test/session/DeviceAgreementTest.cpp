@@ -1548,7 +1548,8 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[4]) grid(1) {
 TEST_F(DeviceAgreement, RunTimeLoopStepsOnEveryDevice) {
   // range(start, end, step) with a step known only at launch: the trips and the
   // loop variable's sum, a tile carried through the loop, and a loop that may
-  // break (which becomes a while loop). A step below 1 runs no trips.
+  // break (which becomes a while loop). A step below 1 runs no trips; one past
+  // the range runs one trip without stepping past 2^31 - 1.
   const char *source = R"(
 kernel k(x: tensor<i32>[N], out: tensor<i32>[4], start: i32, step: i32) grid(1) {
   var trips = 0;
@@ -1578,18 +1579,18 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[4], start: i32, step: i32) grid(1) 
     Kernel k = s.compile(source, "k");
     ASSERT_TRUE(k.ok()) << k.status().message();
     Tensor tx = s.upload(x, {n});
-    for (int32_t start : {0, 2, 20})
-      for (int32_t step : {1, 3, 7, 0, -2}) {
+    for (int32_t start : {0, 2, 20, -5})
+      for (int32_t step : {1, 3, 7, 0, -2, INT_MAX}) {
         Tensor out = s.empty<int32_t>({4});
         ASSERT_TRUE(k(tx, out, start, step).ok()) << device;
         std::vector<int32_t> got;
         ASSERT_TRUE(out.download(got).ok());
         int32_t trips = 0, total = 0, firstNegative = -1;
-        for (int32_t i = start; step > 0 && i < n; i += step) {
+        for (int64_t i = start; step > 0 && i < n; i += step) {
           ++trips;
-          total += i;
-          if (firstNegative < 0 && x[i] < 0)
-            firstNegative = i;
+          total += int32_t(i);
+          if (firstNegative < 0 && i >= 0 && x[i] < 0) // out of bounds reads 0
+            firstNegative = int32_t(i);
         }
         std::vector<int32_t> want = {trips, total, trips * firstEight, firstNegative};
         EXPECT_EQ(got, want) << device << " start " << start << " step " << step;

@@ -43,6 +43,11 @@ static cl::list<std::string> zeroTensors(
     "zero", cl::desc("Start tensor NAME at zero instead of random data (locks, accumulators); "
                      "repeatable, or NAME,NAME"),
     cl::CommaSeparated, cl::cat(category));
+static cl::list<std::string> fillSpecs(
+    "fill", cl::desc("Fill tensor NAME instead of random data: NAME=VALUE (every element) or "
+                     "NAME=START:STEP (START, START + STEP, ...: sorted values, offsets); "
+                     "repeatable"),
+    cl::cat(category));
 static cl::opt<std::string> deviceSpec("device", cl::desc("cuda, hip, vulkan or cpu[:index]"),
                                        cl::cat(category));
 static cl::list<std::string> tuneSpecs(
@@ -132,6 +137,54 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
     case DType::F8E5M2: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(real(gen), dt); break;
     }
   }
+}
+
+/// Fills `bytes` (n elements of `dt`) with start, start + step, ... as --fill
+/// spells them ("V" or "START:STEP"); returns why it cannot, or "".
+static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
+                                llvm::StringRef spec) {
+  auto [startText, stepText] = spec.split(':');
+  if (isFloat(dt)) {
+    double start = 0, step = 0;
+    if (startText.getAsDouble(start) || (!stepText.empty() && stepText.getAsDouble(step)))
+      return "'" + spec.str() + "' is not VALUE or START:STEP of numbers";
+    for (int64_t i = 0; i < n; ++i) {
+      char *p = bytes.data() + i * dtypeBytes(dt);
+      double v = start + double(i) * step;
+      switch (dt) {
+      case DType::F16: *reinterpret_cast<uint16_t *>(p) = floatToHalfBits(float(v)); break;
+      case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(float(v)); break;
+      case DType::F32: *reinterpret_cast<float *>(p) = float(v); break;
+      case DType::F64: *reinterpret_cast<double *>(p) = v; break;
+      default: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(float(v), dt); break;
+      }
+    }
+    return "";
+  }
+  int64_t start = 0, step = 0;
+  if (startText.getAsInteger(10, start) || (!stepText.empty() && stepText.getAsInteger(10, step)))
+    return "'" + spec.str() + "' is not VALUE or START:STEP of integers";
+  // The sequence is monotonic: its ends bound it.
+  int64_t last = 0;
+  if (n > 0 && (__builtin_mul_overflow(n - 1, step, &last) ||
+                __builtin_add_overflow(start, last, &last)))
+    return "'" + spec.str() + "' overflows 64-bit integers";
+  unsigned bits = dtypeBits(dt);
+  bool noSign = isUnsigned(dt) || dt == DType::I1;
+  auto fits = [&](int64_t v) {
+    if (bits >= 64)
+      return !noSign || v >= 0;
+    int64_t lo = noSign ? 0 : -(int64_t(1) << (bits - 1));
+    int64_t hi = noSign ? (int64_t(1) << bits) - 1 : (int64_t(1) << (bits - 1)) - 1;
+    return v >= lo && v <= hi;
+  };
+  if (n > 0 && (!fits(start) || !fits(last)))
+    return "'" + spec.str() + "' gives values outside " + dtypeName(dt);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t v = uint64_t(start + i * step);
+    std::memcpy(bytes.data() + i * dtypeBytes(dt), &v, dtypeBytes(dt)); // little-endian
+  }
+  return "";
 }
 
 /// The scalar argument `text` gives for type `dt`, or nothing when it is not a
@@ -284,10 +337,23 @@ int main(int argc, char **argv) {
     auto [name, value] = llvm::StringRef(a).split('=');
     scalarValues[name.str()] = value.str();
   }
+  auto isTensorArg = [&](llvm::StringRef name) {
+    return llvm::any_of(info.args, [&](const ArgInfo &a) { return a.isTensor && a.name == name; });
+  };
   for (const std::string &name : zeroTensors)
-    if (llvm::none_of(info.args, [&](const ArgInfo &a) { return a.isTensor && a.name == name; }))
+    if (!isTensorArg(name))
       return fail("--zero " + name + ": kernel '" + info.name + "' has no tensor argument '" +
                   name + "'");
+  std::map<std::string, std::string> fills;
+  for (const std::string &f : fillSpecs) {
+    auto [name, spec] = llvm::StringRef(f).split('=');
+    if (!isTensorArg(name))
+      return fail("--fill " + f + ": kernel '" + info.name + "' has no tensor argument '" +
+                  name + "'");
+    if (llvm::is_contained(zeroTensors, name) || fills.count(name.str()))
+      return fail("--fill " + f + ": '" + name + "' is filled twice");
+    fills[name.str()] = spec.str();
+  }
   std::mt19937 gen(seed);
   HostArgs in;
   in.tensors.resize(info.args.size());
@@ -321,8 +387,13 @@ int main(int argc, char **argv) {
       n *= size;
     }
     in.tensors[i].resize(n * dtypeBytes(a.dtype)); // zeros
-    if (!llvm::is_contained(zeroTensors, a.name))
+    if (auto f = fills.find(a.name); f != fills.end()) {
+      std::string problem = fillSequence(in.tensors[i], a.dtype, n, f->second);
+      if (!problem.empty())
+        return fail("--fill " + a.name + "=" + f->second + ": " + problem);
+    } else if (!llvm::is_contained(zeroTensors, a.name)) {
       fillRandom(in.tensors[i], a.dtype, n, gen);
+    }
     bytesMoved += static_cast<double>(in.tensors[i].size());
   }
 

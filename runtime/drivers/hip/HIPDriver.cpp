@@ -170,7 +170,8 @@ public:
     deviceName = buf;
     KfdGpu gpu = kfdGpu(index);
     arch = gpu.arch;
-    computeUnits = std::max<int64_t>(gpu.computeUnits, 1);
+    // Without the topology (KILN_HIP_ARCH alone), a guess as Vulkan's.
+    computeUnits = gpu.computeUnits > 0 ? gpu.computeUnits : 32;
     if (arch.empty()) {
       why = "cannot tell the GPU's gfx target (set KILN_HIP_ARCH, e.g. gfx942)";
       return false;

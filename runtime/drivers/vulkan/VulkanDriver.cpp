@@ -117,11 +117,11 @@ public:
     physical = devices[index];
     vkGetPhysicalDeviceProperties(physical, &props);
     vkGetPhysicalDeviceMemoryProperties(physical, &memory);
-    processorCount = countProcessors();
     if (VK_API_VERSION_MAJOR(props.apiVersion) == 1 && VK_API_VERSION_MINOR(props.apiVersion) < 1) {
       why = "Vulkan 1.1 or newer is needed";
       return false;
     }
+    processorCount = countProcessors();
 
     uint32_t families = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
@@ -203,8 +203,8 @@ public:
   int64_t countProcessors() const {
     if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
       const char *env = std::getenv("LP_NUM_THREADS");
-      if (env && std::atoi(env) > 0)
-        return std::atoi(env);
+      if (env && *env)
+        return std::max(1, std::atoi(env)); // 0: lavapipe runs on the calling thread
       return std::max(1u, std::thread::hardware_concurrency());
     }
     uint32_t count = 0;
@@ -220,13 +220,20 @@ public:
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
     VkPhysicalDeviceShaderCorePropertiesAMD amd{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceShaderCoreProperties2AMD amd2{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
     VkPhysicalDeviceProperties2 all{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     if (has(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
       all.pNext = &nv;
       vkGetPhysicalDeviceProperties2(physical, &all);
       return std::max<int64_t>(nv.shaderSMCount, 1);
     }
-    if (has(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    if (has(VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME)) { // the active ones
+      all.pNext = &amd2;
+      vkGetPhysicalDeviceProperties2(physical, &all);
+      return std::max<int64_t>(amd2.activeComputeUnitCount, 1);
+    }
+    if (has(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) { // counting disabled ones too
       all.pNext = &amd;
       vkGetPhysicalDeviceProperties2(physical, &all);
       return std::max<int64_t>(int64_t(amd.shaderEngineCount) * amd.shaderArraysPerEngineCount *
