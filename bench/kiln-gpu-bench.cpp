@@ -196,6 +196,32 @@ int main(int argc, char **argv) {
                  2.0 * n * n * n, 0);
   }
 
+  // The grouped GEMM of a mixture-of-experts layer (examples/moe.kiln): 8 experts
+  // of T / 8 rows each, f16 in, f32 out, in one launch.
+  {
+    const int64_t t = small ? 512 : 16384, k = small ? 256 : 4096, nn = small ? 256 : 4096;
+    const int64_t experts = 8;
+    auto x = bench.random(t * k, DType::F16, 6), w = bench.random(experts * k * nn, DType::F16, 7);
+    auto y = bench.device->allocate(t * nn * 4);
+    auto ends = bench.device->allocate(experts * 4);
+    std::vector<int32_t> endRows(experts);
+    for (int64_t e = 0; e < experts; ++e)
+      endRows[e] = int32_t((e + 1) * t / experts);
+    if (!x || !w || !y || !ends || !bench.device->write(*ends, endRows.data(), experts * 4))
+      return fail(Status::failure("out of device memory for the MoE GEMM"));
+    auto m = bench.load("moe");
+    if (!m)
+      return fail(m.status());
+    std::vector<Arg> args{Arg::tensor(*x, DType::F16, {t, k}),
+                          Arg::tensor(*w, DType::F16, {experts, k, nn}),
+                          Arg::tensor(*ends, DType::I32, {experts}),
+                          Arg::tensor(*y, DType::F32, {t, nn})};
+    bench.report("moe-f16", "8x" + std::to_string(t / experts) + "x" + std::to_string(k) + "x" +
+                                std::to_string(nn),
+                 bench.time([&] { return bench.device->launch(*m, "moe_matmul", args); }),
+                 2.0 * t * k * nn, 0);
+  }
+
   // Softmax, layernorm and rmsnorm over rows: bandwidth-bound.
   int64_t rows = small ? 64 : 16384, cols = small ? 1024 : 4096;
   {

@@ -79,6 +79,24 @@ if hasattr(torch, "float8_e4m3fn"):
     except Exception as e:  # noqa: BLE001 - any torch error means no peer figure
         print("gpu_peers: fp8 GEMM peer failed:", e, file=sys.stderr)
 
+# The MoE grouped GEMM as eager PyTorch MoE layers run it: one torch.matmul per
+# expert over its rows (f16 out where Kiln writes f32).
+t, k, nn, experts = (512, 256, 256, 8) if small else (16384, 4096, 4096, 8)
+xm = torch.randn(t, k, device=dev, dtype=torch.float16)
+wm = torch.randn(experts, k, nn, device=dev, dtype=torch.float16)
+ym = torch.empty(t, nn, device=dev, dtype=torch.float16)
+per = t // experts
+
+
+def moe_loop():
+    for e in range(experts):
+        torch.matmul(xm[e * per:(e + 1) * per], wm[e], out=ym[e * per:(e + 1) * per])
+
+
+report("moe-f16", f"8x{per}x{k}x{nn}", "torch.matmul per expert", median_ms(moe_loop),
+       flops=2.0 * t * k * nn)
+del xm, wm, ym
+
 rows, cols = (64, 1024) if small else (16384, 4096)
 x = torch.randn(rows, cols, device=dev)
 w = torch.randn(cols, device=dev)
