@@ -40,7 +40,7 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
   std::unique_ptr<Executable> exe(new Executable());
   // The options hold a function_ref: the transformer must outlive create(),
   // which runs it. It also keeps the optimized module as bitcode, from which
-  // writeObject emits an object file without the JIT's own (unchecked) dump.
+  // machineCode emits an object file without the JIT's own (unchecked) dump.
   // The host's target machine gives the optimizer its cost models (vector width
   // above all); the JIT generates code for the same host.
   std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine();
@@ -134,10 +134,11 @@ llvm::Error Executable::launch(llvm::StringRef kernel, const std::vector<KernelA
   return llvm::Error::success();
 }
 
-llvm::Error Executable::writeObject(llvm::StringRef path) {
+llvm::Expected<std::string> Executable::machineCode(bool assembly) {
   // Code generation as the JIT does it (host CPU and features, -O3), but
-  // position independent, into memory; then one checked write, so a full disk
-  // is an error rather than LLVM's fatal "IO failure on output stream".
+  // position independent, into memory: callers write it with one checked write,
+  // so a full disk is an error rather than LLVM's fatal "IO failure on output
+  // stream".
   llvm::LLVMContext context;
   auto module = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "kiln-module"), context);
   if (!module)
@@ -150,23 +151,13 @@ llvm::Error Executable::writeObject(llvm::StringRef path) {
   auto machine = builder->createTargetMachine();
   if (!machine)
     return machine.takeError();
-  llvm::SmallVector<char, 0> object;
-  llvm::raw_svector_ostream os(object);
+  llvm::SmallVector<char, 0> code;
+  llvm::raw_svector_ostream os(code);
   llvm::legacy::PassManager passes;
-  if ((*machine)->addPassesToEmitFile(passes, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return makeError("the host target cannot emit object files");
+  auto type = assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+  if ((*machine)->addPassesToEmitFile(passes, os, nullptr, type))
+    return makeError(llvm::Twine("the host target cannot emit ") +
+                     (assembly ? "assembly" : "object files"));
   passes.run(**module);
-
-  std::error_code ec;
-  llvm::raw_fd_ostream file(path, ec);
-  if (ec)
-    return makeError("cannot open '" + path + "': " + ec.message());
-  file.write(object.data(), object.size());
-  file.close();
-  if (file.has_error()) {
-    ec = file.error();
-    file.clear_error();
-    return makeError("cannot write object file '" + path + "': " + ec.message());
-  }
-  return llvm::Error::success();
+  return std::string(code.data(), code.size());
 }

@@ -40,8 +40,8 @@ public:
   llvm::Error launch(llvm::StringRef kernel, const std::vector<KernelArg> &args,
                      unsigned threads = 0);
 
-  /// Writes the compiled machine code as an ELF object file.
-  llvm::Error writeObject(llvm::StringRef path);
+  /// The compiled machine code as an ELF object file, or as assembly text.
+  llvm::Expected<std::string> machineCode(bool assembly = false);
 
 private:
   Executable() = default;
@@ -49,7 +49,7 @@ private:
 
   std::unique_ptr<mlir::ExecutionEngine> engine;
   std::vector<KernelInfo> infos;
-  std::string bitcode; ///< the optimized module, for writeObject
+  std::string bitcode; ///< the optimized module, for machineCode
 };
 
 } // namespace kiln::cpu

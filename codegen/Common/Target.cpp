@@ -187,7 +187,7 @@ llvm::Error Target::setMatrixUnits(llvm::StringRef units) {
 std::vector<std::string> Target::emits() const {
   std::vector<std::string> common = {"ast", "kiln"};
   switch (kind) {
-  case Kind::CPU: common.insert(common.end(), {"llvm-mlir", "llvm", "obj", "so"}); break;
+  case Kind::CPU: common.insert(common.end(), {"llvm-mlir", "llvm", "asm", "obj", "so"}); break;
   case Kind::CUDA:
     common.insert(common.end(), {"kiln-gpu", "gpu", "llvm-mlir", "llvm", "ptx", "cubin"});
     break;

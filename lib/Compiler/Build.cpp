@@ -14,6 +14,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
 
@@ -21,6 +22,22 @@ using namespace kiln;
 
 static llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Writes `bytes` to `path`, checking every step (a full disk is an error).
+static llvm::Error writeFile(llvm::StringRef path, llvm::StringRef bytes) {
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec)
+    return makeError("cannot open '" + path + "': " + ec.message());
+  file << bytes;
+  file.close();
+  if (file.has_error()) {
+    ec = file.error();
+    file.clear_error();
+    return makeError("cannot write '" + path + "': " + ec.message());
+  }
+  return llvm::Error::success();
 }
 
 /// Links the JIT's object into a shared object with the system's C driver.
@@ -33,7 +50,12 @@ static llvm::Expected<std::string> linkSharedObject(cpu::Executable &exe) {
     llvm::sys::fs::remove(object);
     llvm::sys::fs::remove(shared);
   };
-  if (auto err = exe.writeObject(object)) {
+  auto code = exe.machineCode();
+  if (!code) {
+    cleanup();
+    return code.takeError();
+  }
+  if (auto err = writeFile(object, *code)) {
     cleanup();
     return std::move(err);
   }
@@ -61,8 +83,9 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
   if (!target.isGPU()) {
     if (kind == ArtifactKind::Default)
       kind = ArtifactKind::SharedObject;
-    if (kind != ArtifactKind::Object && kind != ArtifactKind::SharedObject)
-      return makeError("the cpu target builds object files and shared objects");
+    if (kind != ArtifactKind::Object && kind != ArtifactKind::SharedObject &&
+        kind != ArtifactKind::Assembly)
+      return makeError("the cpu target builds object files, shared objects and assembly");
     if (mlir::failed(cpu::lowerToLLVMDialect(module, timePasses)))
       return makeError("lowering for the CPU failed");
     auto exe = cpu::Executable::create(module, kernels, optLevel);
@@ -76,17 +99,11 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
       out.bytes = std::move(*so);
       return out;
     }
-    llvm::SmallString<128> object;
-    if (llvm::sys::fs::createTemporaryFile("kiln-module", "o", object))
-      return makeError("cannot create a temporary object file");
-    auto err = (*exe)->writeObject(object);
-    auto bytes = llvm::MemoryBuffer::getFile(object);
-    llvm::sys::fs::remove(object);
-    if (err)
-      return std::move(err);
-    if (!bytes)
-      return makeError("cannot read back the object file");
-    out.bytes = (*bytes)->getBuffer().str();
+    auto code = (*exe)->machineCode(kind == ArtifactKind::Assembly);
+    if (!code)
+      return code.takeError();
+    out.bytes = std::move(*code);
+    out.isText = kind == ArtifactKind::Assembly;
     return out;
   }
 
@@ -121,9 +138,9 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
   case ArtifactKind::Cubin:
     binary = nvptx::serialize(module, target, kind == ArtifactKind::PTX ? "ptx" : "cubin");
     break;
-  case ArtifactKind::AMDGPUAsm:
+  case ArtifactKind::Assembly:
   case ArtifactKind::Hsaco:
-    binary = amdgpu::serialize(module, target, kind == ArtifactKind::AMDGPUAsm ? "asm" : "hsaco");
+    binary = amdgpu::serialize(module, target, kind == ArtifactKind::Assembly ? "asm" : "hsaco");
     break;
   case ArtifactKind::SPIRV:
   case ArtifactKind::MSL: {

@@ -18,7 +18,8 @@ namespace kiln {
 enum class ArtifactKind {
   Default,      // what kiln-rt loads: so, cubin (ptx without ptxas), hsaco, spirv, msl
   LLVM,         // device LLVM IR text (NVIDIA, AMD)
-  PTX, Cubin, AMDGPUAsm, Hsaco, SPIRV, MSL,
+  PTX, Cubin, Hsaco, SPIRV, MSL,
+  Assembly,     // AMDGPU or host assembly text
   Object,       // host relocatable object
   SharedObject, // host shared object (kiln-rt's CPU driver)
 };

@@ -63,7 +63,7 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::SO, "so", "cpu: a shared object kiln-rt loads (links with cc)"),
                clEnumValN(Emit::PTX, "ptx", "cuda: PTX assembly"),
                clEnumValN(Emit::Cubin, "cubin", "cuda: a cubin (runs ptxas)"),
-               clEnumValN(Emit::Asm, "asm", "amdgpu: AMDGPU assembly"),
+               clEnumValN(Emit::Asm, "asm", "amdgpu, cpu: assembly"),
                clEnumValN(Emit::Hsaco, "hsaco", "amdgpu: an AMDHSA code object"),
                clEnumValN(Emit::SPIRV, "spirv", "vulkan: a SPIR-V binary"),
                clEnumValN(Emit::MSL, "msl", "metal: Metal Shading Language source")),
@@ -122,7 +122,7 @@ std::optional<ArtifactKind> artifactFor(Emit e, const Target &target) {
   case Emit::SO: return ArtifactKind::SharedObject;
   case Emit::PTX: return ArtifactKind::PTX;
   case Emit::Cubin: return ArtifactKind::Cubin;
-  case Emit::Asm: return ArtifactKind::AMDGPUAsm;
+  case Emit::Asm: return ArtifactKind::Assembly;
   case Emit::Hsaco: return ArtifactKind::Hsaco;
   case Emit::SPIRV: return ArtifactKind::SPIRV;
   case Emit::MSL: return ArtifactKind::MSL;
