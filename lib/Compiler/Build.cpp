@@ -64,8 +64,8 @@ static llvm::Expected<std::string> linkSharedObject(cpu::Executable &exe) {
     cleanup();
     return makeError("linking a host shared object needs a C compiler driver ('cc')");
   }
-  // The object calls libm (expf, erff, ...) and malloc. The JIT emits non-PIC
-  // code, so the link accepts text relocations.
+  // The object calls libm (expf, erff, ...) and malloc. It is position
+  // independent; -z notext only keeps a stray text relocation from failing the link.
   llvm::StringRef argv[] = {*cc, "-shared", "-Wl,-z,notext", "-o", shared, object, "-lm"};
   std::string error;
   int rc = llvm::sys::ExecuteAndWait(*cc, argv, std::nullopt, {}, 0, 0, &error);
@@ -107,6 +107,8 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
     return out;
   }
 
+  if (kind == ArtifactKind::Assembly && target.kind != Target::Kind::AMDGPU)
+    return makeError(target.str() + " emits no assembly (PTX is its assembly: ArtifactKind::PTX)");
   if (kind == ArtifactKind::Default) {
     switch (target.kind) {
     case Target::Kind::CUDA:
@@ -138,7 +140,7 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
   case ArtifactKind::Cubin:
     binary = nvptx::serialize(module, target, kind == ArtifactKind::PTX ? "ptx" : "cubin");
     break;
-  case ArtifactKind::Assembly:
+  case ArtifactKind::Assembly: // checked above: AMDGPU only among GPU targets
   case ArtifactKind::Hsaco:
     binary = amdgpu::serialize(module, target, kind == ArtifactKind::Assembly ? "asm" : "hsaco");
     break;

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -144,10 +145,20 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
 static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
                                 llvm::StringRef spec) {
   auto [startText, stepText] = spec.split(':');
+  bool hasStep = spec.contains(':');
   if (isFloat(dt)) {
     double start = 0, step = 0;
-    if (startText.getAsDouble(start) || (!stepText.empty() && stepText.getAsDouble(step)))
+    if (startText.getAsDouble(start) || (hasStep && stepText.getAsDouble(step)))
       return "'" + spec.str() + "' is not VALUE or START:STEP of numbers";
+    // The largest finite value of each type: the sequence's ends must stay within.
+    double largest = dt == DType::F16      ? 65504.0
+                     : dt == DType::F8E4M3 ? 448.0
+                     : dt == DType::F8E5M2 ? 57344.0
+                     : dt == DType::F64    ? std::numeric_limits<double>::max()
+                                           : std::numeric_limits<float>::max(); // f32, bf16
+    double last = start + double(std::max<int64_t>(n - 1, 0)) * step;
+    if (!(std::abs(start) <= largest && std::abs(last) <= largest))
+      return "'" + spec.str() + "' gives values outside " + dtypeName(dt);
     for (int64_t i = 0; i < n; ++i) {
       char *p = bytes.data() + i * dtypeBytes(dt);
       double v = start + double(i) * step;
@@ -156,14 +167,14 @@ static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
       case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(float(v)); break;
       case DType::F32: *reinterpret_cast<float *>(p) = float(v); break;
       case DType::F64: *reinterpret_cast<double *>(p) = v; break;
-      default: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(float(v), dt); break;
+      default: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(v, dt); break;
       }
     }
     return "";
   }
   int64_t start = 0, step = 0;
-  if (startText.getAsInteger(10, start) || (!stepText.empty() && stepText.getAsInteger(10, step)))
-    return "'" + spec.str() + "' is not VALUE or START:STEP of integers";
+  if (startText.getAsInteger(10, start) || (hasStep && stepText.getAsInteger(10, step)))
+    return "'" + spec.str() + "' is not VALUE or START:STEP of integers (up to 2^63 - 1)";
   // The sequence is monotonic: its ends bound it.
   int64_t last = 0;
   if (n > 0 && (__builtin_mul_overflow(n - 1, step, &last) ||

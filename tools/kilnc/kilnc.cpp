@@ -97,12 +97,26 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// Writes `bytes` to `file` and keeps it, or fails (a full disk) and leaves no
+/// file behind.
+int writeChecked(llvm::ToolOutputFile &file, llvm::StringRef bytes, llvm::StringRef path) {
+  file.os() << bytes;
+  file.os().flush();
+  if (file.os().has_error()) {
+    std::string why = file.os().error().message();
+    file.os().clear_error();
+    return fail("cannot write '" + path + "': " + why);
+  }
+  file.keep();
+  return 0;
+}
+
 /// Writes an artifact to -o, and its metadata beside binary outputs.
 int writeArtifact(const Artifact &artifact, llvm::ToolOutputFile &output) {
   if (!artifact.isText && outputFile == "-")
     return fail("binary output needs -o FILE");
-  output.os() << artifact.bytes;
-  output.keep();
+  if (int rc = writeChecked(output, artifact.bytes, outputFile))
+    return rc;
   if (artifact.isText && metadataFile.empty())
     return 0;
   std::string path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
@@ -110,9 +124,7 @@ int writeArtifact(const Artifact &artifact, llvm::ToolOutputFile &output) {
   auto file = mlir::openOutputFile(path, &error);
   if (!file)
     return fail(error);
-  file->os() << artifact.metadata;
-  file->keep();
-  return 0;
+  return writeChecked(*file, artifact.metadata, path);
 }
 
 /// The artifact an --emit value asks for, if it is a final one.
