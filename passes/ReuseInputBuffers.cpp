@@ -4,7 +4,10 @@
 // writes a fresh tensor.empty; bufferized, that is one heap allocation per
 // iteration. When an input has the result's type, is read at the same index
 // (identity map) and has no other use, the generic may write over it instead:
-// one-shot bufferization then updates the loop-carried buffer in place.
+// one-shot bufferization then updates the loop-carried buffer in place. A
+// loop-carried input is preferred over a tile loaded in the loop body: writing
+// over the loaded tile would make the loop yield a buffer allocated in every
+// iteration (`state = load(a[t, cols]) * state + ...`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace kiln {
@@ -24,7 +28,14 @@ using namespace mlir;
 
 namespace {
 
-/// An input `op` may write its result over: same type, identity map, used only here.
+/// Whether `v` is an iteration argument of an scf.for (the loop-carried value).
+bool isLoopCarried(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg && isa<scf::ForOp>(arg.getOwner()->getParentOp()) && arg.getArgNumber() > 0;
+}
+
+/// An input `op` may write its result over: same type, identity map, used only
+/// here; a loop-carried one when there is one.
 std::optional<unsigned> reusableInput(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || !op.hasPureTensorSemantics())
     return std::nullopt;
@@ -35,13 +46,18 @@ std::optional<unsigned> reusableInput(linalg::GenericOp op) {
       !op.getIndexingMapMatchingResult(op->getResult(0)).isIdentity() ||
       op.payloadUsesValueFromOperand(init))
     return std::nullopt;
+  std::optional<unsigned> chosen;
   for (OpOperand *input : op.getDpsInputOperands()) {
     Value v = input->get();
-    if (v.getType() == init->get().getType() && v.hasOneUse() &&
-        op.getMatchingIndexingMap(input).isIdentity())
+    if (v.getType() != init->get().getType() || !v.hasOneUse() ||
+        !op.getMatchingIndexingMap(input).isIdentity())
+      continue;
+    if (isLoopCarried(v))
       return input->getOperandNumber();
+    if (!chosen)
+      chosen = input->getOperandNumber();
   }
-  return std::nullopt;
+  return chosen;
 }
 
 struct ReuseInputBuffers : kiln::impl::KilnReuseInputBuffersBase<ReuseInputBuffers> {
