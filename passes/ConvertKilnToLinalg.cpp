@@ -186,28 +186,6 @@ Value lowerBroadcast(OpBuilder &b, BroadcastOp op) {
                  });
 }
 
-Value lowerGather(OpBuilder &b, GatherOp op) {
-  RankedTensorType src = op.getSource().getType();
-  int64_t axis = op.getAxis();
-  Type elem = src.getElementType();
-  AffineMap identity = b.getMultiDimIdentityMap(src.getRank());
-  return generic(b, op.getLoc(), op.getType(), op.getIndex(), identity,
-                 [&](OpBuilder &nb, Location l, ValueRange args) {
-                   SmallVector<Value> coords;
-                   for (int64_t d = 0; d < src.getRank(); ++d)
-                     coords.push_back(nb.create<linalg::IndexOp>(l, d));
-                   // One unsigned compare: negative indices wrap high.
-                   Value ok = nb.create<arith::CmpIOp>(
-                       l, arith::CmpIPredicate::ult, args[0],
-                       constI32(nb, l, src.getDimSize(axis)));
-                   Value at = nb.create<arith::SelectOp>(l, ok, args[0], constI32(nb, l, 0));
-                   coords[axis] = nb.create<arith::IndexCastOp>(l, nb.getIndexType(), at);
-                   Value v = nb.create<tensor::ExtractOp>(l, op.getSource(), coords);
-                   nb.create<linalg::YieldOp>(
-                       l, nb.create<arith::SelectOp>(l, ok, v, zeroOf(nb, l, elem)).getResult());
-                 });
-}
-
 Value lowerTrans(OpBuilder &b, TransOp op) {
   ArrayRef<int32_t> perm = op.getPerm();
   SmallVector<AffineExpr> exprs(perm.size());
@@ -619,6 +597,18 @@ struct AxisRange {
   int64_t start;
 };
 
+bool fitsI32(int64_t v) {
+  return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+}
+
+/// The value of every element of an integer tile that is a splat constant.
+std::optional<int64_t> constantSplat(Value tile) {
+  SplatElementsAttr splat;
+  if (!matchPattern(tile, m_Constant(&splat)) || !isa<IntegerType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APInt>().getSExtValue();
+}
+
 std::optional<AxisRange> axisRange(Value index) {
   Operation *def = index.getDefiningOp();
   auto type = dyn_cast<RankedTensorType>(index.getType());
@@ -626,7 +616,22 @@ std::optional<AxisRange> axisRange(Value index) {
     return std::nullopt;
   if (auto arange = dyn_cast<ArangeOp>(def))
     return AxisRange{0, Value(), arange.getStart()};
+  // A constant added or subtracted moves the start (kept within i32, where the
+  // index arithmetic happens).
+  auto shifted = [](std::optional<AxisRange> range, int64_t by) -> std::optional<AxisRange> {
+    if (!range || !fitsI32(range->start + by))
+      return std::nullopt;
+    range->start += by;
+    return range;
+  };
+  if (auto sub = dyn_cast<arith::SubIOp>(def)) {
+    std::optional<int64_t> c = constantSplat(sub.getRhs());
+    return c ? shifted(axisRange(sub.getLhs()), -*c) : std::nullopt;
+  }
   if (auto add = dyn_cast<arith::AddIOp>(def)) {
+    for (auto [x, y] : {std::pair{add.getLhs(), add.getRhs()}, {add.getRhs(), add.getLhs()}})
+      if (std::optional<int64_t> c = constantSplat(x))
+        return shifted(axisRange(y), *c);
     for (auto [x, y] : {std::pair{add.getLhs(), add.getRhs()}, {add.getRhs(), add.getLhs()}}) {
       auto splat = x.getDefiningOp<SplatOp>();
       std::optional<AxisRange> range = splat ? axisRange(y) : std::nullopt;
@@ -759,6 +764,86 @@ void lowerStore(OpBuilder &b, StoreOp op, const std::optional<BlockIndices> &blo
   storeDenseOr(b, loc, dense, op.getValue(), guarded, op.getMask());
 }
 
+/// A gather whose index along its axis is each lane's own position plus a
+/// constant (`pos - s`, as in the trees `reduce` and `associative_scan` build),
+/// or one constant for every lane: lane i reads element
+/// `(followsAxis ? i : 0) + offset` along the axis, an address affine in the
+/// loop indices (contiguous rows that vectorize) rather than one read from an
+/// index tile.
+struct GatherShift {
+  bool followsAxis;
+  int64_t offset;
+};
+
+std::optional<GatherShift> gatherShift(GatherOp op) {
+  if (std::optional<int64_t> c = constantSplat(op.getIndex()))
+    return GatherShift{false, *c};
+  std::optional<AxisRange> range = axisRange(op.getIndex());
+  if (!range || range->base || range->dim != static_cast<int64_t>(op.getAxis()))
+    return std::nullopt;
+  return GatherShift{true, range->start};
+}
+
+Value lowerGather(OpBuilder &b, GatherOp op, std::optional<GatherShift> shift) {
+  RankedTensorType src = op.getSource().getType();
+  int64_t axis = op.getAxis();
+  Type elem = src.getElementType();
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  if (!shift) {
+    inputs.push_back(op.getIndex());
+    maps.push_back(b.getMultiDimIdentityMap(src.getRank()));
+  }
+  return generic(b, op.getLoc(), op.getType(), inputs, maps,
+                 [&](OpBuilder &nb, Location l, ValueRange args) {
+                   SmallVector<Value> coords;
+                   for (int64_t d = 0; d < src.getRank(); ++d)
+                     coords.push_back(nb.create<linalg::IndexOp>(l, d));
+                   Value at;
+                   if (shift) {
+                     Value offset = nb.create<arith::ConstantIndexOp>(l, shift->offset);
+                     if (!shift->followsAxis) { // known here: in range or not
+                       coords[axis] = offset;
+                       bool inRange = shift->offset >= 0 && shift->offset < src.getDimSize(axis);
+                       nb.create<linalg::YieldOp>(
+                           l, inRange ? nb.create<tensor::ExtractOp>(l, op.getSource(), coords)
+                                            .getResult()
+                                      : zeroOf(nb, l, elem));
+                       return;
+                     }
+                     at = nb.create<arith::AddIOp>(l, coords[axis], offset);
+                   } else {
+                     at = nb.create<arith::IndexCastOp>(l, nb.getIndexType(), args[0]);
+                   }
+                   // One unsigned compare: negative indices wrap high.
+                   Value ok = nb.create<arith::CmpIOp>(
+                       l, arith::CmpIPredicate::ult, at,
+                       nb.create<arith::ConstantIndexOp>(l, src.getDimSize(axis)));
+                   if (shift) {
+                     // A branch around an affine address: LLVM makes it a masked
+                     // vector load, which a clamped address would prevent.
+                     coords[axis] = at;
+                     auto lane = nb.create<scf::IfOp>(
+                         l, ok,
+                         [&](OpBuilder &tb, Location tl) {
+                           tb.create<scf::YieldOp>(
+                               tl, tb.create<tensor::ExtractOp>(tl, op.getSource(), coords)
+                                       .getResult());
+                         },
+                         [&](OpBuilder &eb, Location el) {
+                           eb.create<scf::YieldOp>(el, zeroOf(eb, el, elem));
+                         });
+                     nb.create<linalg::YieldOp>(l, lane.getResult(0));
+                     return;
+                   }
+                   coords[axis] = nb.create<arith::SelectOp>(
+                       l, ok, at, nb.create<arith::ConstantIndexOp>(l, 0));
+                   Value v = nb.create<tensor::ExtractOp>(l, op.getSource(), coords);
+                   nb.create<linalg::YieldOp>(
+                       l, nb.create<arith::SelectOp>(l, ok, v, zeroOf(nb, l, elem)).getResult());
+                 });
+}
+
 /// One lane's update in an atomic's lowering: the memref atomic on element
 /// `coords` of the lane's `operands` (value, and compare for a compare-and-swap);
 /// returns the element's old value.
@@ -881,9 +966,10 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
         worklist.push_back(op);
     });
     IRRewriter rewriter(&getContext());
-    // Dense blocks are recognized on the kiln ops that compute the indices,
-    // before those are lowered.
+    // Dense blocks and shifted gathers are recognized on the kiln ops that
+    // compute the indices, before those are lowered.
     llvm::DenseMap<Operation *, BlockIndices> blocks;
+    llvm::DenseMap<Operation *, GatherShift> shifts;
     for (Operation *op : worklist) {
       rewriter.setInsertionPoint(op);
       std::optional<BlockIndices> seg;
@@ -893,6 +979,9 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
         seg = blockIndices(rewriter, op->getLoc(), store.getIndices(), store.getValue().getType());
       if (seg)
         blocks[op] = std::move(*seg);
+      if (auto gather = dyn_cast<GatherOp>(op))
+        if (std::optional<GatherShift> shift = gatherShift(gather))
+          shifts[op] = *shift;
     }
     auto blockOf = [&](Operation *op) -> std::optional<BlockIndices> {
       auto it = blocks.find(op);
@@ -913,7 +1002,12 @@ struct ConvertKilnToLinalg : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLi
       else if (auto o = dyn_cast<ReshapeOp>(op))
         replacement = reshapeTensor(rewriter, o.getLoc(), o.getSource(), o.getType());
       else if (auto o = dyn_cast<TransOp>(op)) replacement = lowerTrans(rewriter, o);
-      else if (auto o = dyn_cast<GatherOp>(op)) replacement = lowerGather(rewriter, o);
+      else if (auto o = dyn_cast<GatherOp>(op)) {
+        auto it = shifts.find(op);
+        replacement = lowerGather(rewriter, o,
+                                  it == shifts.end() ? std::nullopt
+                                                     : std::optional<GatherShift>(it->second));
+      }
       else if (auto o = dyn_cast<ReduceOp>(op)) replacement = lowerReduce(rewriter, o);
       else if (auto o = dyn_cast<ScanOp>(op)) replacement = lowerScan(rewriter, o);
       else if (auto o = dyn_cast<DotOp>(op)) replacement = lowerDot(rewriter, o);

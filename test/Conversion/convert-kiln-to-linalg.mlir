@@ -318,3 +318,60 @@ func.func @transposed_block(%m: !mem) -> tensor<16x64xf32> {
   %v = kiln.load %m[%c, %r] : !mem[tensor<16x64xi32>, tensor<16x64xi32>] -> tensor<16x64xf32>
   return %v : tensor<16x64xf32>
 }
+
+// -----
+
+// A gather at each lane's own position minus a constant (a step of the trees
+// `associative_scan` and `reduce` build) reads at an affine address behind a
+// branch, no index tile: LLVM vectorizes it into masked loads.
+// CHECK-LABEL: func @shifted_gather
+// CHECK: linalg.generic {indexing_maps = [#[[M:[a-z0-9]+]]], iterator_types = ["parallel", "parallel"]} outs(
+// CHECK: %[[R:.*]] = linalg.index 0 : index
+// CHECK: %[[C:.*]] = linalg.index 1 : index
+// CHECK: %[[AT:.*]] = arith.addi %[[C]], %c-2 : index
+// CHECK: %[[OK:.*]] = arith.cmpi ult, %[[AT]], %c8 : index
+// CHECK: scf.if %[[OK]] -> (f32)
+// CHECK: tensor.extract %{{.*}}[%[[R]], %[[AT]]] : tensor<4x8xf32>
+func.func @shifted_gather(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %pos = kiln.arange 0, 8 : tensor<8xi32>
+  %row = kiln.reshape %pos : tensor<8xi32> -> tensor<1x8xi32>
+  %all = kiln.broadcast %row : tensor<1x8xi32> -> tensor<4x8xi32>
+  %two = arith.constant dense<2> : tensor<4x8xi32>
+  %at = arith.subi %all, %two : tensor<4x8xi32>
+  %g = kiln.gather %t[%at] axis 1 : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
+
+// -----
+
+// One constant index for every lane (the last row of a tile) reads that row;
+// one out of range gives zeros.
+// CHECK-LABEL: func @constant_gather
+// CHECK: linalg.generic
+// CHECK-NOT: ins(
+// CHECK: %[[C:.*]] = linalg.index 1 : index
+// CHECK-NOT: scf.if
+// CHECK: tensor.extract %{{.*}}[%c15, %[[C]]] : tensor<16x8xf32>
+// CHECK: linalg.generic
+// CHECK-NOT: tensor.extract
+// CHECK: linalg.yield %cst{{.*}} : f32
+func.func @constant_gather(%t: tensor<16x8xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
+  %last = arith.constant dense<15> : tensor<1x8xi32>
+  %g = kiln.gather %t[%last] axis 0 : tensor<16x8xf32>, tensor<1x8xi32> -> tensor<1x8xf32>
+  %past = arith.constant dense<16> : tensor<1x8xi32>
+  %z = kiln.gather %t[%past] axis 0 : tensor<16x8xf32>, tensor<1x8xi32> -> tensor<1x8xf32>
+  return %g, %z : tensor<1x8xf32>, tensor<1x8xf32>
+}
+
+// -----
+
+// Any other index tile is read lane by lane.
+// CHECK-LABEL: func @gather
+// CHECK-SAME: (%[[T:.*]]: tensor<4x8xf32>, %[[I:.*]]: tensor<4x8xi32>)
+// CHECK: linalg.generic {{.*}} ins(%[[I]] : tensor<4x8xi32>)
+// CHECK: arith.index_cast
+// CHECK: arith.select
+func.func @gather(%t: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> tensor<4x8xf32> {
+  %g = kiln.gather %t[%i] axis 1 : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
