@@ -109,6 +109,24 @@ static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
   return 0;
 }
 
+/// Writes `v` to the float element at `p` of type `dt`, rounded to it.
+static void storeFloat(char *p, DType dt, double v) {
+  switch (dt) {
+  case DType::F16: *reinterpret_cast<uint16_t *>(p) = floatToHalfBits(float(v)); break;
+  case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(float(v)); break;
+  case DType::F32: *reinterpret_cast<float *>(p) = float(v); break;
+  case DType::F64: *reinterpret_cast<double *>(p) = v; break;
+  default: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(v, dt); break; // f8 types
+  }
+}
+
+/// Writes the low bits of `v` to the integer (or bool) element at `p` of type `dt`.
+static void storeInteger(char *p, DType dt, uint64_t v) {
+  if (dt == DType::I1)
+    v &= 1;
+  std::memcpy(p, &v, dtypeBytes(dt)); // little-endian
+}
+
 static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt19937 &gen) {
   std::uniform_real_distribution<float> real(-1, 1);
   std::uniform_int_distribution<int> small(-8, 8), natural(0, 16), coin(0, 1);
@@ -120,23 +138,14 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
   };
   for (int64_t i = 0; i < n; ++i) {
     char *p = bytes.data() + i * dtypeBytes(dt);
-    switch (dt) {
-    case DType::I1: *reinterpret_cast<uint8_t *>(p) = small(gen) > 0; break;
-    case DType::I8: *reinterpret_cast<int8_t *>(p) = small(gen); break;
-    case DType::I16: *reinterpret_cast<int16_t *>(p) = small(gen); break;
-    case DType::I32: *reinterpret_cast<int32_t *>(p) = small(gen); break;
-    case DType::I64: *reinterpret_cast<int64_t *>(p) = small(gen); break;
-    case DType::U8: *reinterpret_cast<uint8_t *>(p) = uint8_t(unsignedValue(8)); break;
-    case DType::U16: *reinterpret_cast<uint16_t *>(p) = uint16_t(unsignedValue(16)); break;
-    case DType::U32: *reinterpret_cast<uint32_t *>(p) = uint32_t(unsignedValue(32)); break;
-    case DType::U64: *reinterpret_cast<uint64_t *>(p) = unsignedValue(64); break;
-    case DType::F16: *reinterpret_cast<uint16_t *>(p) = floatToHalfBits(real(gen)); break;
-    case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(real(gen)); break;
-    case DType::F32: *reinterpret_cast<float *>(p) = real(gen); break;
-    case DType::F64: *reinterpret_cast<double *>(p) = real(gen); break;
-    case DType::F8E4M3:
-    case DType::F8E5M2: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(real(gen), dt); break;
-    }
+    if (isFloat(dt))
+      storeFloat(p, dt, real(gen));
+    else if (dt == DType::I1)
+      storeInteger(p, dt, small(gen) > 0);
+    else if (isUnsigned(dt))
+      storeInteger(p, dt, unsignedValue(dtypeBits(dt)));
+    else
+      storeInteger(p, dt, uint64_t(int64_t(small(gen))));
   }
 }
 
@@ -159,42 +168,38 @@ static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
     double last = start + double(std::max<int64_t>(n - 1, 0)) * step;
     if (!(std::abs(start) <= largest && std::abs(last) <= largest))
       return "'" + spec.str() + "' gives values outside " + dtypeName(dt);
-    for (int64_t i = 0; i < n; ++i) {
-      char *p = bytes.data() + i * dtypeBytes(dt);
-      double v = start + double(i) * step;
-      switch (dt) {
-      case DType::F16: *reinterpret_cast<uint16_t *>(p) = floatToHalfBits(float(v)); break;
-      case DType::BF16: *reinterpret_cast<uint16_t *>(p) = floatToBF16Bits(float(v)); break;
-      case DType::F32: *reinterpret_cast<float *>(p) = float(v); break;
-      case DType::F64: *reinterpret_cast<double *>(p) = v; break;
-      default: *reinterpret_cast<uint8_t *>(p) = floatToF8Bits(v, dt); break;
-      }
-    }
+    for (int64_t i = 0; i < n; ++i)
+      storeFloat(bytes.data() + i * dtypeBytes(dt), dt, start + double(i) * step);
     return "";
   }
-  int64_t start = 0, step = 0;
-  if (startText.getAsInteger(10, start) || (hasStep && stepText.getAsInteger(10, step)))
-    return "'" + spec.str() + "' is not VALUE or START:STEP of integers (up to 2^63 - 1)";
+  // Integers are computed in 128 bits, so that every i64 and u64 value (and any
+  // step between them) can be written; a 64-bit product or sum cannot overflow.
+  using Wide = __int128;
+  auto parse = [](llvm::StringRef text, Wide &out) {
+    int64_t s;
+    uint64_t u;
+    if (!text.getAsInteger(10, s))
+      out = s;
+    else if (!text.getAsInteger(10, u))
+      out = u;
+    else
+      return false;
+    return true;
+  };
+  Wide start = 0, step = 0;
+  if (!parse(startText, start) || (hasStep && !parse(stepText, step)))
+    return "'" + spec.str() + "' is not VALUE or START:STEP of integers";
   // The sequence is monotonic: its ends bound it.
-  int64_t last = 0;
-  if (n > 0 && (__builtin_mul_overflow(n - 1, step, &last) ||
-                __builtin_add_overflow(start, last, &last)))
-    return "'" + spec.str() + "' overflows 64-bit integers";
+  Wide last = start + Wide(std::max<int64_t>(n - 1, 0)) * step;
   unsigned bits = dtypeBits(dt);
   bool noSign = isUnsigned(dt) || dt == DType::I1;
-  auto fits = [&](int64_t v) {
-    if (bits >= 64)
-      return !noSign || v >= 0;
-    int64_t lo = noSign ? 0 : -(int64_t(1) << (bits - 1));
-    int64_t hi = noSign ? (int64_t(1) << bits) - 1 : (int64_t(1) << (bits - 1)) - 1;
-    return v >= lo && v <= hi;
-  };
+  Wide lo = noSign ? 0 : -(Wide(1) << (bits - 1));
+  Wide hi = noSign ? (Wide(1) << bits) - 1 : (Wide(1) << (bits - 1)) - 1;
+  auto fits = [&](Wide v) { return v >= lo && v <= hi; };
   if (n > 0 && (!fits(start) || !fits(last)))
     return "'" + spec.str() + "' gives values outside " + dtypeName(dt);
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t v = uint64_t(start + i * step);
-    std::memcpy(bytes.data() + i * dtypeBytes(dt), &v, dtypeBytes(dt)); // little-endian
-  }
+  for (int64_t i = 0; i < n; ++i)
+    storeInteger(bytes.data() + i * dtypeBytes(dt), dt, uint64_t(start + Wide(i) * step));
   return "";
 }
 
