@@ -28,6 +28,19 @@ def ConvertKilnToLinalg : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
                            "mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect"];
 }
 
+def KilnExpandAssociativeScans : Pass<"kiln-expand-associative-scans", "mlir::ModuleOp"> {
+  let summary = "Expand kiln.associative_scan into trees of gathers (GPUs, SPIR-V, Metal)";
+  let description = [{
+    Each scan becomes ceil(log2(n)) steps: every operand's partner `s` lanes
+    earlier (later with `reverse`) is gathered along the axis, the combine
+    function's body is applied to whole tiles (its elementwise ops cloned onto
+    tiles, scalar constants splatted), and a select keeps the combination where
+    the partner exists. A combine function with an op that is not elementwise is
+    an error. The CPU lowers the op directly instead.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def KilnSimplifyMasks : Pass<"kiln-simplify-masks", "mlir::ModuleOp"> {
   let summary = "Fold load/store masks that are uniform constants";
   let description = [{

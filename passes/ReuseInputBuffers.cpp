@@ -34,39 +34,59 @@ bool isLoopCarried(Value v) {
   return arg && isa<scf::ForOp>(arg.getOwner()->getParentOp()) && arg.getArgNumber() > 0;
 }
 
-/// An input `op` may write its result over: same type, identity map, used only
-/// here; a loop-carried one when there is one.
-std::optional<unsigned> reusableInput(linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || !op.hasPureTensorSemantics())
-    return std::nullopt;
-  if (!llvm::all_of(op.getIteratorTypesArray(), linalg::isParallelIterator))
-    return std::nullopt;
-  OpOperand *init = op.getDpsInitOperand(0);
-  if (!init->get().getDefiningOp<tensor::EmptyOp>() ||
-      !op.getIndexingMapMatchingResult(op->getResult(0)).isIdentity() ||
-      op.payloadUsesValueFromOperand(init))
-    return std::nullopt;
-  std::optional<unsigned> chosen;
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    Value v = input->get();
-    if (v.getType() != init->get().getType() || !v.hasOneUse() ||
-        !op.getMatchingIndexingMap(input).isIdentity())
+/// Whether result `r` of `op` is only inserted where `v` was extracted from
+/// (same tensor, offsets, sizes, strides): writing over `v` then makes the
+/// insert in place, as in a scan that combines one row into the next.
+bool insertsWhereExtracted(OpResult r, Value v) {
+  auto extract = v.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!extract || !r.hasOneUse())
+    return false;
+  auto insert = dyn_cast<tensor::InsertSliceOp>(*r.getUsers().begin());
+  return insert && insert.getSource() == r && insert.getDest() == extract.getSource() &&
+         insert.getMixedOffsets() == extract.getMixedOffsets() &&
+         insert.getMixedSizes() == extract.getMixedSizes() &&
+         insert.getMixedStrides() == extract.getMixedStrides();
+}
+
+/// For each result of `op` written to a fresh tensor.empty, an input it may
+/// write over: same type, identity map, used only here, not taken by another
+/// result; preferably a loop-carried one, then one its result is inserted back
+/// into, else the first.
+void reuseInputs(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() ||
+      !llvm::all_of(op.getIteratorTypesArray(), linalg::isParallelIterator))
+    return;
+  llvm::SmallDenseSet<unsigned> taken;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    OpResult result = op.getTiedOpResult(&init);
+    if (!init.get().getDefiningOp<tensor::EmptyOp>() ||
+        !op.getIndexingMapMatchingResult(result).isIdentity() ||
+        op.payloadUsesValueFromOperand(&init))
       continue;
-    if (isLoopCarried(v))
-      return input->getOperandNumber();
+    std::optional<unsigned> chosen;
+    int chosenRank = 0; // 3 loop-carried, 2 inserted back into, 1 any
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      Value v = input->get();
+      if (v.getType() != init.get().getType() || !v.hasOneUse() ||
+          taken.contains(input->getOperandNumber()) ||
+          !op.getMatchingIndexingMap(input).isIdentity())
+        continue;
+      int rank = isLoopCarried(v) ? 3 : insertsWhereExtracted(result, v) ? 2 : 1;
+      if (rank > chosenRank) {
+        chosen = input->getOperandNumber();
+        chosenRank = rank;
+      }
+    }
     if (!chosen)
-      chosen = input->getOperandNumber();
+      continue;
+    taken.insert(*chosen);
+    init.set(op->getOperand(*chosen));
   }
-  return chosen;
 }
 
 struct ReuseInputBuffers : kiln::impl::KilnReuseInputBuffersBase<ReuseInputBuffers> {
-  void runOnOperation() override {
-    getOperation().walk([&](linalg::GenericOp op) {
-      if (std::optional<unsigned> input = reusableInput(op))
-        op.getDpsInitOperand(0)->set(op->getOperand(*input));
-    });
-  }
+  void runOnOperation() override { getOperation().walk(reuseInputs); }
 };
 
 } // namespace
+

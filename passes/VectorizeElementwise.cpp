@@ -25,7 +25,7 @@ using namespace mlir;
 /// elementwise or reducing it along some dimensions (Kiln leaves the order of a
 /// reduction's terms unspecified, as GPUs add in trees).
 static bool isVectorizable(linalg::GenericOp op, int64_t maxElements) {
-  if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 || op.getNumDpsInits() != 1)
+  if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 || op.getNumDpsInits() == 0)
     return false;
   auto shape = op.getStaticLoopRanges();
   int64_t elements = 1;
@@ -122,10 +122,14 @@ static SmallVector<Operation *> splitIntoChunks(IRRewriter &rewriter, linalg::Ge
   auto loop = dyn_cast<scf::ForOp>(tiled->loops[0].getOperation());
   auto piece = dyn_cast<linalg::GenericOp>(tiled->tiledOps[0]);
   if (loop && piece) {
-    AffineMap written = piece.getMatchingIndexingMap(piece.getDpsInitOperand(0));
+    auto readWhereWritten = [&](OpOperand *input) {
+      return llvm::any_of(piece.getDpsInitsMutable(), [&](OpOperand &init) {
+        return piece.getMatchingIndexingMap(input) == piece.getMatchingIndexingMap(&init);
+      });
+    };
     for (OpOperand *input : piece.getDpsInputOperands()) {
       auto slice = input->get().getDefiningOp<tensor::ExtractSliceOp>();
-      if (!slice || piece.getMatchingIndexingMap(input) != written)
+      if (!slice || !readWhereWritten(input))
         continue;
       for (auto [init, iterArg] : llvm::zip(loop.getInitArgs(), loop.getRegionIterArgs()))
         if (slice.getSource() == init)

@@ -42,7 +42,7 @@ const std::string &kiln::cpu::pipelineString() {
   static const std::string pipeline =
       "builtin.module("
       "inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
-      "kiln-lower-program-ids,convert-kiln-to-linalg,"
+      "kiln-lower-program-ids,convert-kiln-to-linalg,symbol-dce,"
       "func.func(convert-elementwise-to-linalg,kiln-fuse-elementwise),"
       "canonicalize,cse,func.func(kiln-widen-bool-tiles,kiln-reuse-input-buffers,kiln-vectorize-elementwise),"
       "canonicalize,"

@@ -214,7 +214,8 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
   unsigned elementwiseWarps = target.vulkanOnCPU ? 8 : 0;
   unsigned exchangeRegisters = target.vulkanOnCPU ? 32 : 0;
   std::string passes =
-      llvm::formatv("inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
+      llvm::formatv("inline,canonicalize,cse,kiln-expand-associative-scans,"
+                    "kiln-simplify-masks,symbol-dce,"
                     "convert-kiln-to-kiln-gpu{{num-warps=4 elementwise-warps={3} "
                     "exchange-registers={4} warp-size={0}},kiln-gpu-coalesce,"
                     "kiln-gpu-allocate-shared-memory{{max-bytes={1} matrix-units={2} "

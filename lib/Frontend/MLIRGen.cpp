@@ -3640,6 +3640,7 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
            : r->type.kind == SType::Void ? std::vector<TValue>{}
                                           : std::vector<TValue>{*r};
   };
+  mlir::FlatSymbolRefAttr scalarCombine; // the specialization the check made
   {
     mlir::Block scratch; // the check's call and operands are thrown away
     mlir::OpBuilder::InsertionGuard guard(builder);
@@ -3664,7 +3665,50 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
                    "'" + fn->name + "' must return " + describe(xs, true) + " for scalars " +
                        describe(xs, true) + ", got " +
                        (results->empty() ? std::string("nothing") : describe(*results)));
+    for (auto callOp : scratch.getOps<mlir::func::CallOp>())
+      scalarCombine = callOp.getCalleeAttr();
     scratch.clear();
+  }
+
+  // A scan is one op over the scalar specialization: each target picks how to
+  // evaluate it (the CPU folds along the axis row by row; GPUs expand it into
+  // the tree below, kiln-expand-associative-scans).
+  if (scan && scalarCombine) {
+    // The GPU expansion applies the function to whole tiles: check that it can,
+    // with the messages the tree below gives (the call is thrown away).
+    {
+      mlir::Block scratch;
+      mlir::OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(&scratch);
+      std::vector<TValue> args = xs;
+      args.insert(args.end(), xs.begin(), xs.end());
+      auto combined = call(std::move(args), (*combineExpr)->loc);
+      if (!combined)
+        return std::nullopt;
+      for (size_t i = 0; i < arity; ++i)
+        if (combined->size() != arity || !(*combined)[i].type.sameValueType(xs[i].type))
+          return error((*combineExpr)->loc, "'" + fn->name + "' must return " + describe(xs) +
+                                                " for tiles " + describe(xs) + ", got " +
+                                                describe(*combined));
+      scratch.clear();
+    }
+    llvm::SmallVector<Value> sources;
+    llvm::SmallVector<mlir::Type> types;
+    for (const TValue &x : xs) {
+      sources.push_back(x.value);
+      types.push_back(x.value.getType());
+    }
+    auto op = builder.create<AssociativeScanOp>(l, types, sources, scalarCombine,
+                                                builder.getI32IntegerAttr(*axis),
+                                                *flag ? builder.getUnitAttr() : nullptr);
+    for (auto [x, r] : llvm::zip(xs, op.getResults()))
+      x.value = r;
+    if (!isTuple)
+      return xs[0];
+    TValue out;
+    out.type.kind = SType::Tuple;
+    out.elements = std::move(xs);
+    return out;
   }
 
   // Trees of `gather`s along the axis, log2(n) steps. A reduction combines each

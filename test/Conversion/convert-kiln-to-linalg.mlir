@@ -375,3 +375,35 @@ func.func @gather(%t: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> tensor<4x8xf32> {
   %g = kiln.gather %t[%i] axis 1 : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>
   return %g : tensor<4x8xf32>
 }
+
+// -----
+
+// An associative scan folds along its axis: a loop over rows 1 .. n - 1 (here
+// reversed: row i = 15 - j combines with row i + 1, which comes first), a
+// generic over one row whose body is the combine function's, written over the
+// row it replaces and inserted back.
+// CHECK-LABEL: func @scan_rows
+// CHECK-SAME: (%[[A:.*]]: tensor<16x8xf32>, %[[X:.*]]: tensor<16x8xf32>)
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %c16 step %{{.*}} iter_args(%[[RA:.*]] = %[[A]], %[[RX:.*]] = %[[X]])
+// CHECK: %[[I:.*]] = arith.subi %c15, %[[J]] : index
+// CHECK: %[[PREV:.*]] = arith.addi %[[I]], %{{.*}} : index
+// CHECK: %[[LA:.*]] = tensor.extract_slice %[[RA]][%[[PREV]], 0] [1, 8] [1, 1]
+// CHECK: %[[LX:.*]] = tensor.extract_slice %[[RX]][%[[PREV]], 0] [1, 8] [1, 1]
+// CHECK: %[[TA:.*]] = tensor.extract_slice %[[RA]][%[[I]], 0] [1, 8] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[LA]], %[[LX]], %[[TA]], %{{.*}} : {{.*}}) outs(
+// CHECK: arith.mulf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, f32
+// CHECK: tensor.insert_slice %{{.*}}#0 into %[[RA]][%[[I]], 0] [1, 8] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}}#1 into %[[RX]][%[[I]], 0] [1, 8] [1, 1]
+func.func private @compose(%a1: f32, %x1: f32, %a2: f32, %x2: f32) -> (f32, f32) {
+  %a = arith.mulf %a1, %a2 : f32
+  %p = arith.mulf %x1, %a2 : f32
+  %x = arith.addf %p, %x2 : f32
+  return %a, %x : f32, f32
+}
+func.func @scan_rows(%a: tensor<16x8xf32>, %x: tensor<16x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+  %s:2 = kiln.associative_scan @compose(%a, %x) axis 0 reverse : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>, tensor<16x8xf32>
+  return %s#0, %s#1 : tensor<16x8xf32>, tensor<16x8xf32>
+}

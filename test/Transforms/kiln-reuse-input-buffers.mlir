@@ -64,3 +64,33 @@ func.func @live_input(%a: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
   } -> tensor<64xf32>
   return %r, %a : tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A row combined into the next (a scan's step): the result is inserted where
+// `this` was extracted from, so it writes over `this`, not over `prev` (listed
+// first); with two results, each takes its own input.
+// CHECK-LABEL: func @row_step
+// CHECK: %[[PREV:.*]] = tensor.extract_slice %{{.*}}[0, 0]
+// CHECK: %[[THIS:.*]] = tensor.extract_slice %{{.*}}[1, 0]
+// CHECK: %[[OTHER:.*]] = tensor.extract_slice %{{.*}}[1, 0]
+// CHECK: linalg.generic {{.*}} outs(%[[THIS]], %[[OTHER]] : tensor<1x8xf32>, tensor<1x8xf32>)
+func.func @row_step(%t: tensor<4x8xf32>, %u: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %prev = tensor.extract_slice %t[0, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+  %this = tensor.extract_slice %t[1, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+  %other = tensor.extract_slice %u[1, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+  %e = tensor.empty() : tensor<1x8xf32>
+  %r:2 = linalg.generic {indexing_maps = [#id, #id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%prev, %this, %other : tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>)
+      outs(%e, %e : tensor<1x8xf32>, tensor<1x8xf32>) {
+  ^bb0(%p: f32, %x: f32, %o: f32, %r0: f32, %r1: f32):
+    %s = arith.addf %p, %x : f32
+    %m = arith.mulf %s, %o : f32
+    linalg.yield %s, %m : f32, f32
+  } -> (tensor<1x8xf32>, tensor<1x8xf32>)
+  %t2 = tensor.insert_slice %r#0 into %t[1, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<4x8xf32>
+  %u2 = tensor.insert_slice %r#1 into %u[1, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<4x8xf32>
+  return %t2, %u2 : tensor<4x8xf32>, tensor<4x8xf32>
+}

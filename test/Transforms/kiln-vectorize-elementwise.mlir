@@ -163,3 +163,25 @@ func.func @indexed_max(%a: tensor<1024xf32>, %m: f32, %init: tensor<i32>) -> ten
   } -> tensor<i32>
   return %r : tensor<i32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// A generic with several results (a scan step over a tuple) is vectorized too.
+// CHECK-LABEL: func @two_results
+// CHECK: arith.mulf %{{.*}} : vector<64xf32>
+// CHECK: arith.addf %{{.*}} : vector<64xf32>
+// CHECK-COUNT-2: vector.transfer_write
+// CHECK-NOT: linalg.generic
+func.func @two_results(%a: tensor<64xf32>, %b: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %e = tensor.empty() : tensor<64xf32>
+  %r:2 = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<64xf32>, tensor<64xf32>) outs(%e, %e : tensor<64xf32>, tensor<64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o0: f32, %o1: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %x, %y : f32
+    linalg.yield %m, %s : f32, f32
+  } -> (tensor<64xf32>, tensor<64xf32>)
+  return %r#0, %r#1 : tensor<64xf32>, tensor<64xf32>
+}

@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -289,6 +290,41 @@ OpFoldResult ScanOp::fold(FoldAdaptor) {
   if (getSource().getType().getDimSize(getAxis()) == 1)
     return getSource();
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// AssociativeScanOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AssociativeScanOp::verify() {
+  if (getSources().empty())
+    return emitOpError("needs at least one tile");
+  if (getSources().getTypes() != getResults().getTypes())
+    return emitOpError("results must have the sources' types");
+  auto shape = cast<RankedTensorType>(getSources().front().getType()).getShape();
+  for (Type t : getSources().getTypes())
+    if (cast<RankedTensorType>(t).getShape() != shape)
+      return emitOpError("sources must have one shape");
+  int64_t rank = shape.size();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " out of range for rank " << rank;
+  return success();
+}
+
+LogicalResult AssociativeScanOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto fn = symbols.lookupNearestSymbolFrom<FunctionOpInterface>(*this, getCombineAttr());
+  if (!fn)
+    return emitOpError("combine function '") << getCombine() << "' not found";
+  SmallVector<Type> elements;
+  for (Type t : getSources().getTypes())
+    elements.push_back(getElementTypeOrSelf(t));
+  SmallVector<Type> params(elements);
+  params.append(elements);
+  if (fn.getArgumentTypes() != ArrayRef<Type>(params) ||
+      fn.getResultTypes() != ArrayRef<Type>(elements))
+    return emitOpError("combine function '")
+           << getCombine() << "' must take two of each source's element type and return one";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 
@@ -249,6 +250,37 @@ def Kiln_ScanOp : Kiln_Op<"scan", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$kind $source `,` $axis attr-dict `:` type($source)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def Kiln_AssociativeScanOp : Kiln_Op<"associative_scan",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "inclusive scan of tiles with a combine function";
+  let description = [{
+    Scans one or more tiles of one shape along `axis` together: element `i` of
+    result `k` is the combination of elements `0..i` (with `reverse`, `i..n-1`)
+    of the sources, folded with `combine`, a function of scalars taking the
+    earlier range's elements (with `reverse`, the later range's) and then the
+    element's own, one of each source, and returning one of each. It need not
+    commute, only associate.
+
+    Targets choose the evaluation: the CPU folds along the axis one row at a
+    time (`n - 1` combinations, vectorized across the other axes); GPUs and
+    SPIR-V expand it into a tree of gathers (`kiln-expand-associative-scans`,
+    `log2(n)` steps of whole-tile combinations).
+
+    ```mlir
+    %a, %x = kiln.associative_scan @compose(%a0, %x0) axis 0
+        : tensor<16x128xf32>, tensor<16x128xf32> -> tensor<16x128xf32>, tensor<16x128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tile>:$sources, FlatSymbolRefAttr:$combine,
+                       I32Attr:$axis, UnitAttr:$reverse);
+  let results = (outs Variadic<Kiln_Tile>:$results);
+  let assemblyFormat = [{
+    $combine `(` $sources `)` `axis` $axis (`reverse` $reverse^)? attr-dict `:`
+    type($sources) `->` type($results)
+  }];
+  let hasVerifier = 1;
 }
 
 def Kiln_PrintOp : Kiln_Op<"print", [MemoryEffects<[MemWrite]>]> {
