@@ -2,11 +2,16 @@
 //
 // GPUs (and SPIR-V, Metal) evaluate a kiln.associative_scan as a Hillis-Steele
 // tree: log2(n) steps, each gathering every operand's partner `s` lanes earlier
-// (later when reversed), combining whole tiles with the combine function's body
-// applied lane by lane, and keeping the combination where the partner exists.
-// The earlier range is always the combine function's first operand, so it need
-// not commute. The CPU lowers the op itself instead (convert-kiln-to-linalg:
-// one row at a time along the axis, n - 1 combinations instead of n log2 n).
+// (later when reversed), combining whole tiles with a call of the combine
+// function's tile specialization, and keeping the combination where the partner
+// exists. The earlier range is always the combine function's first operand, so
+// it need not commute. The pass runs first, before `inline`, which then inlines
+// the calls, so the function's own effects (print, device_assert) stay as they
+// were written.
+//
+// With `keep-foldable` (the CPU) scans whose scalar combine function is a pure
+// computation are left for convert-kiln-to-linalg, which folds them along the
+// axis one row at a time (n - 1 combinations instead of n log2 n).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +22,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace kiln {
@@ -30,41 +34,29 @@ using namespace kiln;
 
 namespace {
 
-/// The combine function's body applied to whole tiles of `shape`: every op is
-/// elementwise (arith, math), so each is cloned with tile operands and results;
-/// scalar constants become splats. Fails on an op that cannot be.
-FailureOr<SmallVector<Value>> combineTiles(OpBuilder &b, func::FuncOp fn, ValueRange args,
-                                           ArrayRef<int64_t> shape) {
-  Block &body = fn.getBody().front();
-  IRMapping map;
-  map.map(body.getArguments(), args);
-  for (Operation &op : body.without_terminator()) {
-    auto constant = dyn_cast<arith::ConstantOp>(op);
-    if (constant && !isa<ShapedType>(constant.getType())) {
-      auto type = RankedTensorType::get(shape, constant.getType());
-      Value splat = b.create<arith::ConstantOp>(
-          op.getLoc(), DenseElementsAttr::get(type, cast<TypedAttr>(constant.getValue())));
-      map.map(constant.getResult(), splat);
-      continue;
+/// Whether `fn` (and every function it calls) only computes: no kiln op (a
+/// program id, a print, an assert, a tile op) and nothing that touches memory,
+/// so the CPU may run its body lane by lane inside a linalg.generic.
+bool computesOnly(func::FuncOp fn, SymbolTableCollection &symbols,
+                  llvm::SmallPtrSetImpl<Operation *> &visiting) {
+  if (fn.isExternal() || !visiting.insert(fn).second)
+    return !fn.isExternal(); // a recursive call is checked where it started
+  WalkResult walk = fn.getBody().walk([&](Operation *op) {
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(op, call.getCalleeAttr());
+      return callee && computesOnly(callee, symbols, visiting) ? WalkResult::advance()
+                                                                 : WalkResult::interrupt();
     }
-    if (!op.hasTrait<OpTrait::Elementwise>() || op.getNumRegions() != 0)
-      return op.emitError("the combine function '")
-             << fn.getSymName() << "' cannot be applied to whole tiles ('" << op.getName()
-             << "' is not elementwise)";
-    Operation *copy = b.clone(op, map);
-    for (Value result : copy->getResults())
-      result.setType(RankedTensorType::get(shape, result.getType()));
-  }
-  SmallVector<Value> results;
-  for (Value v : body.getTerminator()->getOperands())
-    results.push_back(map.lookup(v));
-  return results;
+    if (isa<KilnDialect>(op->getDialect()))
+      return WalkResult::interrupt();
+    if (op->hasTrait<OpTrait::IsTerminator>() || op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance(); // judged by the ops they hold
+    return isMemoryEffectFree(op) ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return !walk.wasInterrupted();
 }
 
-LogicalResult expand(AssociativeScanOp op, SymbolTableCollection &symbols) {
-  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(op, op.getCombineAttr());
-  if (!fn || fn.getBody().getBlocks().size() != 1)
-    return op.emitOpError("needs a single-block combine function");
+void expand(AssociativeScanOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto type = cast<RankedTensorType>(op.getSources().front().getType());
@@ -100,26 +92,31 @@ LogicalResult expand(AssociativeScanOp op, SymbolTableCollection &symbols) {
     for (Value x : xs)
       args.push_back(b.create<GatherOp>(loc, x.getType(), x, at, b.getI32IntegerAttr(axis)));
     args.append(xs);
-    FailureOr<SmallVector<Value>> combined = combineTiles(b, fn, args, shape);
-    if (failed(combined))
-      return failure();
-    for (auto [x, c] : llvm::zip(xs, *combined))
+    auto combined = b.create<func::CallOp>(loc, op.getTileCombineAttr(),
+                                           op.getResultTypes(), args);
+    for (auto [x, c] : llvm::zip(xs, combined.getResults()))
       x = b.create<arith::SelectOp>(loc, valid, c, x);
   }
   op.replaceAllUsesWith(xs);
   op.erase();
-  return success();
 }
 
 struct ExpandAssociativeScans
     : kiln::impl::KilnExpandAssociativeScansBase<ExpandAssociativeScans> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<AssociativeScanOp> scans;
     getOperation().walk([&](AssociativeScanOp op) { scans.push_back(op); });
     SymbolTableCollection symbols;
-    for (AssociativeScanOp op : scans)
-      if (failed(expand(op, symbols)))
-        return signalPassFailure();
+    for (AssociativeScanOp op : scans) {
+      if (keepFoldable) {
+        auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(op, op.getCombineAttr());
+        llvm::SmallPtrSet<Operation *, 4> visiting;
+        if (fn && computesOnly(fn, symbols, visiting))
+          continue;
+      }
+      expand(op);
+    }
   }
 };
 

@@ -29,16 +29,21 @@ def ConvertKilnToLinalg : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
 }
 
 def KilnExpandAssociativeScans : Pass<"kiln-expand-associative-scans", "mlir::ModuleOp"> {
-  let summary = "Expand kiln.associative_scan into trees of gathers (GPUs, SPIR-V, Metal)";
+  let summary = "Expand kiln.associative_scan into trees of gathers";
   let description = [{
     Each scan becomes ceil(log2(n)) steps: every operand's partner `s` lanes
     earlier (later with `reverse`) is gathered along the axis, the combine
-    function's body is applied to whole tiles (its elementwise ops cloned onto
-    tiles, scalar constants splatted), and a select keeps the combination where
-    the partner exists. A combine function with an op that is not elementwise is
-    an error. The CPU lowers the op directly instead.
+    function's tile specialization is called on the partners and the tiles, and
+    a select keeps the combination where the partner exists. Runs before
+    `inline`. With `keep-foldable` (the CPU pipeline) scans whose scalar combine
+    function only computes (no kiln op, no memory effect, also in what it calls)
+    are left for convert-kiln-to-linalg to fold row by row.
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect"];
+  let options = [
+    Option<"keepFoldable", "keep-foldable", "bool", /*default=*/"false",
+           "Leave scans whose scalar combine function only computes">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 
 def KilnSimplifyMasks : Pass<"kiln-simplify-masks", "mlir::ModuleOp"> {

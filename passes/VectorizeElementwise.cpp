@@ -121,19 +121,17 @@ static SmallVector<Operation *> splitIntoChunks(IRRewriter &rewriter, linalg::Ge
   // the loop's initial value instead would make bufferization copy the tile.
   auto loop = dyn_cast<scf::ForOp>(tiled->loops[0].getOperation());
   auto piece = dyn_cast<linalg::GenericOp>(tiled->tiledOps[0]);
-  if (loop && piece) {
-    auto readWhereWritten = [&](OpOperand *input) {
-      return llvm::any_of(piece.getDpsInitsMutable(), [&](OpOperand &init) {
-        return piece.getMatchingIndexingMap(input) == piece.getMatchingIndexingMap(&init);
-      });
-    };
-    for (OpOperand *input : piece.getDpsInputOperands()) {
-      auto slice = input->get().getDefiningOp<tensor::ExtractSliceOp>();
-      if (!slice || !readWhereWritten(input))
-        continue;
-      for (auto [init, iterArg] : llvm::zip(loop.getInitArgs(), loop.getRegionIterArgs()))
-        if (slice.getSource() == init)
+  if (loop && piece && loop.getInitArgs().size() == piece.getNumDpsInits()) {
+    // The loop carries the generic's results in order.
+    for (auto [k, init, iterArg] :
+         llvm::enumerate(loop.getInitArgs(), loop.getRegionIterArgs())) {
+      AffineMap written = piece.getMatchingIndexingMap(piece.getDpsInitOperand(k));
+      for (OpOperand *input : piece.getDpsInputOperands()) {
+        auto slice = input->get().getDefiningOp<tensor::ExtractSliceOp>();
+        if (slice && slice.getSource() == init &&
+            piece.getMatchingIndexingMap(input) == written)
           rewriter.modifyOpInPlace(slice, [&] { slice.getSourceMutable().assign(iterArg); });
+      }
     }
   }
   return tiled->tiledOps;

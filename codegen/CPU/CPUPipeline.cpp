@@ -41,6 +41,7 @@ const std::string &kiln::cpu::pipelineString() {
   // tensors and fuse; bufferize; loops; everything to the LLVM dialect.
   static const std::string pipeline =
       "builtin.module("
+      "kiln-expand-associative-scans{keep-foldable=1},"
       "inline,canonicalize,cse,kiln-simplify-masks,symbol-dce,"
       "kiln-lower-program-ids,convert-kiln-to-linalg,symbol-dce,"
       "func.func(convert-elementwise-to-linalg,kiln-fuse-elementwise),"

@@ -214,7 +214,7 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
   unsigned elementwiseWarps = target.vulkanOnCPU ? 8 : 0;
   unsigned exchangeRegisters = target.vulkanOnCPU ? 32 : 0;
   std::string passes =
-      llvm::formatv("inline,canonicalize,cse,kiln-expand-associative-scans,"
+      llvm::formatv("kiln-expand-associative-scans,inline,canonicalize,cse,"
                     "kiln-simplify-masks,symbol-dce,"
                     "convert-kiln-to-kiln-gpu{{num-warps=4 elementwise-warps={3} "
                     "exchange-registers={4} warp-size={0}},kiln-gpu-coalesce,"

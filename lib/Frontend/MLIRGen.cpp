@@ -3670,35 +3670,38 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
     scratch.clear();
   }
 
-  // A scan is one op over the scalar specialization: each target picks how to
-  // evaluate it (the CPU folds along the axis row by row; GPUs expand it into
-  // the tree below, kiln-expand-associative-scans).
+  // A scan is one op over the scalar and the tile specializations: each target
+  // picks how to evaluate it (the CPU folds along the axis row by row; GPUs
+  // expand it into the tree below, kiln-expand-associative-scans).
+  mlir::FlatSymbolRefAttr tileCombine;
   if (scan && scalarCombine) {
-    // The GPU expansion applies the function to whole tiles: check that it can,
-    // with the messages the tree below gives (the call is thrown away).
-    {
-      mlir::Block scratch;
-      mlir::OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(&scratch);
-      std::vector<TValue> args = xs;
-      args.insert(args.end(), xs.begin(), xs.end());
-      auto combined = call(std::move(args), (*combineExpr)->loc);
-      if (!combined)
-        return std::nullopt;
-      for (size_t i = 0; i < arity; ++i)
-        if (combined->size() != arity || !(*combined)[i].type.sameValueType(xs[i].type))
-          return error((*combineExpr)->loc, "'" + fn->name + "' must return " + describe(xs) +
-                                                " for tiles " + describe(xs) + ", got " +
-                                                describe(*combined));
-      scratch.clear();
-    }
+    // The tree (kiln-expand-associative-scans) calls the function on whole
+    // tiles: specialize it for them too, with the messages the tree below gives.
+    mlir::Block scratch;
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&scratch);
+    std::vector<TValue> args = xs;
+    args.insert(args.end(), xs.begin(), xs.end());
+    auto combined = call(std::move(args), (*combineExpr)->loc);
+    if (!combined)
+      return std::nullopt;
+    for (size_t i = 0; i < arity; ++i)
+      if (combined->size() != arity || !(*combined)[i].type.sameValueType(xs[i].type))
+        return error((*combineExpr)->loc, "'" + fn->name + "' must return " + describe(xs) +
+                                              " for tiles " + describe(xs) + ", got " +
+                                              describe(*combined));
+    for (auto callOp : scratch.getOps<mlir::func::CallOp>())
+      tileCombine = callOp.getCalleeAttr();
+    scratch.clear();
+  }
+  if (scan && scalarCombine && tileCombine) {
     llvm::SmallVector<Value> sources;
     llvm::SmallVector<mlir::Type> types;
     for (const TValue &x : xs) {
       sources.push_back(x.value);
       types.push_back(x.value.getType());
     }
-    auto op = builder.create<AssociativeScanOp>(l, types, sources, scalarCombine,
+    auto op = builder.create<AssociativeScanOp>(l, types, sources, scalarCombine, tileCombine,
                                                 builder.getI32IntegerAttr(*axis),
                                                 *flag ? builder.getUnitAttr() : nullptr);
     for (auto [x, r] : llvm::zip(xs, op.getResults()))

@@ -391,10 +391,11 @@ func.func @gather(%t: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> tensor<4x8xf32> {
 // CHECK: %[[LX:.*]] = tensor.extract_slice %[[RX]][%[[PREV]], 0] [1, 8] [1, 1]
 // CHECK: %[[TA:.*]] = tensor.extract_slice %[[RA]][%[[I]], 0] [1, 8] [1, 1]
 // CHECK: linalg.generic {{.*}} ins(%[[LA]], %[[LX]], %[[TA]], %{{.*}} : {{.*}}) outs(
-// CHECK: arith.mulf
-// CHECK: arith.mulf
-// CHECK: arith.addf
-// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, f32
+// CHECK-NEXT: ^bb0(%[[A1:[a-z0-9_]+]]: f32, %[[X1:[a-z0-9_]+]]: f32, %[[A2:[a-z0-9_]+]]: f32, %[[X2:[a-z0-9_]+]]: f32,
+// CHECK-NEXT: %[[NA:.*]] = arith.mulf %[[A1]], %[[A2]] : f32
+// CHECK-NEXT: %[[P:.*]] = arith.mulf %[[X1]], %[[A2]] : f32
+// CHECK-NEXT: %[[NX:.*]] = arith.addf %[[P]], %[[X2]] : f32
+// CHECK-NEXT: linalg.yield %[[NA]], %[[NX]] : f32, f32
 // CHECK: tensor.insert_slice %{{.*}}#0 into %[[RA]][%[[I]], 0] [1, 8] [1, 1]
 // CHECK: tensor.insert_slice %{{.*}}#1 into %[[RX]][%[[I]], 0] [1, 8] [1, 1]
 func.func private @compose(%a1: f32, %x1: f32, %a2: f32, %x2: f32) -> (f32, f32) {
@@ -403,7 +404,9 @@ func.func private @compose(%a1: f32, %x1: f32, %a2: f32, %x2: f32) -> (f32, f32)
   %x = arith.addf %p, %x2 : f32
   return %a, %x : f32, f32
 }
+func.func private @compose_tiles(tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>,
+                                 tensor<16x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>)
 func.func @scan_rows(%a: tensor<16x8xf32>, %x: tensor<16x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
-  %s:2 = kiln.associative_scan @compose(%a, %x) axis 0 reverse : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>, tensor<16x8xf32>
+  %s:2 = kiln.associative_scan @compose, @compose_tiles(%a, %x) axis 0 reverse : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>, tensor<16x8xf32>
   return %s#0, %s#1 : tensor<16x8xf32>, tensor<16x8xf32>
 }

@@ -312,19 +312,26 @@ LogicalResult AssociativeScanOp::verify() {
 }
 
 LogicalResult AssociativeScanOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  auto fn = symbols.lookupNearestSymbolFrom<FunctionOpInterface>(*this, getCombineAttr());
-  if (!fn)
-    return emitOpError("combine function '") << getCombine() << "' not found";
-  SmallVector<Type> elements;
-  for (Type t : getSources().getTypes())
-    elements.push_back(getElementTypeOrSelf(t));
-  SmallVector<Type> params(elements);
-  params.append(elements);
-  if (fn.getArgumentTypes() != ArrayRef<Type>(params) ||
-      fn.getResultTypes() != ArrayRef<Type>(elements))
-    return emitOpError("combine function '")
-           << getCombine() << "' must take two of each source's element type and return one";
-  return success();
+  // `combine` takes and returns the sources' element types, `tile_combine` their
+  // tile types: two of each, one of each back.
+  auto check = [&](FlatSymbolRefAttr name, bool tiles) -> LogicalResult {
+    auto fn = symbols.lookupNearestSymbolFrom<FunctionOpInterface>(*this, name);
+    if (!fn)
+      return emitOpError("combine function '") << name.getValue() << "' not found";
+    SmallVector<Type> types;
+    for (Type t : getSources().getTypes())
+      types.push_back(tiles ? t : getElementTypeOrSelf(t));
+    SmallVector<Type> params(types);
+    params.append(types);
+    if (fn.getArgumentTypes() != ArrayRef<Type>(params) ||
+        fn.getResultTypes() != ArrayRef<Type>(types))
+      return emitOpError("combine function '")
+             << name.getValue() << "' must take two of each source's "
+             << (tiles ? "tile" : "element") << " type and return one";
+    return success();
+  };
+  return failure(failed(check(getCombineAttr(), false)) ||
+                 failed(check(getTileCombineAttr(), true)));
 }
 
 //===----------------------------------------------------------------------===//

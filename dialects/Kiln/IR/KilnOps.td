@@ -258,27 +258,32 @@ def Kiln_AssociativeScanOp : Kiln_Op<"associative_scan",
   let description = [{
     Scans one or more tiles of one shape along `axis` together: element `i` of
     result `k` is the combination of elements `0..i` (with `reverse`, `i..n-1`)
-    of the sources, folded with `combine`, a function of scalars taking the
-    earlier range's elements (with `reverse`, the later range's) and then the
-    element's own, one of each source, and returning one of each. It need not
-    commute, only associate.
+    of the sources, folded with the combine function, which takes the earlier
+    range's elements (with `reverse`, the later range's) and then the element's
+    own, one of each source, and returns one of each. It need not commute, only
+    associate. `combine` is the function specialized for the sources' element
+    types (scalars), `tile_combine` the same function specialized for the
+    sources' tile types.
 
-    Targets choose the evaluation: the CPU folds along the axis one row at a
-    time (`n - 1` combinations, vectorized across the other axes); GPUs and
-    SPIR-V expand it into a tree of gathers (`kiln-expand-associative-scans`,
-    `log2(n)` steps of whole-tile combinations).
+    Targets choose the evaluation. The CPU folds along the axis one row at a
+    time with `combine` (`n - 1` combinations, vectorized across the row) when
+    that function is a pure computation. Otherwise, and on GPUs, SPIR-V and
+    Metal, `kiln-expand-associative-scans` expands the op, first in the
+    pipeline, into a tree of gathers and calls of `tile_combine` (`log2(n)`
+    steps of whole-tile combinations), so a function that prints or asserts
+    keeps its effects.
 
     ```mlir
-    %a, %x = kiln.associative_scan @compose(%a0, %x0) axis 0
+    %a, %x = kiln.associative_scan @compose, @compose_tiles(%a0, %x0) axis 0
         : tensor<16x128xf32>, tensor<16x128xf32> -> tensor<16x128xf32>, tensor<16x128xf32>
     ```
   }];
   let arguments = (ins Variadic<Kiln_Tile>:$sources, FlatSymbolRefAttr:$combine,
-                       I32Attr:$axis, UnitAttr:$reverse);
+                       FlatSymbolRefAttr:$tile_combine, I32Attr:$axis, UnitAttr:$reverse);
   let results = (outs Variadic<Kiln_Tile>:$results);
   let assemblyFormat = [{
-    $combine `(` $sources `)` `axis` $axis (`reverse` $reverse^)? attr-dict `:`
-    type($sources) `->` type($results)
+    $combine `,` $tile_combine `(` $sources `)` `axis` $axis (`reverse` $reverse^)? attr-dict
+    `:` type($sources) `->` type($results)
   }];
   let hasVerifier = 1;
 }

@@ -314,27 +314,26 @@ func.func @atomic_type(%m: memref<?xf16, strided<[?], offset: ?>>, %i: tensor<8x
 // -----
 
 func.func private @add(f32, f32) -> f32
+func.func private @add_tiles(tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 func.func @associative_scan_axis(%t: tensor<4x8xf32>) {
   // expected-error @+1 {{axis 2 out of range for rank 2}}
-  %0 = kiln.associative_scan @add(%t) axis 2 : tensor<4x8xf32> -> tensor<4x8xf32>
+  %0 = kiln.associative_scan @add, @add_tiles(%t) axis 2 : tensor<4x8xf32> -> tensor<4x8xf32>
   return
 }
 
 // -----
 
-func.func private @add(f32, f32) -> f32
 func.func @associative_scan_shapes(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
   // expected-error @+1 {{sources must have one shape}}
-  %0:2 = kiln.associative_scan @add(%a, %b) axis 0 : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x8xf32>, tensor<8x4xf32>
+  %0:2 = kiln.associative_scan @add, @add_tiles(%a, %b) axis 0 : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x8xf32>, tensor<8x4xf32>
   return
 }
 
 // -----
 
-func.func private @add(f32, f32) -> f32
 func.func @associative_scan_results(%t: tensor<4x8xf32>) {
   // expected-error @+1 {{results must have the sources' types}}
-  %0 = kiln.associative_scan @add(%t) axis 0 : tensor<4x8xf32> -> tensor<4x8xf16>
+  %0 = kiln.associative_scan @add, @add_tiles(%t) axis 0 : tensor<4x8xf32> -> tensor<4x8xf16>
   return
 }
 
@@ -342,15 +341,26 @@ func.func @associative_scan_results(%t: tensor<4x8xf32>) {
 
 func.func @associative_scan_missing(%t: tensor<8xf32>) {
   // expected-error @+1 {{combine function 'nowhere' not found}}
-  %0 = kiln.associative_scan @nowhere(%t) axis 0 : tensor<8xf32> -> tensor<8xf32>
+  %0 = kiln.associative_scan @nowhere, @nowhere_tiles(%t) axis 0 : tensor<8xf32> -> tensor<8xf32>
   return
 }
 
 // -----
 
 func.func private @less(f32, f32) -> i1
+func.func private @less_tiles(tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
 func.func @associative_scan_signature(%t: tensor<8xf32>) {
   // expected-error @+1 {{combine function 'less' must take two of each source's element type and return one}}
-  %0 = kiln.associative_scan @less(%t) axis 0 : tensor<8xf32> -> tensor<8xf32>
+  %0 = kiln.associative_scan @less, @less_tiles(%t) axis 0 : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func private @add(f32, f32) -> f32
+func.func private @add_rows(tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+func.func @associative_scan_tile_signature(%t: tensor<8xf32>) {
+  // expected-error @+1 {{combine function 'add_rows' must take two of each source's tile type and return one}}
+  %0 = kiln.associative_scan @add, @add_rows(%t) axis 0 : tensor<8xf32> -> tensor<8xf32>
   return
 }

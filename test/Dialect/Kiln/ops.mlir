@@ -65,11 +65,13 @@ func.func @memory(%x: !mem2, %y: !mem1, %i: tensor<64xi32>, %j: tensor<64xi32>, 
 }
 
 // CHECK-LABEL: func @associative_scan
-// CHECK: kiln.associative_scan @step(%{{.*}}, %{{.*}}) axis 1 : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>, tensor<4x8xi32>
-// CHECK: kiln.associative_scan @step(%{{.*}}, %{{.*}}) axis 0 reverse : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>, tensor<4x8xi32>
+// CHECK: kiln.associative_scan @step, @step_tiles(%{{.*}}, %{{.*}}) axis 1 : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>, tensor<4x8xi32>
+// CHECK: kiln.associative_scan @step, @step_tiles(%{{.*}}, %{{.*}}) axis 0 reverse : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>, tensor<4x8xi32>
 func.func private @step(f32, i32, f32, i32) -> (f32, i32)
+func.func private @step_tiles(tensor<4x8xf32>, tensor<4x8xi32>, tensor<4x8xf32>, tensor<4x8xi32>)
+    -> (tensor<4x8xf32>, tensor<4x8xi32>)
 func.func @associative_scan(%a: tensor<4x8xf32>, %b: tensor<4x8xi32>) {
-  %s:2 = kiln.associative_scan @step(%a, %b) axis 1 : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>, tensor<4x8xi32>
-  %r:2 = kiln.associative_scan @step(%a, %b) axis 0 reverse : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>, tensor<4x8xi32>
+  %s:2 = kiln.associative_scan @step, @step_tiles(%a, %b) axis 1 : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>, tensor<4x8xi32>
+  %r:2 = kiln.associative_scan @step, @step_tiles(%a, %b) axis 0 reverse : tensor<4x8xf32>, tensor<4x8xi32> -> tensor<4x8xf32>, tensor<4x8xi32>
   return
 }
