@@ -208,6 +208,15 @@ func.func @scan(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NOT: scf.if
 // CHECK: memref.store %{{.*}}, %{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: } else {
+// The guarded path computes each lane's column, the start plus the lane (the row is the
+// splatted scalar), rather than reading the index tiles.
+// CHECK: scf.for %[[LANE:.*]] = %{{.*}} to %c64
+// CHECK-NEXT: %[[L32:.*]] = arith.index_cast %[[LANE]] : index to i32
+// CHECK-NEXT: %[[COL:.*]] = arith.addi %{{.*}}, %[[L32]] : i32
+// CHECK-NOT: tensor.extract %{{.*}} : tensor<64xi32>
+// CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
+// CHECK: arith.cmpi ult, %[[COL]], %{{.*}} : i32
+// CHECK: memref.store %{{.*}}, %[[M]][%{{.*}}, %{{.*}}] : memref<?x?xf32, strided<[?, ?], offset: ?>>
 func.func @row_segment(%m: !mem, %row: i32, %off: i32) {
   %r = kiln.splat %row : tensor<64xi32>
   %o = kiln.splat %off : tensor<64xi32>

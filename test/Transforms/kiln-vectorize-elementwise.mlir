@@ -185,3 +185,30 @@ func.func @two_results(%a: tensor<64xf32>, %b: tensor<64xf32>) -> (tensor<64xf32
   } -> (tensor<64xf32>, tensor<64xf32>)
   return %r#0, %r#1 : tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// Past one chunk (64 elements) the generic is split into a loop over chunks;
+// with several results, an input that is also a result's buffer (written over
+// by kiln-reuse-input-buffers) is read through that result's loop argument, so
+// the chunks not yet written keep their values and nothing is copied.
+// CHECK-LABEL: func @two_results_chunked
+// CHECK-SAME: (%[[A:.*]]: tensor<128xf32>, %[[B:.*]]: tensor<128xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c64 iter_args(%[[RA:.*]] = %[[A]], %[[RB:.*]] = %[[B]])
+// CHECK-NOT: tensor.extract_slice %[[A]]
+// CHECK-NOT: tensor.extract_slice %[[B]]
+// CHECK: arith.mulf %{{.*}} : vector<64xf32>
+// CHECK: arith.addf %{{.*}} : vector<64xf32>
+// CHECK-NOT: linalg.generic
+func.func @two_results_chunked(%a: tensor<128xf32>, %b: tensor<128xf32>) -> (tensor<128xf32>, tensor<128xf32>) {
+  %r:2 = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<128xf32>, tensor<128xf32>) outs(%a, %b : tensor<128xf32>, tensor<128xf32>) {
+  ^bb0(%x: f32, %y: f32, %o0: f32, %o1: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %x, %y : f32
+    linalg.yield %m, %s : f32, f32
+  } -> (tensor<128xf32>, tensor<128xf32>)
+  return %r#0, %r#1 : tensor<128xf32>, tensor<128xf32>
+}
