@@ -3673,6 +3673,15 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
   // A scan is one op over the scalar and the tile specializations: each target
   // picks how to evaluate it (the CPU folds along the axis row by row; GPUs
   // expand it into the tree below, kiln-expand-associative-scans).
+  // The result: the tile, or the tuple of tiles.
+  auto packed = [&]() -> TValue {
+    if (!isTuple)
+      return xs[0];
+    TValue out;
+    out.type.kind = SType::Tuple;
+    out.elements = std::move(xs);
+    return out;
+  };
   mlir::FlatSymbolRefAttr tileCombine;
   if (scan && scalarCombine) {
     // The tree (kiln-expand-associative-scans) calls the function on whole
@@ -3706,12 +3715,7 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
                                                 *flag ? builder.getUnitAttr() : nullptr);
     for (auto [x, r] : llvm::zip(xs, op.getResults()))
       x.value = r;
-    if (!isTuple)
-      return xs[0];
-    TValue out;
-    out.type.kind = SType::Tuple;
-    out.elements = std::move(xs);
-    return out;
+    return packed();
   }
 
   // Trees of `gather`s along the axis, log2(n) steps. A reduction combines each
@@ -3768,12 +3772,7 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
                                       .getResult();
     }
   }
-  if (!isTuple)
-    return xs[0];
-  TValue out;
-  out.type.kind = SType::Tuple;
-  out.elements = std::move(xs);
-  return out;
+  return packed();
 }
 
 MaybeValue Generator::genJoin(const CallExpr &e) {
