@@ -18,12 +18,6 @@
 
 using namespace mlir;
 
-const std::string &kiln::cpu::kilnCleanupPipelineString() {
-  static const std::string pipeline =
-      "builtin.module(inline,canonicalize,cse,kiln-simplify-masks,symbol-dce)";
-  return pipeline;
-}
-
 /// The micro-kernel's register budget on this host: 32 x 512-bit registers
 /// with AVX-512, 16 x 256-bit with AVX2, else 16 x 128-bit (SSE, NEON).
 static std::string hostVectorOptions() {

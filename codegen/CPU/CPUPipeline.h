@@ -17,10 +17,6 @@ namespace kiln::cpu {
 /// This string is the single definition: the compiler parses it to run it.
 const std::string &pipelineString();
 
-/// The front half of the pipeline (up to and including kiln-level cleanups), which
-/// `kilnc --emit=kiln` applies before printing.
-const std::string &kilnCleanupPipelineString();
-
 /// Runs `pipelineString()` on `module`. Diagnostics go to the context's handler.
 mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, bool timePasses = false);
 
