@@ -3560,7 +3560,11 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
     return std::nullopt;
   bool isTuple = in->type.kind == SType::Tuple;
   std::vector<TValue> xs = isTuple ? in->elements : std::vector<TValue>{*in};
-  for (const TValue &x : xs) {
+  for (TValue &x : xs) {
+    // Combined as tiles: a constant tile (ones_like(v)) must reach the combine
+    // function as a tile argument, not be folded into its specialization as a
+    // scalar constant, and the results are not that constant.
+    x.cst.reset();
     if (x.type.kind != SType::Tile)
       return error(e.args[0]->loc, name + " needs a tile or a tuple of tiles, got " +
                                        withArticle(x.type.str()));
