@@ -25,7 +25,8 @@ def ConvertKilnToLinalg : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
                            "mlir::scf::SCFDialect", "mlir::memref::MemRefDialect",
-                           "mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect"];
+                           "mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::bufferization::BufferizationDialect"];
 }
 
 def KilnExpandAssociativeScans : Pass<"kiln-expand-associative-scans", "mlir::ModuleOp"> {
@@ -387,6 +388,18 @@ def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mli
     binding. Vulkan forbids them on push-constant variables (the block Kiln passes
     sizes, strides and scalars in), so this pass removes them after the lowering.
   }];
+}
+
+def KilnLowerStridedCopies : Pass<"kiln-lower-strided-copies", "mlir::func::FuncOp"> {
+  let summary = "CPU: memref.copy to or from a strided buffer as a linalg.copy";
+  let description = [{
+    Bufferization copies between buffers with `memref.copy`. `finalize-memref-to-llvm`
+    makes a copy between two contiguous buffers a `memcpy`, and any other a call of
+    `memrefCopy` from MLIR's runtime library, which Kiln's CPU modules do not link
+    (a bool scan along the rows of a tile needed one: the module failed to load).
+    This pass rewrites those copies as `linalg.copy`, which become loops.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
 def KilnLowerCompareAndSwap : Pass<"kiln-lower-compare-and-swap", "mlir::func::FuncOp"> {

@@ -44,7 +44,7 @@ const std::string &kiln::cpu::pipelineString() {
       "one-shot-bufferize{allow-return-allocs-from-loops=1 bufferize-function-boundaries=1 "
       "function-boundary-type-conversion=identity-layout-map},"
       "func.func(buffer-hoisting,buffer-loop-hoisting,kiln-promote-tiles-to-stack),"
-      "buffer-deallocation-pipeline,func.func(kiln-lower-compare-and-swap),"
+      "buffer-deallocation-pipeline,func.func(kiln-lower-compare-and-swap,kiln-lower-strided-copies),"
       "func.func(kiln-cpu-matmul-microkernel{" + hostVectorOptions() + "}),"
       "func.func(convert-linalg-to-loops),canonicalize,cse,"
       "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction},convert-vector-to-scf,"

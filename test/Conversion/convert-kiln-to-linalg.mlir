@@ -171,17 +171,46 @@ func.func @load_block(%m: !mem, %r: i32, %c: i32) -> tensor<4x8xf32> {
 
 // -----
 
-// A scan keeps a running value across the innermost loop (the scanned axis).
+// kiln.scan folds along its axis as kiln.associative_scan does: one generic per
+// row after the first, combining the previous row of results with this one.
+// Along the innermost axis of a tile with several rows, the scan works in a copy
+// whose rows are a cache line longer (8 + 16 f32), so that one step's accesses,
+// one per row, do not all fall into one cache set; the result is copied out.
 // CHECK-LABEL: func @scan
-// CHECK: %[[INIT:.*]] = tensor.empty() : tensor<4x8xf32>
-// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[INIT]])
-// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: scf.for {{.*}} iter_args(%[[T:.*]] = %{{.*}}, %[[ACC:.*]] = %[[ZERO]])
-// CHECK: %[[X:.*]] = tensor.extract
-// CHECK: %[[NEXT:.*]] = arith.addf %[[X]], %[[ACC]] : f32
-// CHECK: tensor.insert %[[NEXT]] into %[[T]]
+// CHECK-SAME: (%[[T:.*]]: tensor<4x8xf32>)
+// CHECK: %[[PAD:.*]] = bufferization.alloc_tensor() : tensor<4x24xf32>
+// CHECK: %[[PART:.*]] = tensor.extract_slice %[[PAD]][0, 0] [4, 8] [1, 1]
+// CHECK: %[[COPY:.*]] = linalg.copy ins(%[[T]] : tensor<4x8xf32>) outs(%[[PART]] : tensor<4x8xf32>)
+// CHECK: %[[IN:.*]] = tensor.insert_slice %[[COPY]] into %[[PAD]][0, 0] [4, 8] [1, 1]
+// CHECK: %[[LOOP:.*]] = scf.for %[[J:.*]] = %{{.*}} to %c8 step %{{.*}} iter_args(%[[W:.*]] = %[[IN]]) -> (tensor<4x24xf32>)
+// CHECK: %[[PREV:.*]] = arith.subi %[[J]], %{{.*}}
+// CHECK: %[[E:.*]] = tensor.extract_slice %[[W]][0, %[[PREV]]] [4, 1] [1, 1]
+// CHECK: %[[O:.*]] = tensor.extract_slice %[[W]][0, %[[J]]] [4, 1] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[E]], %[[O]] : {{.*}})
+// CHECK-NEXT: ^bb0(%[[A:[a-z0-9_]+]]: f32, %[[B:[a-z0-9_]+]]: f32,
+// CHECK-NEXT: arith.addf %[[B]], %[[A]] : f32
+// CHECK: tensor.insert_slice %{{.*}} into %[[W]][0, %[[J]]] [4, 1] [1, 1]
+// CHECK: %[[OUT:.*]] = tensor.extract_slice %[[LOOP]][0, 0] [4, 8] [1, 1]
+// CHECK: %[[R:.*]] = linalg.copy ins(%[[OUT]] : tensor<4x8xf32>)
+// CHECK: return %[[R]]
 func.func @scan(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = kiln.scan sum %t, 1 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Along the outermost axis rows are contiguous: no copy. max of floats is
+// maximumf, which propagates NaN.
+// CHECK-LABEL: func @scan_outer
+// CHECK-SAME: (%[[T:.*]]: tensor<4x8xf32>)
+// CHECK-NOT: linalg.copy
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c4 step %{{.*}} iter_args(%{{.*}} = %[[T]]) -> (tensor<4x8xf32>)
+// CHECK: arith.maximumf
+// CHECK-NOT: linalg.copy
+// CHECK: return
+func.func @scan_outer(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = kiln.scan max %t, 0 : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
