@@ -334,7 +334,25 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
       return "f64 is not supported on the metal target (Metal has no double precision)";
     return nullptr;
   };
+  // GLSL.std.450 computes transcendental functions (exp, log, sin, pow, ...) in
+  // 16- and 32-bit floats only; of the math ops on f64 SPIR-V keeps these.
+  auto vulkanF64 = [](mlir::Operation *op) {
+    static const llvm::StringRef kept[] = {"sqrt",  "rsqrt", "floor", "ceil",     "round",
+                                           "roundeven", "trunc", "absf", "fma", "copysign",
+                                           "isnan", "isinf", "isfinite"};
+    return llvm::is_contained(kept, op->getName().stripDialect());
+  };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
+    if (target.kind == Target::Kind::Vulkan && op->getName().getDialectNamespace() == "math" &&
+        op->getNumOperands() && mlir::getElementTypeOrSelf(op->getOperand(0)).isF64() &&
+        !vulkanF64(op)) {
+      llvm::StringRef name = op->getName().stripDialect();
+      if (name == "powf")
+        name = "pow";
+      op->emitError() << name << " of f64 is not supported on the vulkan target (GLSL.std.450 "
+                      << "computes it in 16- and 32-bit floats only); cast to f32 first";
+      return mlir::WalkResult::interrupt();
+    }
     auto check = [&](mlir::Type t) {
       if (const char *why = unsupported(t)) {
         op->emitError(why);

@@ -75,8 +75,9 @@ void collectLaunchInfo(mlir::ModuleOp module, std::vector<KernelInfo> &kernels);
 /// cubin, hsaco, SPIR-V words, MSL) is the one step after it.
 std::string targetPipeline(const Target &target);
 
-/// Reports (at the .kiln location) the first element type `target` cannot handle:
-/// bf16 on Vulkan and Metal, f64 on Metal.
+/// Reports (at the .kiln location) the first element type or operation `target`
+/// cannot handle: f64 on Metal; on Vulkan, math functions of f64 that GLSL.std.450
+/// computes in 16- and 32-bit floats only (exp, log, sin, pow, erf, ...).
 mlir::LogicalResult checkTargetSupport(mlir::ModuleOp module, const Target &target);
 
 /// Runs a `builtin.module(...)` pipeline string on `module`.
