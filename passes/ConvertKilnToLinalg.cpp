@@ -280,16 +280,26 @@ Value copyOut(OpBuilder &b, Location loc, Value padded, RankedTensorType type) {
 /// row i of the sources in a linalg.generic over one row: n - 1 combinations,
 /// each vectorized across the row (or independent of each other along it),
 /// where a tree would make n log2(n).
+SmallVector<Value> scanChunks(OpBuilder &b, Location loc, ValueRange sources, bool reverse,
+                              ScanCombine combine, int64_t chunks);
+
 SmallVector<Value> scanRows(OpBuilder &b, Location loc, ValueRange sources, int64_t axis,
-                            bool reverse, ScanCombine combine) {
+                            bool reverse, ScanCombine combine, bool regroup = true) {
   auto type = cast<RankedTensorType>(sources.front().getType());
   int64_t rank = type.getRank(), n = type.getDimSize(axis);
+  // A long rank-1 scan would be one chain of n - 1 dependent combinations; in
+  // chunks it combines in a different grouping, which `regroup` allows.
+  constexpr int64_t chunks = 16;
+  if (regroup && rank == 1 && n >= 4 * chunks && n % chunks == 0)
+    return scanChunks(b, loc, sources, reverse, combine, chunks);
   // Along the innermost axis of a tile with several rows, a row is a column of
-  // the buffer: each step touches one element of every row, rows usually a
-  // power of two apart, so all of a step's accesses fall into one cache set
-  // (and alias 4 KiB apart): a 16 x 1024 f32 scan ran 12x slower than a copy.
-  // Such scans work in a copy whose rows are one cache line longer.
-  bool pad = axis == rank - 1 && type.getNumElements() > n;
+  // the buffer: each step touches one element of every row. When rows are a
+  // multiple of 2 KiB apart (a 16 x 1024 f32 tile: 4 KiB), a step's accesses
+  // fall into one or two cache sets (and alias 4 KiB apart): such a scan ran 12x
+  // slower than a copy. Those scans work in a copy whose rows are one cache line
+  // longer.
+  unsigned rowBits = n * std::max<unsigned>(8, type.getElementTypeBitWidth());
+  bool pad = axis == rank - 1 && type.getNumElements() > n && rowBits % (2048 * 8) == 0;
   SmallVector<Value> work;
   for (Value source : sources) {
     if (!pad) {
@@ -359,13 +369,89 @@ SmallVector<Value> scanRows(OpBuilder &b, Location loc, ValueRange sources, int6
   return results;
 }
 
+/// A rank-1 scan of n elements as `chunks` scans of n / chunks consecutive
+/// elements each, side by side (the rows of an expanded [chunks, n / chunks]
+/// tile, vectorized across rows), a scan of the chunks' totals, and each chunk
+/// combined with the total of the chunks before it (after it when reversed).
+/// Only associativity is used: every element still combines the elements
+/// before it in order.
+SmallVector<Value> scanChunks(OpBuilder &b, Location loc, ValueRange sources, bool reverse,
+                              ScanCombine combine, int64_t chunks) {
+  int64_t n = cast<RankedTensorType>(sources.front().getType()).getDimSize(0),
+          width = n / chunks;
+  SmallVector<ReassociationIndices> both = {{0, 1}};
+  SmallVector<Value> rows;
+  for (Value source : sources) {
+    auto type = RankedTensorType::get({chunks, width}, getElementTypeOrSelf(source.getType()));
+    rows.push_back(b.create<tensor::ExpandShapeOp>(loc, type, source, both));
+  }
+  rows = scanRows(b, loc, rows, /*axis=*/1, reverse, combine);
+  // The chunks' totals: their last column (the first when reversed), scanned.
+  auto column = [&](Value v, int64_t at, int64_t from, int64_t size) -> Value {
+    auto type = RankedTensorType::get({size}, getElementTypeOrSelf(v.getType()));
+    return b.create<tensor::ExtractSliceOp>(
+        loc, type, v, ArrayRef<OpFoldResult>{b.getIndexAttr(from), b.getIndexAttr(at)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(size), b.getIndexAttr(1)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  };
+  SmallVector<Value> totals;
+  for (Value r : rows)
+    totals.push_back(column(r, reverse ? 0 : width - 1, 0, chunks));
+  totals = scanRows(b, loc, totals, /*axis=*/0, reverse, combine);
+  // Chunks 1 .. chunks - 1 combine with the totals of 0 .. chunks - 2 (reversed:
+  // chunks 0 .. chunks - 2 with the totals of 1 .. chunks - 1), in place.
+  int64_t first = reverse ? 0 : 1, from = reverse ? 1 : 0;
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(first), b.getIndexAttr(0)},
+                            sizes = {b.getIndexAttr(chunks - 1), b.getIndexAttr(width)},
+                            strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  SmallVector<Value> inputs, inits;
+  SmallVector<Type> types;
+  for (Value t : totals) {
+    auto type = RankedTensorType::get({chunks - 1}, getElementTypeOrSelf(t.getType()));
+    inputs.push_back(b.create<tensor::ExtractSliceOp>(
+        loc, type, t, ArrayRef<OpFoldResult>{b.getIndexAttr(from)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(chunks - 1)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)}));
+  }
+  for (Value r : rows) {
+    auto type = RankedTensorType::get({chunks - 1, width}, getElementTypeOrSelf(r.getType()));
+    Value part = b.create<tensor::ExtractSliceOp>(loc, type, r, offsets, sizes, strides);
+    inputs.push_back(part);
+    inits.push_back(part);
+    types.push_back(type);
+  }
+  AffineMap identity = b.getMultiDimIdentityMap(2);
+  SmallVector<AffineMap> maps(totals.size(), AffineMap::get(2, 0, b.getAffineDimExpr(0)));
+  maps.append(rows.size() * 2, identity);
+  size_t k = rows.size();
+  auto fixed = b.create<linalg::GenericOp>(
+      loc, types, inputs, inits, maps, parallel(2),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        nb.create<linalg::YieldOp>(l, combine(nb, l, args.take_front(k), args.slice(k, k)));
+      });
+  SmallVector<Value> results;
+  for (auto [r, f, source] : llvm::zip(rows, fixed.getResults(), sources)) {
+    Value whole = b.create<tensor::InsertSliceOp>(loc, f, r, offsets, sizes, strides);
+    results.push_back(
+        b.create<tensor::CollapseShapeOp>(loc, source.getType(), whole, both).getResult());
+  }
+  return results;
+}
+
+/// kiln.scan (cumsum, cummax, ...). A float sum or product keeps the sequential
+/// grouping, so it rounds as a C++ loop (and the GPUs' scans) do: a prefix sum
+/// that cancels to near zero would otherwise differ by more than a relative
+/// tolerance can tell from an error.
 Value lowerScan(OpBuilder &b, ScanOp op) {
   ReduceKind kind = op.getKind();
-  return scanRows(b, op.getLoc(), op.getSource(), op.getAxis(), /*reverse=*/false,
-                  [&](OpBuilder &nb, Location l, ValueRange earlier, ValueRange own) {
-                    return SmallVector<Value>{
-                        combineReduction(nb, l, kind, own[0], earlier[0])};
-                  })
+  bool rounds = isa<FloatType>(op.getType().getElementType()) &&
+                (kind == ReduceKind::Sum || kind == ReduceKind::Prod);
+  return scanRows(
+             b, op.getLoc(), op.getSource(), op.getAxis(), /*reverse=*/false,
+             [&](OpBuilder &nb, Location l, ValueRange earlier, ValueRange own) {
+               return SmallVector<Value>{combineReduction(nb, l, kind, own[0], earlier[0])};
+             },
+             /*regroup=*/!rounds)
       .front();
 }
 

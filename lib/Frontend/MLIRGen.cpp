@@ -3676,7 +3676,8 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
 
   // A scan is one op over the scalar and the tile specializations: each target
   // picks how to evaluate it (the CPU folds along the axis row by row; GPUs
-  // expand it into the tree below, kiln-expand-associative-scans).
+  // expand it into the tree below, kiln-expand-associative-scans). A reduction
+  // is the last lane of the forward scan.
   // The result: the tile, or the tuple of tiles.
   auto packed = [&]() -> TValue {
     if (!isTuple)
@@ -3687,7 +3688,7 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
     return out;
   };
   mlir::FlatSymbolRefAttr tileCombine;
-  if (scan && scalarCombine) {
+  if (scalarCombine) {
     // The tree (kiln-expand-associative-scans) calls the function on whole
     // tiles: specialize it for them too, with the messages the tree below gives.
     mlir::Block scratch;
@@ -3707,19 +3708,41 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
       tileCombine = callOp.getCalleeAttr();
     scratch.clear();
   }
-  if (scan && scalarCombine && tileCombine) {
+  // The lane along the axis that holds the whole range: a reduction's result.
+  auto keepLane = [&](int64_t lane) {
+    Shape kept = shape;
+    kept[*axis] = 1;
+    Shape dropped = shape;
+    dropped.erase(dropped.begin() + *axis);
+    Value at = splat(Const::ofInt(lane), DType::I32, kept, e.loc);
+    for (TValue &x : xs) {
+      DType dt = x.type.dtype;
+      x.value = builder.create<GatherOp>(l, valueType(dt, kept), x.value, at,
+                                         builder.getI32IntegerAttr(*axis));
+      x.type = SType::tile(dt, kept);
+      if (*flag) // keepdims
+        continue;
+      x.type = SType::value(dt, dropped);
+      x.value = dropped.empty() ? onlyElement(x.value, dt, l)
+                                : builder.create<ReshapeOp>(l, valueType(dt, dropped), x.value)
+                                      .getResult();
+    }
+    return packed();
+  };
+  if (scalarCombine && tileCombine) {
     llvm::SmallVector<Value> sources;
     llvm::SmallVector<mlir::Type> types;
     for (const TValue &x : xs) {
       sources.push_back(x.value);
       types.push_back(x.value.getType());
     }
+    bool reverse = scan && *flag;
     auto op = builder.create<AssociativeScanOp>(l, types, sources, scalarCombine, tileCombine,
                                                 builder.getI32IntegerAttr(*axis),
-                                                *flag ? builder.getUnitAttr() : nullptr);
+                                                reverse ? builder.getUnitAttr() : nullptr);
     for (auto [x, r] : llvm::zip(xs, op.getResults()))
       x.value = r;
-    return packed();
+    return scan ? packed() : keepLane(n - 1);
   }
 
   // Trees of `gather`s along the axis, log2(n) steps. A reduction combines each
@@ -3757,26 +3780,7 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
     }
   }
 
-  if (!scan) { // the first lane along the axis
-    Shape kept = shape;
-    kept[*axis] = 1;
-    Shape dropped = shape;
-    dropped.erase(dropped.begin() + *axis);
-    Value first = splat(Const::ofInt(0), DType::I32, kept, e.loc);
-    for (TValue &x : xs) {
-      DType dt = x.type.dtype;
-      x.value = builder.create<GatherOp>(l, valueType(dt, kept), x.value, first,
-                                         builder.getI32IntegerAttr(*axis));
-      x.type = SType::tile(dt, kept);
-      if (*flag)
-        continue;
-      x.type = SType::value(dt, dropped);
-      x.value = dropped.empty() ? onlyElement(x.value, dt, l)
-                                : builder.create<ReshapeOp>(l, valueType(dt, dropped), x.value)
-                                      .getResult();
-    }
-  }
-  return packed();
+  return scan ? packed() : keepLane(0);
 }
 
 MaybeValue Generator::genJoin(const CallExpr &e) {

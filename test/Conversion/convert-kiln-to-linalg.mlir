@@ -173,16 +173,17 @@ func.func @load_block(%m: !mem, %r: i32, %c: i32) -> tensor<4x8xf32> {
 
 // kiln.scan folds along its axis as kiln.associative_scan does: one generic per
 // row after the first, combining the previous row of results with this one.
-// Along the innermost axis of a tile with several rows, the scan works in a copy
-// whose rows are a cache line longer (8 + 16 f32), so that one step's accesses,
-// one per row, do not all fall into one cache set; the result is copied out.
+// Along the innermost axis of a tile whose rows are a multiple of 2 KiB apart,
+// the scan works in a copy whose rows are a cache line longer (512 + 16 f32), so
+// that one step's accesses, one per row, do not all fall into one cache set; the
+// result is copied out.
 // CHECK-LABEL: func @scan
-// CHECK-SAME: (%[[T:.*]]: tensor<4x8xf32>)
-// CHECK: %[[PAD:.*]] = bufferization.alloc_tensor() : tensor<4x24xf32>
-// CHECK: %[[PART:.*]] = tensor.extract_slice %[[PAD]][0, 0] [4, 8] [1, 1]
-// CHECK: %[[COPY:.*]] = linalg.copy ins(%[[T]] : tensor<4x8xf32>) outs(%[[PART]] : tensor<4x8xf32>)
-// CHECK: %[[IN:.*]] = tensor.insert_slice %[[COPY]] into %[[PAD]][0, 0] [4, 8] [1, 1]
-// CHECK: %[[LOOP:.*]] = scf.for %[[J:.*]] = %{{.*}} to %c8 step %{{.*}} iter_args(%[[W:.*]] = %[[IN]]) -> (tensor<4x24xf32>)
+// CHECK-SAME: (%[[T:.*]]: tensor<4x512xf32>)
+// CHECK: %[[PAD:.*]] = bufferization.alloc_tensor() : tensor<4x528xf32>
+// CHECK: %[[PART:.*]] = tensor.extract_slice %[[PAD]][0, 0] [4, 512] [1, 1]
+// CHECK: %[[COPY:.*]] = linalg.copy ins(%[[T]] : tensor<4x512xf32>) outs(%[[PART]] : tensor<4x512xf32>)
+// CHECK: %[[IN:.*]] = tensor.insert_slice %[[COPY]] into %[[PAD]][0, 0] [4, 512] [1, 1]
+// CHECK: %[[LOOP:.*]] = scf.for %[[J:.*]] = %{{.*}} to %c512 step %{{.*}} iter_args(%[[W:.*]] = %[[IN]]) -> (tensor<4x528xf32>)
 // CHECK: %[[PREV:.*]] = arith.subi %[[J]], %{{.*}}
 // CHECK: %[[E:.*]] = tensor.extract_slice %[[W]][0, %[[PREV]]] [4, 1] [1, 1]
 // CHECK: %[[O:.*]] = tensor.extract_slice %[[W]][0, %[[J]]] [4, 1] [1, 1]
@@ -190,12 +191,51 @@ func.func @load_block(%m: !mem, %r: i32, %c: i32) -> tensor<4x8xf32> {
 // CHECK-NEXT: ^bb0(%[[A:[a-z0-9_]+]]: f32, %[[B:[a-z0-9_]+]]: f32,
 // CHECK-NEXT: arith.addf %[[B]], %[[A]] : f32
 // CHECK: tensor.insert_slice %{{.*}} into %[[W]][0, %[[J]]] [4, 1] [1, 1]
-// CHECK: %[[OUT:.*]] = tensor.extract_slice %[[LOOP]][0, 0] [4, 8] [1, 1]
-// CHECK: %[[R:.*]] = linalg.copy ins(%[[OUT]] : tensor<4x8xf32>)
+// CHECK: %[[OUT:.*]] = tensor.extract_slice %[[LOOP]][0, 0] [4, 512] [1, 1]
+// CHECK: %[[R:.*]] = linalg.copy ins(%[[OUT]] : tensor<4x512xf32>)
 // CHECK: return %[[R]]
-func.func @scan(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %0 = kiln.scan sum %t, 1 : tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
+func.func @scan(%t: tensor<4x512xf32>) -> tensor<4x512xf32> {
+  %0 = kiln.scan sum %t, 1 : tensor<4x512xf32>
+  return %0 : tensor<4x512xf32>
+}
+
+// -----
+
+// A long rank-1 scan runs in 16 chunks side by side: the [16, 4] rows scanned
+// along axis 1 (16 bytes apart: no copy), the chunks' totals (the last column)
+// scanned, and chunks 1 .. 15 combined with the totals of chunks 0 .. 14.
+// CHECK-LABEL: func @scan_chunks
+// CHECK-SAME: (%[[T:.*]]: tensor<64xi32>)
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %[[T]] {{\[\[}}0, 1]] output_shape [16, 4]
+// CHECK-NOT: linalg.copy
+// CHECK: %[[SCANNED:.*]] = scf.for %{{.*}} = %{{.*}} to %c4 step %{{.*}} iter_args(%{{.*}} = %[[ROWS]]) -> (tensor<16x4xi32>)
+// CHECK: arith.maxsi
+// CHECK: %[[TOTALS:.*]] = tensor.extract_slice %[[SCANNED]][0, 3] [16, 1] [1, 1] : tensor<16x4xi32> to tensor<16xi32>
+// CHECK: %[[PREFIX:.*]] = scf.for %{{.*}} = %{{.*}} to %c16 step %{{.*}} iter_args(%{{.*}} = %[[TOTALS]]) -> (tensor<16xi32>)
+// CHECK: %[[BEFORE:.*]] = tensor.extract_slice %[[PREFIX]][0] [15] [1] : tensor<16xi32> to tensor<15xi32>
+// CHECK: %[[LATER:.*]] = tensor.extract_slice %[[SCANNED]][1, 0] [15, 4] [1, 1]
+// CHECK: %[[FIXED:.*]] = linalg.generic {indexing_maps = [#[[BCAST:map[0-9]*]], #{{.*}}, #{{.*}}], {{.*}} ins(%[[BEFORE]], %[[LATER]] : {{.*}}) outs(%[[LATER]] : tensor<15x4xi32>)
+// CHECK: arith.maxsi
+// CHECK: %[[WHOLE:.*]] = tensor.insert_slice %[[FIXED]] into %[[SCANNED]][1, 0] [15, 4] [1, 1]
+// CHECK: %[[R:.*]] = tensor.collapse_shape %[[WHOLE]] {{\[\[}}0, 1]] : tensor<16x4xi32> into tensor<64xi32>
+// CHECK: return %[[R]]
+func.func @scan_chunks(%t: tensor<64xi32>) -> tensor<64xi32> {
+  %0 = kiln.scan max %t, 0 : tensor<64xi32>
+  return %0 : tensor<64xi32>
+}
+
+// -----
+
+// A float sum keeps its sequential grouping (it rounds as a C++ loop does): no
+// chunks.
+// CHECK-LABEL: func @scan_float_sum
+// CHECK-NOT: tensor.expand_shape
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return
+func.func @scan_float_sum(%t: tensor<64xf32>) -> tensor<64xf32> {
+  %0 = kiln.scan sum %t, 0 : tensor<64xf32>
+  return %0 : tensor<64xf32>
 }
 
 // -----
