@@ -31,7 +31,16 @@ static bool isVectorizable(linalg::GenericOp op, int64_t maxElements) {
   int64_t elements = 1;
   for (int64_t size : shape)
     elements = ShapedType::isDynamic(size) ? maxElements + 1 : elements * size;
-  if (elements > maxElements)
+  // Larger tiles are left to LLVM's loop vectorizer, except reductions along
+  // inner dimensions, row by row: LLVM keeps a float reduction loop scalar (one
+  // chain of dependent additions; it may not reassociate them, which Kiln
+  // allows). Their pieces (one row after splitIntoChunks) are small enough.
+  auto iterators = op.getIteratorTypesArray();
+  bool rowReduction = op.getNumReductionLoops() > 0 &&
+                      iterators.front() == utils::IteratorType::parallel &&
+                      !ShapedType::isDynamic(shape.front()) &&
+                      elements / shape.front() <= maxElements;
+  if (elements > maxElements && !rowReduction)
     return false;
   // Bool tiles stay scalar: a vector<Nxi1> is stored bit-packed, while the
   // tensor<Nxi1> it would land in is read back one byte per element.
@@ -95,16 +104,17 @@ static SmallVector<Operation *> splitIntoChunks(IRRewriter &rewriter, linalg::Ge
   }
   // Otherwise one parallel dimension becomes the loop: the outermost one whose
   // inner extent fits `chunk` (rows stay contiguous), else the outermost one.
-  int64_t dim = -1, inner = total;
+  int64_t dim = -1, inner = total, innerAtDim = total;
   for (int64_t d = 0; d < static_cast<int64_t>(ranges.size()); ++d) {
     inner /= ranges[d];
     if (iterators[d] == utils::IteratorType::parallel && (inner <= chunk || dim < 0)) {
       dim = d;
+      innerAtDim = inner;
       if (inner <= chunk)
         break;
     }
   }
-  int64_t perStep = std::max<int64_t>(1, chunk / std::max<int64_t>(1, inner));
+  int64_t perStep = std::max<int64_t>(1, chunk / std::max<int64_t>(1, innerAtDim));
   sizes[dim] = divisorUpTo(ranges[dim], perStep);
   if (sizes[dim] == ranges[dim])
     return {op};

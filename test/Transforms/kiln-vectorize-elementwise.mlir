@@ -140,6 +140,43 @@ func.func @row_max(%a: tensor<32x64xf32>, %init: tensor<32xf32>) -> tensor<32xf3
 
 // -----
 
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// Above max-elements (16 x 1024), a reduction along the inner dimension is still
+// vectorized row by row (one row is 1024 elements): LLVM would keep a float
+// reduction loop scalar, one chain of dependent additions. Along the outer
+// dimension it is left to LLVM, whose loop vectorizer adds across the rows.
+// CHECK-LABEL: func @wide_row_sum
+// CHECK: scf.for {{.*}} step %c1
+// CHECK: vector.multi_reduction <add>, %{{.*}} [1] : vector<1x1024xf32> to vector<1xf32>
+// CHECK-LABEL: func @tall_column_sum
+// CHECK-NOT: vector.
+// CHECK: linalg.generic
+// CHECK-NOT: vector.
+// CHECK: return
+func.func @wide_row_sum(%a: tensor<16x1024xf32>, %init: tensor<16xf32>) -> tensor<16xf32> {
+  %r = linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<16x1024xf32>) outs(%init : tensor<16xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+func.func @tall_column_sum(%a: tensor<1024x16xf32>, %init: tensor<16xf32>) -> tensor<16xf32> {
+  %r = linalg.generic {indexing_maps = [#id2, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%a : tensor<1024x16xf32>) outs(%init : tensor<16xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+
+// -----
+
 #id = affine_map<(d0) -> (d0)>
 #all = affine_map<(d0) -> ()>
 
