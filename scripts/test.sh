@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-# Bounded fuzzing of the front end, kiln IR parsing and the bundle reader under
-# ASan/UBSan (KILN_FUZZ_SECONDS each; 0 skips).
+# Bounded fuzzing of the front end, the compile pipelines, kiln IR parsing and the
+# bundle reader under ASan/UBSan (KILN_FUZZ_SECONDS each; 0 skips).
 if [ "${KILN_FUZZ_SECONDS:-20}" != 0 ]; then
   bash scripts/fuzz.sh
 fi
