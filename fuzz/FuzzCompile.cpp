@@ -30,7 +30,10 @@
 namespace {
 
 bool reportRejects() {
-  static bool report = std::getenv("KILN_FUZZ_REJECTS") != nullptr;
+  static bool report = [] {
+    const char *value = std::getenv("KILN_FUZZ_REJECTS");
+    return value && llvm::StringRef(value) != "0" && *value;
+  }();
   return report;
 }
 

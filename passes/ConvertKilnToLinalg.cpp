@@ -253,7 +253,8 @@ leadingPart(OpBuilder &b, RankedTensorType type) {
 /// `source` copied into the leading part of a new tensor of `type`, a larger
 /// one, or into a new tensor of its own when `type` is null. A linalg.copy: an
 /// identity linalg.generic would be folded away, leaving bufferization a copy to
-/// or from a strided buffer, which it makes a call of a runtime function.
+/// or from a strided buffer. (Two copies into tensor.empty are never merged by
+/// CSE: their sources differ.)
 Value copyInto(OpBuilder &b, Location loc, Value source, RankedTensorType type = {}) {
   auto sourceType = cast<RankedTensorType>(source.getType());
   if (!type)
@@ -295,11 +296,17 @@ SmallVector<Value> scanRows(OpBuilder &b, Location loc, ValueRange sources, int6
   // Along the innermost axis of a tile with several rows, a row is a column of
   // the buffer: each step touches one element of every row. When rows are a
   // multiple of 2 KiB apart (a 16 x 1024 f32 tile: 4 KiB), a step's accesses
-  // fall into one or two cache sets (and alias 4 KiB apart): such a scan ran 12x
-  // slower than a copy. Those scans work in a copy whose rows are one cache line
-  // longer.
-  unsigned rowBits = n * std::max<unsigned>(8, type.getElementTypeBitWidth());
-  bool pad = axis == rank - 1 && type.getNumElements() > n && rowBits % (2048 * 8) == 0;
+  // fall into one or two cache sets (and alias 4 KiB apart): such a scan ran 5x
+  // slower than in a copy whose rows are one cache line longer, which those
+  // scans (any operand's rows so far apart) now use.
+  // Bits per element as stored (bools in bytes), 0 for other element types.
+  auto storedBits = [](Value v) -> unsigned {
+    Type elem = getElementTypeOrSelf(v.getType());
+    return elem.isIntOrFloat() ? std::max(8u, elem.getIntOrFloatBitWidth()) : 0;
+  };
+  bool pad = axis == rank - 1 && type.getNumElements() > n &&
+             llvm::all_of(sources, [&](Value v) { return storedBits(v) != 0; }) &&
+             llvm::any_of(sources, [&](Value v) { return n * storedBits(v) % (2048 * 8) == 0; });
   SmallVector<Value> work;
   for (Value source : sources) {
     if (!pad) {
@@ -308,8 +315,7 @@ SmallVector<Value> scanRows(OpBuilder &b, Location loc, ValueRange sources, int6
     }
     auto sourceType = cast<RankedTensorType>(source.getType());
     SmallVector<int64_t> shape(sourceType.getShape());
-    unsigned bits = std::max(8u, sourceType.getElementTypeBitWidth());
-    shape[axis] += 512 / bits;
+    shape[axis] += 512 / storedBits(source);
     work.push_back(copyInto(b, loc, source,
                             RankedTensorType::get(shape, sourceType.getElementType())));
   }

@@ -20,11 +20,12 @@ struct LowerStridedCopies : kiln::impl::KilnLowerStridedCopiesBase<LowerStridedC
   void runOnOperation() override {
     SmallVector<memref::CopyOp> strided;
     getOperation().walk([&](memref::CopyOp op) {
-      auto contiguous = [](Value v) {
-        return memref::isStaticShapeAndContiguousRowMajor(cast<MemRefType>(v.getType()));
-      };
-      if (op.getSource() != op.getTarget() &&
-          !(contiguous(op.getSource()) && contiguous(op.getTarget())))
+      // Ranked buffers only; a copy of a buffer onto itself is canonicalization's.
+      auto source = dyn_cast<MemRefType>(op.getSource().getType());
+      auto target = dyn_cast<MemRefType>(op.getTarget().getType());
+      if (source && target && op.getSource() != op.getTarget() &&
+          !(memref::isStaticShapeAndContiguousRowMajor(source) &&
+            memref::isStaticShapeAndContiguousRowMajor(target)))
         strided.push_back(op);
     });
     for (memref::CopyOp op : strided) {

@@ -103,11 +103,14 @@ def KilnVectorizeElementwise : Pass<"kiln-vectorize-elementwise", "mlir::func::F
     (whole-tile reductions accumulate chunk-wide partial results, then reduce those
     once), so that each vector op spans a few registers.
     Ops that read memory under masks stay scalar; tiles above `max-elements` are
-    left alone.
+    left to LLVM, except reductions along inner dimensions of a tile whose rows
+    (below the outermost dimension) fit `max-elements`: they are vectorized row by
+    row, as LLVM keeps a float reduction loop scalar (it may not reassociate it).
   }];
   let options = [
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"4096",
-           "Largest tile (in elements) turned into vector ops">,
+           "Largest tile (in elements) turned into vector ops; for row "
+           "reductions, the largest row">,
     Option<"chunkElements", "chunk-elements", "int64_t", /*default=*/"64",
            "Elements one vector op covers: larger tiles become loops over chunks">
   ];

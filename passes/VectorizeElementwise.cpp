@@ -38,7 +38,7 @@ static bool isVectorizable(linalg::GenericOp op, int64_t maxElements) {
   auto iterators = op.getIteratorTypesArray();
   bool rowReduction = op.getNumReductionLoops() > 0 &&
                       iterators.front() == utils::IteratorType::parallel &&
-                      !ShapedType::isDynamic(shape.front()) &&
+                      llvm::none_of(shape, ShapedType::isDynamic) &&
                       elements / shape.front() <= maxElements;
   if (elements > maxElements && !rowReduction)
     return false;
@@ -160,7 +160,15 @@ struct VectorizeElementwise
     IRRewriter rewriter(&getContext());
     for (linalg::GenericOp candidate : candidates) {
       for (Operation *op : splitIntoChunks(rewriter, candidate, chunkElements)) {
-        if (!isa<linalg::LinalgOp>(op))
+        auto piece = dyn_cast<linalg::LinalgOp>(op);
+        if (!piece)
+          continue;
+        // A row reduction above max-elements that could not be split stays
+        // scalar rather than becoming one huge vector op.
+        int64_t pieceElements = 1;
+        for (int64_t size : piece.getStaticLoopRanges())
+          pieceElements = ShapedType::isDynamic(size) ? maxElements + 1 : pieceElements * size;
+        if (pieceElements > maxElements)
           continue;
         rewriter.setInsertionPoint(op);
         // Failure leaves the op as it was, to be lowered to loops.

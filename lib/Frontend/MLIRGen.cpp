@@ -3676,8 +3676,8 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
 
   // A scan is one op over the scalar and the tile specializations: each target
   // picks how to evaluate it (the CPU folds along the axis row by row; GPUs
-  // expand it into the tree below, kiln-expand-associative-scans). A reduction
-  // is the last lane of the forward scan.
+  // expand it into a tree of gathers, kiln-expand-associative-scans). A
+  // reduction is the last lane of the forward scan.
   // The result: the tile, or the tuple of tiles.
   auto packed = [&]() -> TValue {
     if (!isTuple)
@@ -3688,9 +3688,9 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
     return out;
   };
   mlir::FlatSymbolRefAttr tileCombine;
-  if (scalarCombine) {
+  {
     // The tree (kiln-expand-associative-scans) calls the function on whole
-    // tiles: specialize it for them too, with the messages the tree below gives.
+    // tiles: specialize it for them too.
     mlir::Block scratch;
     mlir::OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(&scratch);
@@ -3708,79 +3708,41 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
       tileCombine = callOp.getCalleeAttr();
     scratch.clear();
   }
-  // The lane along the axis that holds the whole range: a reduction's result.
-  auto keepLane = [&](int64_t lane) {
-    Shape kept = shape;
-    kept[*axis] = 1;
-    Shape dropped = shape;
-    dropped.erase(dropped.begin() + *axis);
-    Value at = splat(Const::ofInt(lane), DType::I32, kept, e.loc);
-    for (TValue &x : xs) {
-      DType dt = x.type.dtype;
-      x.value = builder.create<GatherOp>(l, valueType(dt, kept), x.value, at,
-                                         builder.getI32IntegerAttr(*axis));
-      x.type = SType::tile(dt, kept);
-      if (*flag) // keepdims
-        continue;
-      x.type = SType::value(dt, dropped);
-      x.value = dropped.empty() ? onlyElement(x.value, dt, l)
-                                : builder.create<ReshapeOp>(l, valueType(dt, dropped), x.value)
-                                      .getResult();
-    }
+  // callHelper makes a call whenever it succeeds.
+  assert(scalarCombine && tileCombine && "the combine function's specializations");
+  llvm::SmallVector<Value> sources;
+  llvm::SmallVector<mlir::Type> types;
+  for (const TValue &x : xs) {
+    sources.push_back(x.value);
+    types.push_back(x.value.getType());
+  }
+  bool reverse = scan && *flag;
+  auto op = builder.create<AssociativeScanOp>(l, types, sources, scalarCombine, tileCombine,
+                                              builder.getI32IntegerAttr(*axis),
+                                              reverse ? builder.getUnitAttr() : nullptr);
+  for (auto [x, r] : llvm::zip(xs, op.getResults()))
+    x.value = r;
+  if (scan)
     return packed();
-  };
-  if (scalarCombine && tileCombine) {
-    llvm::SmallVector<Value> sources;
-    llvm::SmallVector<mlir::Type> types;
-    for (const TValue &x : xs) {
-      sources.push_back(x.value);
-      types.push_back(x.value.getType());
-    }
-    bool reverse = scan && *flag;
-    auto op = builder.create<AssociativeScanOp>(l, types, sources, scalarCombine, tileCombine,
-                                                builder.getI32IntegerAttr(*axis),
-                                                reverse ? builder.getUnitAttr() : nullptr);
-    for (auto [x, r] : llvm::zip(xs, op.getResults()))
-      x.value = r;
-    return scan ? packed() : keepLane(n - 1);
+  // A reduction: the last lane along the axis, which holds the whole range.
+  Shape kept = shape;
+  kept[*axis] = 1;
+  Shape dropped = shape;
+  dropped.erase(dropped.begin() + *axis);
+  Value last = splat(Const::ofInt(n - 1), DType::I32, kept, e.loc);
+  for (TValue &x : xs) {
+    DType dt = x.type.dtype;
+    x.value = builder.create<GatherOp>(l, valueType(dt, kept), x.value, last,
+                                       builder.getI32IntegerAttr(*axis));
+    x.type = SType::tile(dt, kept);
+    if (*flag) // keepdims
+      continue;
+    x.type = SType::value(dt, dropped);
+    x.value = dropped.empty() ? onlyElement(x.value, dt, l)
+                              : builder.create<ReshapeOp>(l, valueType(dt, dropped), x.value)
+                                    .getResult();
   }
-
-  // Trees of `gather`s along the axis, log2(n) steps. A reduction combines each
-  // lane with the one `s` after it (the first lane ends with the whole range,
-  // combined in order); a scan combines each lane with the one `s` before it
-  // (after it when reversed), Hillis-Steele style. Either way the earlier range
-  // is the combine function's first operand, so it need not commute.
-  Value pos = axisPositions(shape, *axis, l);
-  auto i32 = [&](int64_t c) { return splat(Const::ofInt(c), DType::I32, shape, e.loc); };
-  using mlir::arith::CmpIPredicate;
-  for (int64_t s = 1; s < n; s *= 2) {
-    bool forward = !scan || *flag; // the partner comes after this lane
-    Value at = forward ? builder.create<mlir::arith::AddIOp>(l, pos, i32(s)).getResult()
-                       : builder.create<mlir::arith::SubIOp>(l, pos, i32(s)).getResult();
-    Value valid = forward ? builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::slt, at, i32(n))
-                          : builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::sge, at, i32(0));
-    std::vector<TValue> partners = xs;
-    for (TValue &p : partners)
-      p.value = builder.create<GatherOp>(l, p.value.getType(), p.value, at,
-                                         builder.getI32IntegerAttr(*axis));
-    // reduce: (this, later); scan: (earlier, this); reversed scan: (later, this).
-    std::vector<TValue> args = scan ? partners : xs;
-    for (const TValue &v : scan ? xs : partners)
-      args.push_back(v);
-    auto combined = call(std::move(args), (*combineExpr)->loc);
-    if (!combined)
-      return std::nullopt;
-    for (size_t i = 0; i < arity; ++i) {
-      if (combined->size() != arity || !(*combined)[i].type.sameValueType(xs[i].type))
-        return error((*combineExpr)->loc, "'" + fn->name + "' must return " + describe(xs) +
-                                              " for tiles " + describe(xs) + ", got " +
-                                              describe(*combined));
-      xs[i].value =
-          builder.create<mlir::arith::SelectOp>(l, valid, (*combined)[i].value, xs[i].value);
-    }
-  }
-
-  return scan ? packed() : keepLane(0);
+  return packed();
 }
 
 MaybeValue Generator::genJoin(const CallExpr &e) {

@@ -226,6 +226,57 @@ func.func @scan_chunks(%t: tensor<64xi32>) -> tensor<64xi32> {
 
 // -----
 
+// Reversed, in chunks: a chunk's total is its first column, the totals scan in
+// reverse, and chunks 0 .. 14 combine with the totals of chunks 1 .. 15 (the
+// later range first, as the op's reverse says). A tuple: both operands go
+// through each step together.
+// CHECK-LABEL: func @scan_chunks_reversed
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [16, 4] : tensor<64xf32> into tensor<16x4xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [16, 4] : tensor<64xi32> into tensor<16x4xi32>
+// CHECK: %[[SCANNED:.*]]:2 = scf.for
+// CHECK: %[[TA:.*]] = tensor.extract_slice %[[SCANNED]]#0[0, 0] [16, 1] [1, 1] : tensor<16x4xf32> to tensor<16xf32>
+// CHECK: %[[TB:.*]] = tensor.extract_slice %[[SCANNED]]#1[0, 0] [16, 1] [1, 1] : tensor<16x4xi32> to tensor<16xi32>
+// CHECK: %[[PREFIX:.*]]:2 = scf.for {{.*}} iter_args(%{{.*}} = %[[TA]], %{{.*}} = %[[TB]])
+// CHECK: %[[LA:.*]] = tensor.extract_slice %[[PREFIX]]#0[1] [15] [1]
+// CHECK: %[[LB:.*]] = tensor.extract_slice %[[PREFIX]]#1[1] [15] [1]
+// CHECK: %[[PA:.*]] = tensor.extract_slice %[[SCANNED]]#0[0, 0] [15, 4] [1, 1]
+// CHECK: %[[PB:.*]] = tensor.extract_slice %[[SCANNED]]#1[0, 0] [15, 4] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[LA]], %[[LB]], %[[PA]], %[[PB]] : {{.*}}) outs(%[[PA]], %[[PB]] :
+// CHECK-NEXT: ^bb0(%[[L1:[a-z0-9_]+]]: f32, %[[L2:[a-z0-9_]+]]: i32, %[[O1:[a-z0-9_]+]]: f32, %[[O2:[a-z0-9_]+]]: i32,
+// CHECK-NEXT: %[[M:.*]] = arith.maximumf %[[L1]], %[[O1]] : f32
+// CHECK-NEXT: %[[S:.*]] = arith.addi %[[L2]], %[[O2]] : i32
+// CHECK-NEXT: linalg.yield %[[M]], %[[S]]
+// CHECK: tensor.insert_slice %{{.*}} into %[[SCANNED]]#0[0, 0] [15, 4] [1, 1]
+// CHECK: tensor.collapse_shape
+func.func private @max_add(%a1: f32, %b1: i32, %a2: f32, %b2: i32) -> (f32, i32) {
+  %a = arith.maximumf %a1, %a2 : f32
+  %b = arith.addi %b1, %b2 : i32
+  return %a, %b : f32, i32
+}
+func.func private @max_add_tiles(tensor<64xf32>, tensor<64xi32>, tensor<64xf32>,
+                                 tensor<64xi32>) -> (tensor<64xf32>, tensor<64xi32>)
+func.func @scan_chunks_reversed(%a: tensor<64xf32>, %b: tensor<64xi32>) -> (tensor<64xf32>, tensor<64xi32>) {
+  %s:2 = kiln.associative_scan @max_add, @max_add_tiles(%a, %b) axis 0 reverse : tensor<64xf32>, tensor<64xi32> -> tensor<64xf32>, tensor<64xi32>
+  return %s#0, %s#1 : tensor<64xf32>, tensor<64xi32>
+}
+
+// -----
+
+// Bools are stored in bytes: rows of 2048 are 2 KiB apart, and the copy adds 64.
+// CHECK-LABEL: func @scan_bool_rows
+// CHECK: bufferization.alloc_tensor() : tensor<2x2112xi1>
+func.func private @any(%p: i1, %q: i1) -> i1 {
+  %r = arith.ori %p, %q : i1
+  return %r : i1
+}
+func.func private @any_tiles(tensor<2x2048xi1>, tensor<2x2048xi1>) -> tensor<2x2048xi1>
+func.func @scan_bool_rows(%t: tensor<2x2048xi1>) -> tensor<2x2048xi1> {
+  %s = kiln.associative_scan @any, @any_tiles(%t) axis 1 : tensor<2x2048xi1> -> tensor<2x2048xi1>
+  return %s : tensor<2x2048xi1>
+}
+
+// -----
+
 // A float sum keeps its sequential grouping (it rounds as a C++ loop does): no
 // chunks.
 // CHECK-LABEL: func @scan_float_sum
