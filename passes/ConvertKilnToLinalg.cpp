@@ -392,39 +392,35 @@ SmallVector<Value> scanChunks(OpBuilder &b, Location loc, ValueRange sources, bo
     rows.push_back(b.create<tensor::ExpandShapeOp>(loc, type, source, both));
   }
   rows = scanRows(b, loc, rows, /*axis=*/1, reverse, combine);
-  // The chunks' totals: their last column (the first when reversed), scanned.
-  auto column = [&](Value v, int64_t at, int64_t from, int64_t size) -> Value {
-    auto type = RankedTensorType::get({size}, getElementTypeOrSelf(v.getType()));
-    return b.create<tensor::ExtractSliceOp>(
-        loc, type, v, ArrayRef<OpFoldResult>{b.getIndexAttr(from), b.getIndexAttr(at)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(size), b.getIndexAttr(1)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  // A static slice of `v` with unit strides, of type `shape` (which may drop
+  // unit dimensions of `sizes`).
+  auto slice = [&](Value v, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                   ArrayRef<int64_t> shape) {
+    auto type = RankedTensorType::get(shape, getElementTypeOrSelf(v.getType()));
+    SmallVector<OpFoldResult> ones(offsets.size(), b.getIndexAttr(1));
+    return b.create<tensor::ExtractSliceOp>(loc, type, v, getAsIndexOpFoldResult(
+                                                              b.getContext(), offsets),
+                                            getAsIndexOpFoldResult(b.getContext(), sizes),
+                                            ones);
   };
+  // The chunks' totals: their last column (the first when reversed), scanned.
   SmallVector<Value> totals;
   for (Value r : rows)
-    totals.push_back(column(r, reverse ? 0 : width - 1, 0, chunks));
+    totals.push_back(slice(r, {0, reverse ? 0 : width - 1}, {chunks, 1}, {chunks}));
   totals = scanRows(b, loc, totals, /*axis=*/0, reverse, combine);
   // Chunks 1 .. chunks - 1 combine with the totals of 0 .. chunks - 2 (reversed:
   // chunks 0 .. chunks - 2 with the totals of 1 .. chunks - 1), in place.
   int64_t first = reverse ? 0 : 1, from = reverse ? 1 : 0;
-  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(first), b.getIndexAttr(0)},
-                            sizes = {b.getIndexAttr(chunks - 1), b.getIndexAttr(width)},
-                            strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
   SmallVector<Value> inputs, inits;
+  SmallVector<tensor::ExtractSliceOp> parts;
   SmallVector<Type> types;
-  for (Value t : totals) {
-    auto type = RankedTensorType::get({chunks - 1}, getElementTypeOrSelf(t.getType()));
-    inputs.push_back(b.create<tensor::ExtractSliceOp>(
-        loc, type, t, ArrayRef<OpFoldResult>{b.getIndexAttr(from)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(chunks - 1)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)}));
-  }
+  for (Value t : totals)
+    inputs.push_back(slice(t, {from}, {chunks - 1}, {chunks - 1}));
   for (Value r : rows) {
-    auto type = RankedTensorType::get({chunks - 1, width}, getElementTypeOrSelf(r.getType()));
-    Value part = b.create<tensor::ExtractSliceOp>(loc, type, r, offsets, sizes, strides);
-    inputs.push_back(part);
-    inits.push_back(part);
-    types.push_back(type);
+    parts.push_back(slice(r, {first, 0}, {chunks - 1, width}, {chunks - 1, width}));
+    inputs.push_back(parts.back());
+    inits.push_back(parts.back());
+    types.push_back(parts.back().getType());
   }
   AffineMap identity = b.getMultiDimIdentityMap(2);
   SmallVector<AffineMap> maps(totals.size(), AffineMap::get(2, 0, b.getAffineDimExpr(0)));
@@ -436,8 +432,9 @@ SmallVector<Value> scanChunks(OpBuilder &b, Location loc, ValueRange sources, bo
         nb.create<linalg::YieldOp>(l, combine(nb, l, args.take_front(k), args.slice(k, k)));
       });
   SmallVector<Value> results;
-  for (auto [r, f, source] : llvm::zip(rows, fixed.getResults(), sources)) {
-    Value whole = b.create<tensor::InsertSliceOp>(loc, f, r, offsets, sizes, strides);
+  for (auto [r, f, part, source] : llvm::zip(rows, fixed.getResults(), parts, sources)) {
+    Value whole = b.create<tensor::InsertSliceOp>(loc, f, r, part.getMixedOffsets(),
+                                                  part.getMixedSizes(), part.getMixedStrides());
     results.push_back(
         b.create<tensor::CollapseShapeOp>(loc, source.getType(), whole, both).getResult());
   }

@@ -21,6 +21,14 @@ namespace kiln {
 
 using namespace mlir;
 
+/// The number of points `op` iterates over; above `limit` when a range is dynamic.
+static int64_t staticElements(linalg::LinalgOp op, int64_t limit) {
+  int64_t elements = 1;
+  for (int64_t size : op.getStaticLoopRanges())
+    elements = ShapedType::isDynamic(size) ? limit + 1 : elements * size;
+  return elements;
+}
+
 /// Straight-line scalar arithmetic on a static tile small enough for one vector,
 /// elementwise or reducing it along some dimensions (Kiln leaves the order of a
 /// reduction's terms unspecified, as GPUs add in trees).
@@ -28,9 +36,7 @@ static bool isVectorizable(linalg::GenericOp op, int64_t maxElements) {
   if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0 || op.getNumDpsInits() == 0)
     return false;
   auto shape = op.getStaticLoopRanges();
-  int64_t elements = 1;
-  for (int64_t size : shape)
-    elements = ShapedType::isDynamic(size) ? maxElements + 1 : elements * size;
+  int64_t elements = staticElements(op, maxElements);
   // Larger tiles are left to LLVM's loop vectorizer, except reductions along
   // inner dimensions, row by row: LLVM keeps a float reduction loop scalar (one
   // chain of dependent additions; it may not reassociate them, which Kiln
@@ -165,10 +171,7 @@ struct VectorizeElementwise
           continue;
         // A row reduction above max-elements that could not be split stays
         // scalar rather than becoming one huge vector op.
-        int64_t pieceElements = 1;
-        for (int64_t size : piece.getStaticLoopRanges())
-          pieceElements = ShapedType::isDynamic(size) ? maxElements + 1 : pieceElements * size;
-        if (pieceElements > maxElements)
+        if (staticElements(piece, maxElements) > maxElements)
           continue;
         rewriter.setInsertionPoint(op);
         // Failure leaves the op as it was, to be lowered to loops.
