@@ -159,6 +159,24 @@ def KilnHoistLoopAllocas : Pass<"kiln-hoist-loop-allocas", "mlir::func::FuncOp">
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def KilnCPUPrefetchTiles : Pass<"kiln-cpu-prefetch-tiles", "mlir::func::FuncOp"> {
+  let summary = "CPU: prefetch the tiles the next step of a dot's loop loads";
+  let description = [{
+    Runs after bufferization, before the micro-kernel. In an `scf.for` whose body
+    multiplies tiles (`linalg.matmul`), every unguarded tile copy (a
+    `linalg.generic` filling a static buffer from `source[offset + linalg.index]`)
+    whose offsets move with the induction variable gets, right after it, a
+    `memref.prefetch` of each cache line of the tile the next iteration copies
+    (guarded by `iv + step < upper bound`). The offsets are rebuilt from the
+    induction variable by cloning the pure ops between them. At large sizes a
+    tile's rows are pages apart in L3 or memory, where the hardware prefetchers do
+    not follow them; prefetched during the multiply, they are in cache by the time
+    the next copy reads them.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def KilnCPUMatmulMicroKernel : Pass<"kiln-cpu-matmul-microkernel", "mlir::func::FuncOp"> {
   let summary = "Register-blocked micro-kernel for linalg.matmul on tile buffers";
   let description = [{

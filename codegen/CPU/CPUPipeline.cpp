@@ -46,7 +46,7 @@ const std::string &kiln::cpu::pipelineString() {
       "func.func(buffer-hoisting,buffer-loop-hoisting,kiln-promote-tiles-to-stack),"
       "buffer-deallocation-pipeline,"
       "func.func(kiln-lower-compare-and-swap,kiln-lower-strided-copies),"
-      "func.func(kiln-cpu-matmul-microkernel{" + hostVectorOptions() + "}),"
+      "func.func(kiln-cpu-prefetch-tiles,kiln-cpu-matmul-microkernel{" + hostVectorOptions() + "}),"
       "func.func(convert-linalg-to-loops),canonicalize,cse,"
       "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction},convert-vector-to-scf,"
       "kiln-hoist-loop-allocas),"
