@@ -177,6 +177,38 @@ def KilnCPUPrefetchTiles : Pass<"kiln-cpu-prefetch-tiles", "mlir::func::FuncOp">
                            "mlir::memref::MemRefDialect"];
 }
 
+def KilnCPUVectorizeTileCopies
+    : Pass<"kiln-cpu-vectorize-tile-copies", "mlir::func::FuncOp"> {
+  let summary = "CPU: unguarded tile copies as loops of vector row loads and stores";
+  let description = [{
+    Runs after bufferization. A `linalg.generic` that fills a static buffer
+    with contiguous rows from `source[offset + linalg.index]`, where `source`
+    has a static unit inner stride (the fast path of a block load), every tile
+    dimension indexes the source once, in order, and the elements are whole
+    bytes (integers, f16, bf16, f32, f64), becomes loops over the tile's outer
+    dimensions around `vector.load`/`vector.store` of its rows, 256 bytes at a
+    time. Left to `convert-linalg-to-loops`, LLVM fully unrolls such copies into
+    thousands of scalar loads and stores and re-vectorizes them with its SLP
+    vectorizer; its DSE and GVN passes on those blocks took most of the compile
+    time of examples/attention.kiln.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
+def KilnLowerOuterReductions : Pass<"kiln-lower-outer-reductions", "mlir::func::FuncOp"> {
+  let summary = "CPU: vector reductions over outer dimensions as elementwise row combines";
+  let description = [{
+    Lowers each `vector.multi_reduction` whose reduced dimensions exclude the
+    innermost one with MLIR's inner-parallel strategy: the rows of the source
+    are combined elementwise into the accumulator, one vector operation per
+    row. Run before `lower-vector-multi-reduction{lowering-strategy=inner-reduction}`,
+    which would transpose such a reduction (a column sum of a tile) into a
+    shuffle network and one horizontal reduction per column.
+  }];
+  let dependentDialects = ["mlir::vector::VectorDialect"];
+}
+
 def KilnCPUMatmulMicroKernel : Pass<"kiln-cpu-matmul-microkernel", "mlir::func::FuncOp"> {
   let summary = "Register-blocked micro-kernel for linalg.matmul on tile buffers";
   let description = [{

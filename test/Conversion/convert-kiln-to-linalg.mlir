@@ -125,6 +125,7 @@ func.func @load(%m: !mem, %i: tensor<16xi32>, %k: tensor<16xi1>, %o: tensor<16xf
 // CHECK: %{{.*}}, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata
 // CHECK: arith.cmpi eq, %[[STRIDES]]#1, %c1
 // CHECK: %[[DENSE:.*]] = memref.cast %{{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK-NEXT: %[[VIEW:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [%{{.*}}, %{{.*}}], strides: [%{{.*}}, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: scf.if
 // CHECK: scf.for
 // CHECK: scf.for
@@ -151,13 +152,14 @@ func.func @store_block(%m: !mem, %r: i32, %c: i32, %v: tensor<4x8xf32>) {
 // dense fast path and the guarded path fill one destination tile.
 // CHECK-LABEL: func @load_block
 // CHECK: %[[DENSE:.*]] = memref.cast %{{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK-NEXT: %[[VIEW:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [%{{.*}}, %{{.*}}], strides: [%{{.*}}, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: %[[INIT:.*]] = tensor.empty() : tensor<4x8xf32>
 // CHECK: scf.if
 // CHECK: linalg.generic {{.*}} outs(%[[INIT]]
 // CHECK: linalg.index 0
 // CHECK: linalg.index 1
 // CHECK-NOT: scf.if
-// CHECK: memref.load %[[DENSE]]
+// CHECK: memref.load %[[VIEW]]
 // CHECK: } else {
 // CHECK: linalg.generic {{.*}} outs(%[[INIT]]
 // CHECK: linalg.index 0
@@ -315,10 +317,11 @@ func.func @scan_outer(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-SAME: (%[[M:.*]]: memref<{{.*}}>, %[[ROW:.*]]: i32, %[[OFF:.*]]: i32)
 // CHECK: %[[START:.*]] = arith.addi %[[OFF]], %c0_i32
 // CHECK: %[[DENSE:.*]] = memref.cast %[[M]] {{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK-NEXT: %[[VIEW:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [%{{.*}}, %{{.*}}], strides: [%{{.*}}, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: scf.if
 // CHECK: linalg.generic
 // CHECK-NOT: scf.if
-// CHECK: memref.load %[[DENSE]]
+// CHECK: memref.load %[[VIEW]]
 // CHECK: } else {
 // CHECK: scf.if
 // CHECK: memref.load %[[M]]
@@ -373,13 +376,14 @@ func.func @not_a_segment(%m: !mem, %col: i32) -> tensor<64xf32> {
 // CHECK: memref.extract_strided_metadata %[[M]]
 // CHECK: %[[INSIDE:.*]] = arith.andi {{.*}} : i1
 // CHECK-NEXT: %[[DENSE:.*]] = memref.cast %[[M]]
+// CHECK-NEXT: %[[VIEW:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [%{{.*}}, %{{.*}}], strides: [%{{.*}}, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: %[[ALL:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[MASK]] : tensor<64xi1>)
 // CHECK: %[[SET:.*]] = tensor.extract %[[ALL]][]
 // CHECK: %[[FULL:.*]] = arith.andi %[[INSIDE]], %[[SET]] : i1
 // CHECK: scf.if %[[FULL]]
 // CHECK-NEXT: linalg.generic {{.*}} outs(
 // CHECK-NOT: scf.if
-// CHECK: memref.load %[[DENSE]]
+// CHECK: memref.load %[[VIEW]]
 // CHECK: } else {
 // CHECK-NEXT: scf.if %[[INSIDE]]
 // CHECK-NEXT: linalg.generic {{.*}} ins(%[[MASK]], %[[OTHER]] : tensor<64xi1>, tensor<64xf32>)
@@ -410,10 +414,11 @@ func.func @masked_segment(%m: !mem, %row: i32, %mask: tensor<64xi1>, %other: ten
 // CHECK-DAG: %[[ROW0:.*]] = arith.addi %[[T0]], %c0_i32
 // CHECK-DAG: %[[COL0:.*]] = arith.addi %[[OFF]], %c0_i32
 // CHECK: %[[DENSE:.*]] = memref.cast %[[M]] {{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK-NEXT: %[[VIEW:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [%{{.*}}, %{{.*}}], strides: [%{{.*}}, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: scf.if
 // CHECK: linalg.generic
 // CHECK-NOT: scf.if
-// CHECK: memref.load %[[DENSE]]
+// CHECK: memref.load %[[VIEW]]
 // CHECK: } else {
 func.func @block_2d(%m: !mem, %t0: i32, %off: i32) -> tensor<16x64xf32> {
   %t = kiln.splat %t0 : tensor<16xi32>
