@@ -70,7 +70,8 @@ std::optional<TileCopy> matchTileCopy(linalg::GenericOp generic) {
   if (generic.getNumDpsInputs() != 0 || generic.getNumDpsInits() != 1)
     return std::nullopt;
   auto tileType = dyn_cast<MemRefType>(generic.getDpsInits()[0].getType());
-  if (!tileType || !tileType.hasStaticShape())
+  if (!tileType || !tileType.hasStaticShape() || tileType.getRank() == 0 ||
+      tileType.getNumElements() == 0)
     return std::nullopt;
   Block &body = generic.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());

@@ -57,10 +57,10 @@ func.func @large(%src: memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>, %z: ind
 }
 
 // Left alone: a source whose inner stride is not known to be 1, a transposed
-// read, a copy that also computes, and a bool (i1) tile.
+// read, a copy that also computes, a bool (i1) tile and a 0-d one.
 // CHECK-LABEL: func @left_alone
 // CHECK-NOT: vector.load
-// CHECK-COUNT-4: linalg.generic
+// CHECK-COUNT-5: linalg.generic
 // CHECK-NOT: vector.load
 // CHECK: return
 func.func @left_alone(%any: memref<?x?xf32, strided<[?, ?], offset: ?>>, %src: !rows,
@@ -104,6 +104,13 @@ func.func @left_alone(%any: memref<?x?xf32, strided<[?, ?], offset: ?>>, %src: !
     %c = arith.addi %o, %i : index
     %v = memref.load %bits[%c] : memref<?xi1, strided<[1], offset: ?>>
     linalg.yield %v : i1
+  }
+  %s = memref.alloca() : memref<f32>
+  linalg.generic {indexing_maps = [affine_map<() -> ()>], iterator_types = []}
+      outs(%s : memref<f32>) {
+  ^bb0(%out: f32):
+    %v = memref.load %src[%o, %o] : !rows
+    linalg.yield %v : f32
   }
   return
 }
