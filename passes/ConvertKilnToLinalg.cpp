@@ -623,7 +623,7 @@ struct DenseBlock {
   // unmasked loads read through it, so that `kiln-cpu-vectorize-tile-copies`
   // can load its rows as vectors. Stores keep the cast; through the view they
   // were slower (examples/rope.kiln: 5.4 -> 5.9 ms).
-  Value rows;
+  Value unitView;
   SmallVector<Value> offsets; // as index
 };
 
@@ -647,8 +647,10 @@ DenseBlock denseBlock(OpBuilder &b, Location loc, Value memory, ValueRange offse
   block.condition = ok;
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(getStridesAndOffset(type, strides, offset)))
-    strides.assign(type.getRank(), ShapedType::kDynamic), offset = ShapedType::kDynamic;
+  if (failed(getStridesAndOffset(type, strides, offset))) {
+    strides.assign(type.getRank(), ShapedType::kDynamic);
+    offset = ShapedType::kDynamic;
+  }
   strides.back() = 1;
   auto unitType = MemRefType::get(type.getShape(), type.getElementType(),
                                   StridedLayoutAttr::get(b.getContext(), offset, strides),
@@ -664,7 +666,7 @@ DenseBlock denseBlock(OpBuilder &b, Location loc, Value memory, ValueRange offse
     viewStrides.push_back(staticOr(strides[d], metadata.getStrides()[d]));
   }
   block.contiguous = b.create<memref::CastOp>(loc, unitType, memory);
-  block.rows = b.create<memref::ReinterpretCastOp>(
+  block.unitView = b.create<memref::ReinterpretCastOp>(
       loc, unitType, metadata.getBaseBuffer(), staticOr(offset, metadata.getOffset()), viewSizes,
       viewStrides);
   return block;
@@ -714,7 +716,7 @@ Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTen
         ivs.push_back(nb.create<linalg::IndexOp>(il, d));
       SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
       if (!laneMask) {
-        nb.create<linalg::YieldOp>(il, nb.create<memref::LoadOp>(il, dense.rows, coords)
+        nb.create<linalg::YieldOp>(il, nb.create<memref::LoadOp>(il, dense.unitView, coords)
                                            .getResult());
         return;
       }

@@ -184,8 +184,8 @@ def KilnCPUVectorizeTileCopies
     Runs after bufferization. A `linalg.generic` that fills a static buffer
     with contiguous rows from `source[offset + linalg.index]`, where `source`
     has a static unit inner stride (the fast path of a block load), every tile
-    dimension indexes the source once, in order, and the elements are whole
-    bytes (integers, f16, bf16, f32, f64), becomes loops over the tile's outer
+    dimension indexes the source once, in order, and the elements are 8- to
+    64-bit integers or f16, bf16, f32, f64, becomes loops over the tile's outer
     dimensions around `vector.load`/`vector.store` of its rows, 256 bytes at a
     time. Left to `convert-linalg-to-loops`, LLVM fully unrolls such copies into
     thousands of scalar loads and stores and re-vectorizes them with its SLP
@@ -202,7 +202,9 @@ def KilnLowerOuterReductions : Pass<"kiln-lower-outer-reductions", "mlir::func::
     Lowers each `vector.multi_reduction` whose reduced dimensions exclude the
     innermost one with MLIR's inner-parallel strategy: the rows of the source
     are combined elementwise into the accumulator, one vector operation per
-    row. Run before `lower-vector-multi-reduction{lowering-strategy=inner-reduction}`,
+    row (for a rank-2 source; a rank-3 one reduced along its middle dimension
+    is transposed first, as the inner-reduction strategy would too). Run before
+    `lower-vector-multi-reduction{lowering-strategy=inner-reduction}`,
     which would transpose such a reduction (a column sum of a tile) into a
     shuffle network and one horizontal reduction per column.
   }];

@@ -71,7 +71,10 @@ std::optional<TileCopy> matchTileCopy(linalg::GenericOp generic) {
     return std::nullopt;
   auto tileType = dyn_cast<MemRefType>(generic.getDpsInits()[0].getType());
   if (!tileType || !tileType.hasStaticShape() || tileType.getRank() == 0 ||
-      tileType.getNumElements() == 0)
+      tileType.getNumElements() == 0 || !tileType.getElementType().isIntOrFloat())
+    return std::nullopt;
+  // linalg.index d is tile dimension d only under an identity output map.
+  if (!generic.getIndexingMapsArray()[0].isIdentity())
     return std::nullopt;
   Block &body = generic.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
@@ -214,9 +217,9 @@ void prefetchNextTile(scf::ForOp loop, TileCopy copy) {
     }
     bool alongRow = tileDim == innermost;
     Value upper = constant(alongRow ? shape[tileDim] + lineElements - 1 : shape[tileDim]);
-    auto loop = b.create<scf::ForOp>(loc, zero, upper, alongRow ? lineStep : one);
-    b.setInsertionPointToStart(loop.getBody());
-    Value index = loop.getInductionVar();
+    auto dimLoop = b.create<scf::ForOp>(loc, zero, upper, alongRow ? lineStep : one);
+    b.setInsertionPointToStart(dimLoop.getBody());
+    Value index = dimLoop.getInductionVar();
     if (alongRow)
       index = b.create<arith::MinSIOp>(loc, index, last);
     indices.push_back(addOffset(b, loc, offset, index));
@@ -257,15 +260,16 @@ constexpr int64_t kUnrolledPieces = 64;
 
 /// Whether `copy` can be written with vector loads and stores: every tile
 /// dimension indexes the source once, the source's innermost stride is a static
-/// 1, the tile's rows are contiguous and its elements whole bytes LLVM loads as
-/// they are (no fp8, which the CPU pipeline emulates).
+/// 1, the tile's rows are contiguous and its elements 8- to 64-bit integers or
+/// f16/bf16/f32/f64 (an i24 vector is packed, its memref is not; fp8 is emulated).
 bool isVectorizable(TileCopy &copy) {
   auto tileType = cast<MemRefType>(copy.copy.getDpsInits()[0].getType());
   if (llvm::count_if(copy.tileDims, [](int64_t d) { return d != -1; }) != tileType.getRank())
     return false;
   Type element = tileType.getElementType();
   if (!(element.isF16() || element.isBF16() || element.isF32() || element.isF64() ||
-        (element.isSignlessInteger() && element.getIntOrFloatBitWidth() % 8 == 0)))
+        (element.isSignlessInteger() && element.getIntOrFloatBitWidth() >= 8 &&
+         llvm::isPowerOf2_32(element.getIntOrFloatBitWidth()))))
     return false;
   auto innerStrideIsOne = [](Type type) {
     SmallVector<int64_t> strides;

@@ -146,3 +146,42 @@ func.func @carried(%a: memref<?x?xf32>, %n: index) {
   }
   return
 }
+
+// As the CPU pipeline emits it: the source is a unit-stride view made in the
+// loop body (loop-invariant) and the K loop's induction variable is an index;
+// the prefetches read the same view at the next step's columns.
+// CHECK-LABEL: func @view_in_body
+// CHECK: scf.for %[[IV:.*]] = %{{.*}} to %[[K:.*]] step %[[STEP:.*]] {
+// CHECK: %[[VIEW:.*]] = memref.reinterpret_cast
+// CHECK: linalg.generic
+// CHECK: %[[NEXT:.*]] = arith.addi %[[IV]], %[[STEP]] : index
+// CHECK-NEXT: %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[K]] : index
+// CHECK: memref.prefetch %[[VIEW]][%{{.*}}, %{{.*}}], read, locality<2>, data
+// CHECK: linalg.matmul
+func.func @view_in_body(%a: memref<?x?xf32, strided<[?, ?], offset: ?>>, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %ta = memref.alloca() : memref<8x32xf32>
+  %tb = memref.alloca() : memref<32x16xf32>
+  %acc = memref.alloca() : memref<8x16xf32>
+  scf.for %iv = %c0 to %k step %c32 {
+    %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %a
+        : memref<?x?xf32, strided<[?, ?], offset: ?>> -> memref<f32>, index, index, index,
+          index, index
+    %view = memref.reinterpret_cast %base to offset: [%offset],
+        sizes: [%sizes#0, %sizes#1], strides: [%strides#0, 1]
+        : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]}
+        outs(%ta : memref<8x32xf32>) {
+    ^bb0(%out: f32):
+      %i = linalg.index 0 : index
+      %j = linalg.index 1 : index
+      %c = arith.addi %iv, %j : index
+      %v = memref.load %view[%i, %c] : memref<?x?xf32, strided<[?, 1], offset: ?>>
+      linalg.yield %v : f32
+    }
+    linalg.matmul ins(%ta, %tb : memref<8x32xf32>, memref<32x16xf32>)
+        outs(%acc : memref<8x16xf32>)
+  }
+  return
+}

@@ -56,15 +56,57 @@ func.func @large(%src: memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>, %z: ind
   return %tile : memref<64x1024xf32>
 }
 
+// 8 x 1000 f32 (16 pieces a row, 128 in all): a loop over rows, in it a loop
+// over 15 chunks to 960, then 40 lanes; a 1 x 512 i8 row is two pieces of 256
+// lanes, straight-line.
+// CHECK-LABEL: func @remainder
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %c8
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %c960 step %c64
+// CHECK: vector.load %{{.*}} vector<64xf32>
+// CHECK: }
+// CHECK: vector.load %{{.*}} vector<40xf32>
+// CHECK: vector.store %{{.*}}[%[[I]], %c960{{.*}}] : memref<8x1000xf32>, vector<40xf32>
+// CHECK: }
+// CHECK-COUNT-2: vector.load %{{.*}} vector<256xi8>
+func.func @remainder(%src: !rows, %bytes: memref<?x?xi8, strided<[?, 1], offset: ?>>,
+                     %o: index) {
+  %t = memref.alloca() : memref<8x1000xf32>
+  linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
+      outs(%t : memref<8x1000xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %r = arith.addi %o, %i : index
+    %c = arith.addi %o, %j : index
+    %v = memref.load %src[%r, %c] : !rows
+    linalg.yield %v : f32
+  }
+  %b = memref.alloca() : memref<1x512xi8>
+  linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
+      outs(%b : memref<1x512xi8>) {
+  ^bb0(%out: i8):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %r = arith.addi %o, %i : index
+    %c = arith.addi %o, %j : index
+    %v = memref.load %bytes[%r, %c] : memref<?x?xi8, strided<[?, 1], offset: ?>>
+    linalg.yield %v : i8
+  }
+  return
+}
+
 // Left alone: a source whose inner stride is not known to be 1, a transposed
-// read, a copy that also computes, a bool (i1) tile and a 0-d one.
+// read, a copy that also computes, a bool (i1) tile, a 0-d one, an empty one,
+// one written through a transposed output map and an i24 one (its vectors are
+// packed, its buffers are not).
 // CHECK-LABEL: func @left_alone
 // CHECK-NOT: vector.load
-// CHECK-COUNT-5: linalg.generic
+// CHECK-COUNT-8: linalg.generic
 // CHECK-NOT: vector.load
 // CHECK: return
 func.func @left_alone(%any: memref<?x?xf32, strided<[?, ?], offset: ?>>, %src: !rows,
-                      %bits: memref<?xi1, strided<[1], offset: ?>>, %o: index) {
+                      %bits: memref<?xi1, strided<[1], offset: ?>>, %o: index,
+                      %wide: memref<?xi24, strided<[1], offset: ?>>) {
   %t = memref.alloca() : memref<8x64xf32>
   %b = memref.alloca() : memref<64xi1>
   linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
@@ -111,6 +153,38 @@ func.func @left_alone(%any: memref<?x?xf32, strided<[?, ?], offset: ?>>, %src: !
   ^bb0(%out: f32):
     %v = memref.load %src[%o, %o] : !rows
     linalg.yield %v : f32
+  }
+  %e = memref.alloca() : memref<4x0xf32>
+  linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
+      outs(%e : memref<4x0xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %r = arith.addi %o, %i : index
+    %c = arith.addi %o, %j : index
+    %v = memref.load %src[%r, %c] : !rows
+    linalg.yield %v : f32
+  }
+  %sq = memref.alloca() : memref<8x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>],
+                  iterator_types = ["parallel", "parallel"]}
+      outs(%sq : memref<8x8xf32>) {
+  ^bb0(%out: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %r = arith.addi %o, %i : index
+    %c = arith.addi %o, %j : index
+    %v = memref.load %src[%r, %c] : !rows
+    linalg.yield %v : f32
+  }
+  %w = memref.alloca() : memref<64xi24>
+  linalg.generic {indexing_maps = [#id1], iterator_types = ["parallel"]}
+      outs(%w : memref<64xi24>) {
+  ^bb0(%out: i24):
+    %i = linalg.index 0 : index
+    %c = arith.addi %o, %i : index
+    %v = memref.load %wide[%c] : memref<?xi24, strided<[1], offset: ?>>
+    linalg.yield %v : i24
   }
   return
 }
