@@ -30,6 +30,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <functional>
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNCPUPREFETCHTILES
 #define GEN_PASS_DEF_KILNCPUVECTORIZETILECOPIES
