@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" char *openblas_get_corename(void);
 
 using namespace kiln;
 using Clock = std::chrono::steady_clock;
@@ -351,10 +352,31 @@ void compileBenchmarks(const std::string &examples, const std::string &bin,
   }
 }
 
+/// OpenBLAS picks its kernels from the CPU's model number, and a CPU newer than
+/// the library falls back to the oldest x86-64 kernels (Prescott, SSE3) at a
+/// fifth of the speed the CPU has, which would flatter Kiln. Names the core a
+/// CPU with AVX-512 or AVX2 should get when OpenBLAS picked one with neither;
+/// empty when its pick is fine or the user chose one (OPENBLAS_CORETYPE).
+std::string betterOpenBlasCore() {
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return {};
+  static const char *const wide[] = {"Haswell",  "Zen",          "SkylakeX",
+                                     "Cooperlake", "SapphireRapids"};
+  std::string core = openblas_get_corename();
+  if (std::find(std::begin(wide), std::end(wide), core) != std::end(wide))
+    return {};
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+  return {};
+}
+
 void writeJson(const std::string &path, double bandwidth) {
   std::ofstream out(path);
   out << "{\n  \"copy_bandwidth_gbs\": " << bandwidth << ",\n  \"threads\": " << defaultThreadCount()
-      << ",\n  \"rows\": [\n";
+      << ",\n  \"openblas_core\": \"" << openblas_get_corename() << "\",\n  \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row &r = rows[i];
     out << "    {\"group\": \"" << r.group << "\", \"op\": \"" << r.op << "\", \"size\": \"" << r.size
@@ -369,15 +391,34 @@ void writeJson(const std::string &path, double bandwidth) {
 
 int main(int argc, char **argv) {
   std::string examples = KILN_EXAMPLES_DIR, peers = KILN_PEERS_DIR, bin = KILN_BIN_DIR;
-  // kiln-bench [OUT.json [GROUP...]]: GROUP is cpu, vulkan or compile (default all).
+  if (argc > 1 && argv[1][0] == '-') {
+    std::printf("usage: kiln-bench [OUT.json [GROUP...]]\n"
+                "  GROUP: cpu, vulkan or compile (default: all); OUT.json defaults to "
+                "bench-results.json\n");
+    return std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ? 0 : 2;
+  }
   std::string json = argc > 1 ? argv[1] : "bench-results.json";
   std::vector<std::string> groups(argv + std::min(argc, 2), argv + argc);
+  for (const std::string &group : groups)
+    if (group != "cpu" && group != "vulkan" && group != "compile") {
+      std::fprintf(stderr, "kiln-bench: unknown group '%s' (cpu, vulkan or compile)\n",
+                   group.c_str());
+      return 2;
+    }
+  // OpenBLAS reads its core choice when it loads: run again with it set.
+  if (std::string core = betterOpenBlasCore(); !core.empty()) {
+    std::fprintf(stderr, "OpenBLAS picked %s kernels on a CPU that has %s's: running again with "
+                 "OPENBLAS_CORETYPE=%s\n", openblas_get_corename(), core.c_str(), core.c_str());
+    setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    execv("/proc/self/exe", argv);
+    std::perror("kiln-bench: execv");
+  }
   auto wanted = [&](const char *group) {
     return groups.empty() || std::find(groups.begin(), groups.end(), group) != groups.end();
   };
   double bandwidth = copyBandwidthGBs();
-  std::printf("Kiln benchmarks: %u threads, host copy bandwidth %.1f GB/s\n\n", defaultThreadCount(),
-              bandwidth);
+  std::printf("Kiln benchmarks: %u threads, host copy bandwidth %.1f GB/s, OpenBLAS core %s\n\n",
+              defaultThreadCount(), bandwidth, openblas_get_corename());
   std::printf("%-8s %-11s %-14s %10s %10s %-14s %7s  %s\n", "group", "op", "size", "kiln", "peer",
               "peer name", "ratio", "% of copy bw / unit");
   if (wanted("cpu"))
