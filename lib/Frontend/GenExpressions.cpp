@@ -1,0 +1,470 @@
+//===- GenExpressions.cpp - expressions of the .kiln AST ------------------===//
+//
+// Names, unary and binary operators with Sema's promotions, indexing and
+// slicing, methods (`.tile`, `.size`, `.stride`) and list/tuple literals.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Frontend/Generator.h"
+
+namespace kiln::gen {
+
+MaybeValue Generator::genExpr(const Expr &e) {
+  if (failed)
+    return std::nullopt;
+  mlir::Location l = loc(e.loc);
+  switch (e.kind) {
+  case Expr::IntLit: {
+    // i32 when it fits, else i64, else (up to 2^64 - 1) u64.
+    uint64_t v = static_cast<const IntLitExpr &>(e).value;
+    if (v > INT64_MAX)
+      return constant(Const::ofUnsigned(v), DType::U64, true, l);
+    return constant(Const::ofInt(static_cast<int64_t>(v)), v > INT32_MAX ? DType::I64 : DType::I32,
+                    true, l);
+  }
+  case Expr::FloatLit:
+    return constant(Const::ofFloat(static_cast<const FloatLitExpr &>(e).value), DType::F32,
+                    true, l);
+  case Expr::BoolLit:
+    return constant(Const::ofInt(static_cast<const BoolLitExpr &>(e).value), DType::I1, true,
+                    l);
+  case Expr::StringLit:
+    return error(e.loc,
+                 "a string is only allowed as the text of print, static_assert or device_assert");
+  case Expr::Name: return genName(static_cast<const NameExpr &>(e));
+  case Expr::Unary: return genUnary(static_cast<const UnaryExpr &>(e));
+  case Expr::Binary: return genBinary(static_cast<const BinaryExpr &>(e));
+  case Expr::Call: return genCall(static_cast<const CallExpr &>(e));
+  case Expr::Index: return genIndex(static_cast<const IndexExpr &>(e));
+  case Expr::Method: return genMethod(static_cast<const MethodExpr &>(e));
+  case Expr::List:
+    return genElements(static_cast<const ListExpr &>(e).elements, SType::List, "list element");
+  case Expr::Tuple:
+    return genElements(static_cast<const TupleExpr &>(e).elements, SType::Tuple,
+                       "tuple element");
+  }
+  return std::nullopt;
+}
+
+MaybeValue Generator::genValue(const Expr &e, const char *what) {
+  MaybeValue v = genExpr(e);
+  if (!v)
+    return std::nullopt;
+  if (v->type.isValue())
+    return v;
+  if (v->type.kind == SType::Tensor)
+    return error(e.loc, "tensor argument '" + v->tensorName + "' is not a value here (" +
+                            what + "); load from it, e.g. load(" + v->tensorName + "[i])");
+  if (v->type.kind == SType::View)
+    return error(e.loc, llvm::Twine("a view is not a value (") + what +
+                            "); wrap it in load(...)");
+  if (v->type.kind == SType::Tuple)
+    return error(e.loc, llvm::Twine("a tuple is not a value (") + what +
+                            "); unpack it first: let (a, b) = ...;");
+  return error(e.loc, llvm::Twine("expected a scalar or tile for the ") + what +
+                          ", got " + withArticle(v->type.str()));
+}
+
+MaybeValue Generator::genName(const NameExpr &e) {
+  if (Binding *b = lookup(e.name))
+    return b->val;
+  if (e.name == "inf" || e.name == "nan")
+    return constant(Const::ofFloat(e.name == "inf" ? std::numeric_limits<double>::infinity()
+                                                   : std::numeric_limits<double>::quiet_NaN()),
+                    DType::F32, true, loc(e.loc));
+  if (isBuiltin(e.name))
+    return error(e.loc, "'" + e.name + "' is a builtin function; call it with (...)");
+  if (module.findFunction(e.name))
+    return error(e.loc, "'" + e.name + "' is a function; call it with (...)");
+  if (inGridRule)
+    return error(e.loc, "unknown name '" + e.name +
+                            "' in the grid rule (it may use sizes, scalar arguments and params)");
+  if (currentKernel && !currentKernelArgsBound) {
+    for (const ArgDecl &arg : currentKernel->args)
+      if (arg.name == e.name || llvm::any_of(arg.dims, [&](const DimSpec &d) {
+            return d.name == e.name;
+          }))
+        return error(e.loc, "param defaults are compile-time constants; '" + e.name +
+                                "' is known only at launch");
+  }
+  return error(e.loc, "unknown name '" + e.name + "'");
+}
+
+/// The unsigned form of a signed integer comparison (others unchanged).
+static mlir::arith::CmpIPredicate unsignedPredicate(mlir::arith::CmpIPredicate p) {
+  using mlir::arith::CmpIPredicate;
+  switch (p) {
+  case CmpIPredicate::slt: return CmpIPredicate::ult;
+  case CmpIPredicate::sle: return CmpIPredicate::ule;
+  case CmpIPredicate::sgt: return CmpIPredicate::ugt;
+  case CmpIPredicate::sge: return CmpIPredicate::uge;
+  default: return p;
+  }
+}
+
+MaybeValue Generator::genUnary(const UnaryExpr &e) {
+  MaybeValue v = genValue(*e.operand, "operand");
+  if (!v)
+    return std::nullopt;
+  mlir::Location l = loc(e.loc);
+  if (e.op == '!') {
+    if (v->type.dtype != DType::I1)
+      return error(e.loc, "'!' needs a bool operand, got " + v->type.str());
+    if (v->cst)
+      return constant(Const::ofInt(!v->cst->i), DType::I1, v->type.weak, l);
+    TValue out = *v;
+    out.value = builder.create<mlir::arith::XOrIOp>(
+        l, v->value, splat(Const::ofInt(1), DType::I1, v->type.shape, e.loc));
+    return out;
+  }
+  if (e.op == '~') {
+    if (!isInteger(v->type.dtype))
+      return error(e.loc, "'~' needs an integer operand, got " + v->type.str() +
+                              (v->type.dtype == DType::I1 ? " (use '!' for bool)" : ""));
+    if (v->cst)
+      return constant(convertConst(Const::ofInt(~v->cst->i), v->type.dtype), v->type.dtype,
+                      v->type.weak, l);
+    TValue out = *v;
+    out.value = builder.create<mlir::arith::XOrIOp>(
+        l, v->value, splat(Const::ofInt(-1), v->type.dtype, v->type.shape, e.loc));
+    return out;
+  }
+  if (v->type.dtype == DType::I1)
+    return error(e.loc, "unary '-' is not defined on bool");
+  if (rejectF8(v->type.dtype, e.loc, "unary '-'"))
+    return std::nullopt;
+  if (isFloat(v->type.dtype)) {
+    if (v->cst)
+      return constant(Const::ofFloat(-v->cst->f), v->type.dtype, v->type.weak, l);
+    TValue out = *v;
+    out.value = builder.create<mlir::arith::NegFOp>(l, v->value);
+    return out;
+  }
+  TValue zero = constant(Const::ofInt(0), v->type.dtype, true, l);
+  return binary(BinOp::Sub, zero, *v, e.loc);
+}
+
+MaybeValue Generator::genBinary(const BinaryExpr &e) {
+  MaybeValue l = genValue(*e.lhs, "left operand");
+  if (!l)
+    return std::nullopt;
+  MaybeValue r = genValue(*e.rhs, "right operand");
+  if (!r)
+    return std::nullopt;
+  return binary(e.op, *l, *r, e.loc);
+}
+
+MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc at) {
+  bool logical = op == BinOp::LAnd || op == BinOp::LOr;
+  bool bitwise = op == BinOp::And || op == BinOp::Or || op == BinOp::Xor;
+  bool shift = op == BinOp::Shl || op == BinOp::Shr;
+  bool compare = op >= BinOp::Eq;
+  if (shift && (!isInteger(l.type.dtype) || !isInteger(r.type.dtype)))
+    return error(at, llvm::Twine("'") + binOpSpelling(op) + "' needs integer operands, got " +
+                         l.type.str() + " and " + r.type.str());
+  if (logical && (l.type.dtype != DType::I1 || r.type.dtype != DType::I1))
+    return error(at, llvm::Twine("'") + binOpSpelling(op) + "' needs bool operands, got " +
+                         l.type.str() + " and " + r.type.str());
+  if (bitwise && (isFloat(l.type.dtype) || isFloat(r.type.dtype)))
+    return error(at, llvm::Twine("'") + binOpSpelling(op) +
+                         "' needs integer or bool operands, got " + l.type.str() + " and " +
+                         r.type.str());
+  if (!logical && !bitwise && !compare &&
+      (l.type.dtype == DType::I1 || r.type.dtype == DType::I1))
+    return error(at, llvm::Twine("arithmetic '") + binOpSpelling(op) +
+                         "' is not defined on bool; cast<i32>(...) first");
+  auto shape = broadcastShapes(l.type.shape, r.type.shape);
+  if (!shape)
+    return error(at, llvm::Twine("shapes ") + shapeStr(l.type.shape) + " and " +
+                         shapeStr(r.type.shape) + " do not broadcast for '" +
+                         binOpSpelling(op) + "'");
+  if (!checkTileSize(*shape, at))
+    return std::nullopt;
+  DType dt = promote(l.type, r.type);
+  if (!compare && rejectF8(dt, at, llvm::Twine("arithmetic '") + binOpSpelling(op) + "'"))
+    return std::nullopt;
+  if (!constantFits(l, dt, at, bitwise) || !constantFits(r, dt, at, bitwise))
+    return std::nullopt;
+  DType resultType = compare ? DType::I1 : dt;
+  mlir::Location loc_ = loc(at);
+  if (l.cst && r.cst && shape->empty()) {
+    if (auto folded = foldBinary(op, convertConst(*l.cst, dt), convertConst(*r.cst, dt), dt))
+      return constant(*folded, resultType, l.type.weak && r.type.weak, loc_);
+    if (!isFloat(dt) && (op == BinOp::Div || op == BinOp::Rem))
+      return error(at, "integer division by zero in a constant expression");
+  }
+  TValue a = convert(l, dt, *shape, at), b = convert(r, dt, *shape, at);
+  Value x = a.value, y = b.value, out;
+  bool f = isFloat(dt);
+  using namespace mlir::arith;
+  switch (op) {
+  case BinOp::Add: out = f ? (Value)builder.create<AddFOp>(loc_, x, y) : builder.create<AddIOp>(loc_, x, y); break;
+  case BinOp::Sub: out = f ? (Value)builder.create<SubFOp>(loc_, x, y) : builder.create<SubIOp>(loc_, x, y); break;
+  case BinOp::Mul: out = f ? (Value)builder.create<MulFOp>(loc_, x, y) : builder.create<MulIOp>(loc_, x, y); break;
+  case BinOp::Div:
+  case BinOp::Rem:
+    if (f)
+      out = op == BinOp::Div ? (Value)builder.create<DivFOp>(loc_, x, y)
+                             : builder.create<RemFOp>(loc_, x, y);
+    else
+      out = integerDivide(op, x, y, dt, *shape, at);
+    break;
+  case BinOp::And:
+  case BinOp::LAnd: out = builder.create<AndIOp>(loc_, x, y); break;
+  case BinOp::Or:
+  case BinOp::LOr: out = builder.create<OrIOp>(loc_, x, y); break;
+  case BinOp::Xor: out = builder.create<XOrIOp>(loc_, x, y); break;
+  case BinOp::Shl:
+  case BinOp::Shr: out = shiftBy(op, x, y, dt, *shape, at); break;
+  default: {
+    static const std::pair<CmpFPredicate, CmpIPredicate> preds[] = {
+        {CmpFPredicate::OEQ, CmpIPredicate::eq},  {CmpFPredicate::UNE, CmpIPredicate::ne},
+        {CmpFPredicate::OLT, CmpIPredicate::slt}, {CmpFPredicate::OLE, CmpIPredicate::sle},
+        {CmpFPredicate::OGT, CmpIPredicate::sgt}, {CmpFPredicate::OGE, CmpIPredicate::sge}};
+    auto [fp, ip] = preds[static_cast<int>(op) - static_cast<int>(BinOp::Eq)];
+    if (isUnsigned(dt))
+      ip = unsignedPredicate(ip);
+    out = f ? (Value)builder.create<CmpFOp>(loc_, fp, x, y) : builder.create<CmpIOp>(loc_, ip, x, y);
+  }
+  }
+  TValue result;
+  result.type = SType::value(resultType, *shape);
+  result.value = out;
+  return result;
+}
+
+Value Generator::integerDivide(BinOp op, Value x, Value y, DType dt, const Shape &shape,
+                               SMLoc where) {
+  // LLVM and SPIR-V leave x / 0 undefined, and the CPU's divide instruction
+  // stops the process (as it does for the most negative value / -1). Kiln
+  // defines both, as RISC-V does: x / 0 is all bits set (-1, or an unsigned
+  // type's largest value) and x % 0 is x; MIN / -1 wraps to MIN and MIN % -1
+  // is 0. Such divisors divide by 1 instead, and selects fix the results; a
+  // constant divisor folds the selects away.
+  using namespace mlir::arith;
+  mlir::Location at = loc(where);
+  auto integer = [&](int64_t v) { return splat(Const::ofInt(v), dt, shape, where); };
+  Value byZero = builder.create<CmpIOp>(at, CmpIPredicate::eq, y, integer(0));
+  Value unsafe = byZero;
+  if (!isUnsigned(dt)) {
+    Value min = splat(Const::ofInt(int64_t(uint64_t(1) << (dtypeBits(dt) - 1))), dt, shape, where);
+    Value xIsMin = builder.create<CmpIOp>(at, CmpIPredicate::eq, x, min);
+    Value yIsMinusOne = builder.create<CmpIOp>(at, CmpIPredicate::eq, y, integer(-1));
+    Value overflows = builder.create<AndIOp>(at, xIsMin, yIsMinusOne);
+    unsafe = builder.create<OrIOp>(at, byZero, overflows);
+  }
+  Value divisor = builder.create<SelectOp>(at, unsafe, integer(1), y);
+  bool u = isUnsigned(dt);
+  if (op == BinOp::Div) {
+    Value q = u ? (Value)builder.create<DivUIOp>(at, x, divisor)
+                : builder.create<DivSIOp>(at, x, divisor);
+    return builder.create<SelectOp>(at, byZero, integer(-1), q);
+  }
+  Value r = u ? (Value)builder.create<RemUIOp>(at, x, divisor)
+              : builder.create<RemSIOp>(at, x, divisor);
+  return builder.create<SelectOp>(at, byZero, x, r);
+}
+
+Value Generator::shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape &shape,
+                         SMLoc where) {
+  // LLVM and SPIR-V leave amounts outside [0, bits) undefined; Kiln defines them
+  // as shifting every bit out: '<<' gives 0, '>>' the sign (arithmetic, on
+  // signed integers) or 0 (logical, on unsigned ones).
+  using namespace mlir::arith;
+  mlir::Location at = loc(where);
+  auto integer = [&](int64_t v) { return splat(Const::ofInt(v), dt, shape, where); };
+  int64_t bits = dtypeBits(dt);
+  Value inRange = builder.create<CmpIOp>(at, CmpIPredicate::ult, amount, integer(bits));
+  if (op == BinOp::Shl)
+    return builder.create<SelectOp>(at, inRange, builder.create<ShLIOp>(at, x, amount),
+                                    integer(0));
+  if (isUnsigned(dt))
+    return builder.create<SelectOp>(at, inRange, builder.create<ShRUIOp>(at, x, amount),
+                                    integer(0));
+  Value clamped = builder.create<SelectOp>(at, inRange, amount, integer(bits - 1));
+  return builder.create<ShRSIOp>(at, x, clamped);
+}
+
+/// `:` or `None` in an index list.
+static bool isSliceIndex(const Expr &e) {
+  if (e.kind != Expr::Name)
+    return false;
+  const std::string &name = static_cast<const NameExpr &>(e).name;
+  return name == ":" || name == "None";
+}
+
+MaybeValue Generator::genIndex(const IndexExpr &e) {
+  MaybeValue base = genExpr(*e.base);
+  if (!base)
+    return std::nullopt;
+  bool sliced = llvm::any_of(e.indices, [](const ExprPtr &i) { return isSliceIndex(*i); });
+  if (base->type.kind == SType::Tile && sliced)
+    return genNewAxes(e, *base);
+  if (base->type.kind == SType::Tuple) {
+    // t[i] with i known at compile time (a param, a constant, a static_range
+    // variable), as in Triton.
+    if (e.indices.size() != 1)
+      return error(e.loc, "a tuple takes one index, got " + llvm::Twine(e.indices.size()));
+    MaybeValue i = genExpr(*e.indices[0]);
+    if (!i)
+      return std::nullopt;
+    if (i->type.kind != SType::Scalar || isFloat(i->type.dtype) || !i->cst)
+      return error(e.indices[0]->loc, "a tuple's index must be an integer known at compile "
+                                      "time (a param, a constant or a static_range variable)");
+    int64_t n = static_cast<int64_t>(base->elements.size());
+    bool huge = i->cst->isUnsigned && i->cst->i < 0; // a u64 past 2^63
+    int64_t at = i->cst->i < 0 ? i->cst->i + n : i->cst->i;
+    if (huge || at < 0 || at >= n)
+      return error(e.indices[0]->loc,
+                   "index " +
+                       (huge ? std::to_string(uint64_t(i->cst->i)) : std::to_string(i->cst->i)) +
+                       " is out of range for a tuple of " + std::to_string(n));
+    return base->elements[at];
+  }
+  if (base->type.kind == SType::Tensor && sliced)
+    for (const ExprPtr &i : e.indices)
+      if (isSliceIndex(*i))
+        return error(i->loc, "a tensor argument's index is a tile of positions, not ':' or "
+                             "'None' (arange(0, B), or a block view x.tile(...))");
+  if (base->type.kind != SType::Tensor)
+    return error(e.loc, "only tensor arguments can be indexed, not " +
+                            withArticle(base->type.str()) +
+                            (base->type.kind == SType::Tile
+                                 ? " (a tile takes t[:, None] to add a dimension; gather picks "
+                                   "elements)"
+                                 : ""));
+  size_t rank = base->type.shape.size();
+  if (e.indices.size() != rank)
+    return error(e.loc, "tensor '" + base->tensorName + "' has rank " + llvm::Twine(rank) +
+                            " but " + llvm::Twine(e.indices.size()) + " indices were given");
+  std::vector<TValue> indices;
+  Shape shape;
+  for (auto &ie : e.indices) {
+    MaybeValue idx = genValue(*ie, "index");
+    if (!idx)
+      return std::nullopt;
+    if (isFloat(idx->type.dtype) || idx->type.dtype == DType::I1 ||
+        dtypeBits(idx->type.dtype) == 64)
+      return error(ie->loc, "an index must be an integer of at most 32 bits, got " +
+                                idx->type.str());
+    auto s = broadcastShapes(shape, idx->type.shape);
+    if (!s)
+      return error(ie->loc, "index shape " + shapeStr(idx->type.shape) +
+                                " does not broadcast with " + shapeStr(shape));
+    shape = *s;
+    if (!checkTileSize(shape, ie->loc))
+      return std::nullopt;
+    indices.push_back(*idx);
+  }
+  auto view = std::make_shared<ViewData>();
+  view->memory = base->value;
+  view->tensorName = base->tensorName;
+  for (auto [i, idx] : llvm::enumerate(indices))
+    view->coords.push_back(convert(idx, DType::I32, shape, e.indices[i]->loc).value);
+  TValue out;
+  out.type = {SType::View, base->type.dtype, shape, false};
+  out.view = view;
+  return out;
+}
+
+MaybeValue Generator::genNewAxes(const IndexExpr &e, const TValue &tile) {
+  // t[:, None]: each ':' keeps the tile's next dimension, each None adds one of
+  // size 1 (NumPy's and Triton's newaxis); nothing else may appear.
+  Shape shape;
+  size_t kept = 0;
+  for (const ExprPtr &i : e.indices) {
+    if (!isSliceIndex(*i))
+      return error(i->loc, "a tile's index list takes only ':' and 'None' (t[:, None] adds a "
+                           "dimension); use gather to pick elements");
+    bool keep = static_cast<const NameExpr &>(*i).name == ":";
+    if (keep && kept == tile.type.shape.size())
+      return error(i->loc, "too many ':' for " + withArticle(tile.type.str()));
+    shape.push_back(keep ? tile.type.shape[kept++] : 1);
+  }
+  if (kept != tile.type.shape.size())
+    return error(e.loc, "t[...] needs one ':' per dimension of " + withArticle(tile.type.str()) +
+                            ", got " + llvm::Twine(kept));
+  TValue out = tile;
+  out.type.shape = shape;
+  out.value = builder.create<ReshapeOp>(loc(e.loc), valueType(tile.type.dtype, shape),
+                                        tile.value);
+  return out;
+}
+
+MaybeValue Generator::genMethod(const MethodExpr &e) {
+  MaybeValue base = genExpr(*e.base);
+  if (!base)
+    return std::nullopt;
+  if (base->type.kind != SType::Tensor)
+    return error(e.nameLoc, "methods exist only on tensor arguments; '" + e.name +
+                                "' called on " + withArticle(base->type.str()));
+  size_t rank = base->type.shape.size();
+  mlir::Location l = loc(e.loc);
+  if (e.name == "size" || e.name == "stride") {
+    if (e.args.size() != 1)
+      return error(e.nameLoc, "'" + e.name + "' takes one argument, the dimension");
+    auto d = axisArg(*e.args[0], rank);
+    if (!d)
+      return std::nullopt;
+    Value idx = builder.create<mlir::arith::ConstantIndexOp>(l, *d);
+    Value v;
+    if (e.name == "size") {
+      v = builder.create<mlir::memref::DimOp>(l, base->value, idx);
+    } else {
+      auto meta = builder.create<mlir::memref::ExtractStridedMetadataOp>(l, base->value);
+      v = meta.getStrides()[*d];
+    }
+    TValue out;
+    out.type = SType::scalar(DType::I32);
+    out.value = builder.create<mlir::arith::IndexCastOp>(l, builder.getI32Type(), v);
+    return out;
+  }
+  if (e.name != "tile")
+    return error(e.nameLoc, "unknown method '" + e.name + "' (tensors have tile, size, stride)");
+  if (e.args.size() != 2)
+    return error(e.nameLoc, "tile takes a shape and offsets: x.tile([B0, B1], [o0, o1])");
+  auto shape = constShape(*e.args[0], "block shape");
+  if (!shape)
+    return std::nullopt;
+  if (shape->size() != rank)
+    return error(e.args[0]->loc, "block shape has " + llvm::Twine(shape->size()) +
+                                     " dimensions but tensor '" + base->tensorName +
+                                     "' has rank " + llvm::Twine(rank));
+  MaybeValue offsets = genExpr(*e.args[1]);
+  if (!offsets)
+    return std::nullopt;
+  if (offsets->type.kind != SType::List || offsets->elements.size() != rank)
+    return error(e.args[1]->loc, "offsets must be a list of " + llvm::Twine(rank) +
+                                     " integer scalars");
+  auto view = std::make_shared<ViewData>();
+  view->block = true;
+  view->memory = base->value;
+  view->tensorName = base->tensorName;
+  for (auto [i, off] : llvm::enumerate(offsets->elements)) {
+    if (off.type.kind != SType::Scalar || isFloat(off.type.dtype) ||
+        off.type.dtype == DType::I1 || dtypeBits(off.type.dtype) == 64)
+      return error(e.args[1]->loc, "offset " + llvm::Twine(i) +
+                                       " must be an integer scalar of at most 32 bits, got " +
+                                       off.type.str());
+    view->coords.push_back(convert(off, DType::I32, {}, e.args[1]->loc).value);
+  }
+  TValue out;
+  out.type = {SType::View, base->type.dtype, *shape, false};
+  out.view = view;
+  return out;
+}
+
+MaybeValue Generator::genElements(const std::vector<ExprPtr> &elements, SType::Kind kind,
+                                  const char *what) {
+  TValue out;
+  out.type.kind = kind;
+  for (auto &el : elements) {
+    MaybeValue v = genValue(*el, what);
+    if (!v)
+      return std::nullopt;
+    out.elements.push_back(*v);
+  }
+  return out;
+}
+
+} // namespace kiln::gen

@@ -1,0 +1,196 @@
+//===- GenMemoryOps.cpp - load, store and the atomics ---------------------===//
+//
+// Memory access through views: block (`x.tile(...)`) and gather (`x[i, j]`)
+// loads and stores with masks, and the atomic read-modify-writes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Frontend/Generator.h"
+
+namespace kiln::gen {
+
+MaybeValue Generator::genLoad(const CallExpr &e) {
+  if (!checkArity(e, 1, 1, {"mask", "other"}))
+    return std::nullopt;
+  MaybeValue view = genExpr(*e.args[0]);
+  if (!view)
+    return std::nullopt;
+  if (view->type.kind != SType::View)
+    return error(e.args[0]->loc, "load needs a view such as x[i, j] or x.tile(...), got " +
+                                     withArticle(view->type.str()));
+  DType dt = view->type.dtype;
+  const Shape &shape = view->type.shape;
+  mlir::Location l = loc(e.loc);
+  Value other;
+  if (const KeywordArg *kw = e.kwarg("other")) {
+    MaybeValue o = genValue(*kw->value, "'other' value");
+    if (!o)
+      return std::nullopt;
+    if (o->type.dtype != dt &&
+        (!o->type.weak || (isFloat(o->type.dtype) && !isFloat(dt))))
+      return error(kw->value->loc, "'other' has type " + o->type.str() + " but the tensor holds " +
+                                       dtypeName(dt));
+    if (view->view->block && o->type.kind != SType::Scalar)
+      return error(kw->value->loc, "'other' of a block load must be a scalar");
+    if (!constantFits(*o, dt, kw->value->loc))
+      return std::nullopt;
+    auto s = broadcastShapes(o->type.shape, shape);
+    if (!s || *s != shape)
+      return error(kw->value->loc, "'other' shape " + shapeStr(o->type.shape) +
+                                       " does not broadcast to " + shapeStr(shape));
+    other = convert(*o, dt, view->view->block ? Shape{} : shape, kw->value->loc).value;
+  }
+  TValue out;
+  out.type = SType::value(dt, shape);
+  mlir::Type resultType = valueType(dt, shape);
+  Value mask;
+  if (!maskArg(e, *view, mask))
+    return std::nullopt;
+  if (view->view->block)
+    out.value = builder.create<LoadBlockOp>(l, resultType, view->view->memory,
+                                            view->view->coords, other);
+  else
+    out.value = builder.create<LoadOp>(l, resultType, view->view->memory, view->view->coords,
+                                       mask, other);
+  return out;
+}
+
+bool Generator::maskArg(const CallExpr &e, const TValue &view, Value &mask) {
+  const KeywordArg *kw = e.kwarg("mask");
+  if (!kw)
+    return true;
+  if (view.view->block) {
+    error(kw->loc, "mask= is not supported on block views; out-of-bounds elements "
+                   "are masked automatically");
+    return false;
+  }
+  const Shape &shape = view.type.shape;
+  MaybeValue m = genValue(*kw->value, "mask");
+  if (!m)
+    return false;
+  if (m->type.dtype != DType::I1) {
+    error(kw->value->loc, "mask must be bool, got " + m->type.str());
+    return false;
+  }
+  auto s = broadcastShapes(m->type.shape, shape);
+  if (!s || *s != shape) {
+    error(kw->value->loc, "mask shape " + shapeStr(m->type.shape) + " does not broadcast to " +
+                              shapeStr(shape));
+    return false;
+  }
+  mask = convert(*m, DType::I1, shape, kw->value->loc).value;
+  return true;
+}
+
+/// The checks `store` and the atomics share: a view, then a value that fits it,
+/// converted to the tensor's element type and the view's shape.
+MaybeValue Generator::genStoredValue(const CallExpr &e, size_t arg, const TValue &view,
+                                      const char *what) {
+  const Expr &valueExpr = *e.args[arg];
+  MaybeValue v = genValue(valueExpr, what);
+  if (!v)
+    return std::nullopt;
+  DType dt = view.type.dtype;
+  const Shape &shape = view.type.shape;
+  if (v->type.dtype != dt && (!v->type.weak || (isFloat(v->type.dtype) && !isFloat(dt))))
+    return error(valueExpr.loc, "cannot store " + v->type.str() + " into tensor '" +
+                                    view.view->tensorName + "' of " + dtypeName(dt) +
+                                    "; convert it with cast<" + dtypeName(dt) + ">(...)");
+  auto s = broadcastShapes(v->type.shape, shape);
+  if (!s || *s != shape)
+    return error(valueExpr.loc, std::string(what) + " of shape " + shapeStr(v->type.shape) +
+                                    " does not fit the view of shape " + shapeStr(shape));
+  if (!constantFits(*v, dt, valueExpr.loc))
+    return std::nullopt;
+  return convert(*v, dt, shape, valueExpr.loc);
+}
+
+MaybeValue Generator::genStore(const CallExpr &e) {
+  if (!checkArity(e, 2, 2, {"mask"}))
+    return std::nullopt;
+  MaybeValue view = genExpr(*e.args[0]);
+  if (!view)
+    return std::nullopt;
+  if (view->type.kind != SType::View)
+    return error(e.args[0]->loc, "store needs a view such as y[i, j] or y.tile(...), got " +
+                                     withArticle(view->type.str()));
+  MaybeValue v = genStoredValue(e, 1, *view, "stored value");
+  if (!v)
+    return std::nullopt;
+  mlir::Location l = loc(e.loc);
+  Value mask;
+  if (!maskArg(e, *view, mask))
+    return std::nullopt;
+  if (view->view->block)
+    builder.create<StoreBlockOp>(l, view->view->memory, view->view->coords, v->value);
+  else
+    builder.create<StoreOp>(l, view->view->memory, view->view->coords, v->value, mask);
+  TValue out;
+  out.type.kind = SType::Void;
+  return out;
+}
+
+MaybeValue Generator::genAtomic(const CallExpr &e) {
+  std::string name = e.callee;
+  std::optional<ReduceKind> kind = llvm::StringSwitch<std::optional<ReduceKind>>(name)
+                                       .Case("atomic_add", ReduceKind::Sum)
+                                       .Case("atomic_max", ReduceKind::Max)
+                                       .Case("atomic_min", ReduceKind::Min)
+                                       .Case("atomic_and", ReduceKind::And)
+                                       .Case("atomic_or", ReduceKind::Or)
+                                       .Case("atomic_xor", ReduceKind::Xor)
+                                       .Default(std::nullopt);
+  bool cas = name == "atomic_cas";
+  size_t arity = cas ? 3 : 2;
+  if (!checkArity(e, arity, arity, {"mask", "sem"}))
+    return std::nullopt;
+  // sem = "relaxed" | "acquire" | "release" | "acq_rel" (Triton's names); the
+  // default is relaxed for read-modify-writes and acq_rel for exchanges.
+  std::optional<MemoryOrder> sem;
+  if (const KeywordArg *kw = e.kwarg("sem")) {
+    if (kw->value->kind == Expr::StringLit)
+      sem = symbolizeMemoryOrder(static_cast<const StringLitExpr &>(*kw->value).value);
+    if (!sem)
+      return error(kw->value->loc,
+                   "sem must be \"relaxed\", \"acquire\", \"release\" or \"acq_rel\"");
+  }
+  MaybeValue view = genExpr(*e.args[0]);
+  if (!view)
+    return std::nullopt;
+  if (view->type.kind != SType::View || view->view->block)
+    return error(e.args[0]->loc, name + " needs a gather view such as h[bins], got " +
+                                     (view->type.kind == SType::View
+                                          ? std::string("a block view")
+                                          : withArticle(view->type.str())));
+  DType dt = view->type.dtype;
+  bool floats = kind && !isBitwise(*kind); // add, max and min also take f32
+  if (!(isInteger(dt) && dtypeBits(dt) >= 32) && (!floats || dt != DType::F32))
+    return error(e.args[0]->loc, name + " works on " +
+                                     (floats ? "i32, i64, u32, u64 and f32"
+                                             : "i32, i64, u32 and u64") +
+                                     " tensors; '" + view->view->tensorName + "' holds " +
+                                     dtypeName(dt));
+  MaybeValue compare;
+  if (cas && !(compare = genStoredValue(e, 1, *view, "compared value")))
+    return std::nullopt;
+  MaybeValue v = genStoredValue(e, arity - 1, *view, "value");
+  if (!v)
+    return std::nullopt;
+  Value mask;
+  if (!maskArg(e, *view, mask))
+    return std::nullopt;
+  mlir::Location l = loc(e.loc);
+  TValue out;
+  out.type = SType::value(dt, view->type.shape);
+  if (kind)
+    out.value = builder.create<AtomicRMWOp>(l, orderedKind(*kind, dt), view->view->memory,
+                                            v->value, view->view->coords, mask,
+                                            sem.value_or(MemoryOrder::Relaxed));
+  else
+    out.value = builder.create<AtomicSwapOp>(l, view->view->memory, v->value, view->view->coords,
+                                             compare ? compare->value : Value(), mask,
+                                             sem.value_or(MemoryOrder::AcqRel));
+  return out;
+}
+
+} // namespace kiln::gen
