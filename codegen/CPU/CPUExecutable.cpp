@@ -15,8 +15,11 @@
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/AsmParser/Parser.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -28,6 +31,65 @@ using namespace kiln::cpu;
 
 static llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The conversions to bf16 that LLVM's x86 backend may call rather than
+/// inline: it keeps bf16 values in float registers where a subtarget has no
+/// bf16 arithmetic (AVX-512 without AVX512_BF16), and truncates them back with
+/// these libcalls. libgcc has them only from GCC 13, so an object calling them
+/// would not load (`undefined symbol: __truncsfbf2`); every module carries its
+/// own, hidden. Float to bf16 rounds to nearest even and quiets NaNs, as
+/// Kiln's own casts do; double to bf16 first narrows to float rounding to odd
+/// (toward zero, then the last bit set when inexact), which makes the second
+/// rounding exact.
+static constexpr const char *kBF16Conversions = R"(
+define hidden bfloat @__truncsfbf2(float %x) {
+  %bits = bitcast float %x to i32
+  %high = lshr i32 %bits, 16
+  %lsb = and i32 %high, 1
+  %bias = add i32 %lsb, 32767
+  %sum = add i32 %bits, %bias
+  %rounded = lshr i32 %sum, 16
+  %quiet = or i32 %high, 64
+  %nan = fcmp uno float %x, 0.0
+  %result = select i1 %nan, i32 %quiet, i32 %rounded
+  %half = trunc i32 %result to i16
+  %bf = bitcast i16 %half to bfloat
+  ret bfloat %bf
+}
+
+define hidden bfloat @__truncdfbf2(double %x) {
+  %near = fptrunc double %x to float
+  %back = fpext float %near to double
+  %bits = bitcast float %near to i32
+  %absX = call double @llvm.fabs.f64(double %x)
+  %absBack = call double @llvm.fabs.f64(double %back)
+  %above = fcmp ogt double %absBack, %absX
+  %lower = sub i32 %bits, 1
+  %towardZero = select i1 %above, i32 %lower, i32 %bits
+  %inexact = fcmp une double %back, %x
+  %odd = or i32 %towardZero, 1
+  %toOdd = select i1 %inexact, i32 %odd, i32 %towardZero
+  %narrow = bitcast i32 %toOdd to float
+  %bf = call bfloat @__truncsfbf2(float %narrow)
+  ret bfloat %bf
+}
+
+declare double @llvm.fabs.f64(double)
+)";
+
+/// Links kBF16Conversions into `m`.
+static llvm::Error addBF16Conversions(llvm::Module &m) {
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> helpers =
+      llvm::parseAssemblyString(kBF16Conversions, diag, m.getContext());
+  if (!helpers)
+    return makeError("bf16 conversion helpers: " + diag.getMessage());
+  helpers->setDataLayout(m.getDataLayout());
+  helpers->setTargetTriple(m.getTargetTriple());
+  if (llvm::Linker::linkModules(m, std::move(helpers)))
+    return makeError("cannot link the bf16 conversion helpers");
+  return llvm::Error::success();
 }
 
 Executable::~Executable() = default;
@@ -48,6 +110,8 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
     return makeError("no LLVM target for the host");
   auto optimizeLLVM = mlir::makeOptimizingTransformer(optLevel, 0, machine.get());
   std::function<llvm::Error(llvm::Module *)> optimize = [&](llvm::Module *m) -> llvm::Error {
+    if (llvm::Error err = addBF16Conversions(*m))
+      return err;
     if (llvm::Error err = optimizeLLVM(m))
       return err;
     llvm::raw_string_ostream os(exe->bitcode);
