@@ -49,6 +49,13 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
       Value wide = castValue(v, from, DType::F32, l);
       return castValue(wide, DType::F32, to, l);
     }
+    // f64 <-> bf16 and fp8: targets without these types emulate them to and
+    // from f32 only, so every target takes two steps, as exact as one.
+    bool emulated = from == DType::BF16 || to == DType::BF16 || isF8(from) || isF8(to);
+    if (emulated && to == DType::F64)
+      return castValue(castValue(v, from, DType::F32, l), DType::F32, to, l);
+    if (emulated && from == DType::F64)
+      return castValue(narrowToOddF32(v, l), DType::F32, to, l);
     if (dtypeBits(to) > dtypeBits(from))
       return builder.create<mlir::arith::ExtFOp>(l, target, v);
     return builder.create<mlir::arith::TruncFOp>(l, target, v);
@@ -73,6 +80,44 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
   if (isUnsigned(to))
     return builder.create<mlir::arith::FPToUIOp>(l, target, v);
   return builder.create<mlir::arith::FPToSIOp>(l, target, v);
+}
+
+/// `v` (f64, a scalar or a tile) narrowed to f32 rounding to odd: toward zero,
+/// with the last bit set when that was inexact. Rounding the result again, to
+/// a type with at least two fewer significand bits, gives what rounding `v`
+/// once would (double rounding through round-to-nearest would not).
+Value Generator::narrowToOddF32(Value v, mlir::Location l) {
+  using namespace mlir::arith;
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+  auto like = [&](mlir::Type element) -> mlir::Type {
+    return tensor ? mlir::Type(tensor.clone(element)) : element;
+  };
+  auto constant = [&](mlir::TypedAttr value) -> Value {
+    if (tensor)
+      return builder.create<ConstantOp>(
+          l, mlir::SplatElementsAttr::get(mlir::cast<mlir::ShapedType>(like(value.getType())),
+                                          mlir::cast<mlir::Attribute>(value)));
+    return builder.create<ConstantOp>(l, value);
+  };
+  mlir::Type f32 = like(builder.getF32Type()), i32 = like(builder.getI32Type());
+  Value one = constant(builder.getI32IntegerAttr(1));
+  Value near = builder.create<TruncFOp>(l, f32, v);
+  Value back = builder.create<ExtFOp>(l, v.getType(), near);
+  // Rounding went away from zero when `back` lies beyond `v`; one step down in
+  // the bits' magnitude is then the value toward zero (from infinity, the
+  // largest finite float).
+  Value negative = builder.create<CmpFOp>(l, CmpFPredicate::OLT, v,
+                                          constant(builder.getF64FloatAttr(0)));
+  Value beyond = builder.create<SelectOp>(
+      l, negative, builder.create<CmpFOp>(l, CmpFPredicate::OLT, back, v),
+      builder.create<CmpFOp>(l, CmpFPredicate::OGT, back, v));
+  Value bits = builder.create<BitcastOp>(l, i32, near);
+  Value towardZero =
+      builder.create<SelectOp>(l, beyond, builder.create<SubIOp>(l, bits, one), bits);
+  Value inexact = builder.create<CmpFOp>(l, CmpFPredicate::UNE, back, v);
+  Value toOdd = builder.create<SelectOp>(
+      l, inexact, builder.create<OrIOp>(l, towardZero, one), towardZero);
+  return builder.create<BitcastOp>(l, f32, toOdd);
 }
 
 Value Generator::broadcastValue(Value v, const Shape &from, const Shape &to, DType dt,

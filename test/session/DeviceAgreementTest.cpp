@@ -1764,6 +1764,89 @@ kernel k(x: tensor<f32>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], w: tensor<f3
   });
 }
 
+/// The bf16 nearest to `x`, ties to the even code, found from the definition
+/// (not by rounding to float first, the double rounding the test looks for).
+uint16_t doubleToBF16Bits(double x) {
+  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x))
+    return sign | 0x7fc0;
+  // Codes 0 ... 0x7f80 are ordered like their values; infinity stands where
+  // the next finite value, 2^128, would be.
+  auto value = [](uint16_t code) {
+    return code == 0x7f80 ? std::ldexp(1.0, 128) : double(bf16BitsToFloat(code));
+  };
+  double a = std::fabs(x);
+  if (a >= value(0x7f80))
+    return sign | 0x7f80;
+  uint16_t lo = 0, hi = 0x7f80;
+  while (hi - lo > 1) {
+    uint16_t mid = uint16_t((lo + hi) / 2);
+    (value(mid) <= a ? lo : hi) = mid;
+  }
+  double mid = (value(lo) + value(hi)) / 2;
+  bool up = a > mid || (a == mid && (lo & 1));
+  return sign | (up ? hi : lo);
+}
+
+TEST_F(DeviceAgreement, DoubleNarrowsToBF16AndF8RoundingOnce) {
+  // f64 -> bf16 and fp8 go through f32 on every target (Vulkan and AMD emulate
+  // those types from f32 only); rounding to odd on the way makes the two steps
+  // one rounding. Values a hair off the ties of each format catch a double
+  // rounding through round-to-nearest: f32 would land on the tie itself.
+  const char *source = R"(
+kernel narrow(x: tensor<f64>[N], h: tensor<bf16>[N], a: tensor<f8e4m3>[N], b: tensor<f8e5m2>[N],
+              w: tensor<f64>[N]) params(B: i32 = 64) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let m = i < N;
+  let v = load(x[i], mask=m);
+  let hv = cast<bf16>(v);
+  store(h[i], hv, mask=m);
+  store(a[i], cast<f8e4m3>(v), mask=m);
+  store(b[i], cast<f8e5m2>(v), mask=m);
+  store(w[i], cast<f64>(hv) + cast<f64>(cast<f8e5m2>(v)), mask=m);
+}
+)";
+  std::vector<double> xs = {0.0, -0.0, 1.0, -1.5, 1e300, -1e300, 1e-300, -1e-300, 3.3961e38,
+                            3.3963e38, INFINITY, -INFINITY, NAN};
+  auto aroundTie = [&](double low, double high) {
+    double tie = (low + high) / 2, hair = std::ldexp(std::fabs(tie), -40);
+    for (double v : {tie, tie + hair, tie - hair})
+      xs.insert(xs.end(), {v, -v});
+  };
+  for (int code = 0; code < 0x7f7f; code += 37)
+    aroundTie(bf16BitsToFloat(uint16_t(code)), bf16BitsToFloat(uint16_t(code + 1)));
+  for (DType dt : {DType::F8E4M3, DType::F8E5M2})
+    for (int code = 0; code < (dt == DType::F8E4M3 ? 0x7e : 0x7b); ++code)
+      aroundTie(f8BitsToFloat(uint8_t(code), dt), f8BitsToFloat(uint8_t(code + 1), dt));
+  const int64_t n = xs.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "narrow");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor x = s.upload(xs, {n}), h = s.empty(DType::BF16, {n}), a = s.empty(DType::F8E4M3, {n}),
+           b = s.empty(DType::F8E5M2, {n}), w = s.empty<double>({n});
+    ASSERT_TRUE(k(x, h, a, b, w).ok()) << device;
+    std::vector<uint16_t> ho(n);
+    std::vector<uint8_t> ao(n), bo(n);
+    std::vector<double> wo;
+    ASSERT_TRUE(h.download(ho.data()).ok() && a.download(ao.data()).ok() &&
+                b.download(bo.data()).ok() && w.download(wo).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      double v = xs[i];
+      if (std::isnan(v)) {
+        EXPECT_TRUE(std::isnan(bf16BitsToFloat(ho[i])) && std::isnan(wo[i])) << device;
+        continue;
+      }
+      EXPECT_EQ(ho[i], doubleToBF16Bits(v)) << device << " bf16 of " << v;
+      EXPECT_EQ(ao[i], floatToF8Bits(v, DType::F8E4M3)) << device << " e4m3 of " << v;
+      EXPECT_EQ(bo[i], floatToF8Bits(v, DType::F8E5M2)) << device << " e5m2 of " << v;
+      double want = double(bf16BitsToFloat(doubleToBF16Bits(v))) +
+                    double(f8BitsToFloat(floatToF8Bits(v, DType::F8E5M2), DType::F8E5M2));
+      EXPECT_TRUE(std::isnan(want) ? std::isnan(wo[i]) : wo[i] == want)
+          << device << " widened " << v << ": " << wo[i] << " vs " << want;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, RandomNumbersMatchPhiloxOnEveryDevice) {
   // rand/randint/randn are Triton's: Philox-4x32-10 on (offset, offset >> 32, 0, 0)
   // with the seed as key, the first word as bits, [0, 1) by complement and
