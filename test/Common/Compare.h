@@ -3,6 +3,8 @@
 // machines without LLVM) share it with the compiler tests.
 #pragma once
 
+#include "lib/Support/Tolerance.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,8 +29,7 @@ inline ::testing::AssertionResult allClose(const std::vector<float> &got,
   if (got.size() != want.size())
     return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
   for (size_t i = 0; i < got.size(); ++i) {
-    double diff = std::abs(double(got[i]) - want[i]);
-    if (!(diff <= atol + rtol * std::abs(want[i])))
+    if (!withinTolerance(got[i], want[i], rtol, atol))
       return ::testing::AssertionFailure()
              << "element " << i << ": got " << got[i] << ", want " << want[i];
   }

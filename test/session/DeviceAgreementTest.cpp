@@ -1847,6 +1847,58 @@ kernel narrow(x: tensor<f64>[N], h: tensor<bf16>[N], a: tensor<f8e4m3>[N], b: te
   });
 }
 
+TEST_F(DeviceAgreement, IntegersToHalfRoundOnEveryDevice) {
+  // Integers to f16 round to nearest even like any conversion: from 65520 on
+  // (halfway from 65504, the largest f16, to 65536) the result is infinity.
+  // Every value here is exact in f32, so f32 -> f16 rounding is the reference.
+  const char *source = R"(
+kernel k(a: tensor<i32>[N], b: tensor<u16>[N], c: tensor<u32>[N], d: tensor<i64>[N],
+         e: tensor<u64>[N], h: tensor<f16>[5, N]) params(B: i32 = 64) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let m = i < N;
+  store(h[0, i], cast<f16>(load(a[i], mask=m)), mask=m);
+  store(h[1, i], cast<f16>(load(b[i], mask=m)), mask=m);
+  store(h[2, i], cast<f16>(load(c[i], mask=m)), mask=m);
+  store(h[3, i], cast<f16>(load(d[i], mask=m)), mask=m);
+  store(h[4, i], cast<f16>(load(e[i], mask=m)), mask=m);
+}
+)";
+  std::vector<int64_t> values = {0, 1, 2047, 2049, 2051, 4097, 65503, 65504, 65505, 65519,
+                                 65520, 65521, 65535, 65536, 70000, 1 << 20, (1 << 24) - 1};
+  for (int64_t v = 65400; v < 65536; v += 7)
+    values.push_back(v);
+  const int64_t n = values.size();
+  std::vector<int32_t> a;
+  std::vector<uint16_t> b;
+  std::vector<uint32_t> c;
+  std::vector<int64_t> d;
+  std::vector<uint64_t> e;
+  for (int64_t v : values) {
+    a.push_back(int32_t(v % 2 ? -v : v));
+    b.push_back(uint16_t(std::min<int64_t>(v, 65535)));
+    c.push_back(uint32_t(v));
+    d.push_back(v % 2 ? v : -v);
+    e.push_back(uint64_t(v));
+  }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor ta = s.upload(a, {n}), tb = s.upload(b.data(), DType::U16, {n}),
+           tc = s.upload(c.data(), DType::U32, {n}), td = s.upload(d, {n}),
+           te = s.upload(e.data(), DType::U64, {n}), th = s.empty(DType::F16, {5, n});
+    ASSERT_TRUE(k(ta, tb, tc, td, te, th).ok()) << device;
+    std::vector<uint16_t> out(5 * n);
+    ASSERT_TRUE(th.download(out.data()).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      double inputs[] = {double(a[i]), double(b[i]), double(c[i]), double(d[i]), double(e[i])};
+      for (int row = 0; row < 5; ++row)
+        EXPECT_EQ(out[row * n + i], floatToHalfBits(float(inputs[row])))
+            << device << " row " << row << ": f16 of " << inputs[row] << " is "
+            << halfBitsToFloat(out[row * n + i]);
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, RandomNumbersMatchPhiloxOnEveryDevice) {
   // rand/randint/randn are Triton's: Philox-4x32-10 on (offset, offset >> 32, 0, 0)
   // with the seed as key, the first word as bits, [0, 1) by complement and

@@ -11,6 +11,7 @@
 
 #include "kiln/kiln.h"
 #include "lib/Support/Half.h"
+#include "lib/Support/Tolerance.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -482,8 +483,10 @@ int main(int argc, char **argv) {
       size_t width = dtypeBytes(dt);
       for (int64_t e = 0; e < n; ++e) {
         double g = elementAt(out[i], dt, e), w = elementAt(want[i], dt, e);
+        bool same = withinTolerance(g, w, rtol, atol);
         double diff = std::abs(g - w);
-        bool same = diff <= atol + rtol * std::abs(w) || (std::isnan(g) && std::isnan(w));
+        if (same && std::isnan(diff)) // equal infinities, or two NaNs
+          diff = 0;
         // Integers must match exactly, bit for bit (a double cannot tell 64-bit
         // values apart past 2^53).
         if (!isFloat(dt))
