@@ -203,7 +203,14 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   case BinOp::Mul: out = f ? (Value)builder.create<MulFOp>(loc_, x, y) : builder.create<MulIOp>(loc_, x, y); break;
   case BinOp::Div:
   case BinOp::Rem:
-    if (f)
+    if (f && op == BinOp::Rem && dtypeBits(dt) < 32) {
+      // fmod is exact in its operands' type, so taking it in f32 and rounding
+      // back changes nothing; Vulkan's f16 OpFRem is x - y * trunc(x / y)
+      // evaluated in f16, off by whole units of the quotient's last place.
+      Value wide = builder.create<RemFOp>(loc_, castValue(x, dt, DType::F32, loc_),
+                                          castValue(y, dt, DType::F32, loc_));
+      out = castValue(wide, DType::F32, dt, loc_);
+    } else if (f)
       out = op == BinOp::Div ? (Value)builder.create<DivFOp>(loc_, x, y)
                              : builder.create<RemFOp>(loc_, x, y);
     else
