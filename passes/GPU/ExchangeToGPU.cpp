@@ -185,11 +185,15 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
       return b.create<arith::ExtUIOp>(loc, wide, v);
     return b.create<arith::ExtSIOp>(loc, wide, v);
   };
-  Value partial = identity(kind, wide);
+  // The identity of the tile's type, widened: a subgroup with no elements
+  // stores its partial narrowed, and the wide type's own identity would not
+  // survive that (i32's largest value is -1 as an i8).
+  Value neutral = widen(identity(kind, type));
+  Value partial = neutral;
   for (auto [r, v] : llvm::enumerate(values)) {
     Value x = widen(v);
     Value valid = registerValid(r, numElements);
-    x = b.create<arith::SelectOp>(loc, valid, x, identity(kind, wide));
+    x = b.create<arith::SelectOp>(loc, valid, x, neutral);
     partial = combine(kind, x, partial);
   }
 
@@ -266,7 +270,7 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
       },
       nullptr);
   barrier();
-  Value total = foldLoop(b, loc, groups, identity(kind, wide), [&](Value w, Value acc) {
+  Value total = foldLoop(b, loc, groups, neutral, [&](Value w, Value acc) {
     return combine(kind, widen(readShared(w, type)), acc);
   });
   barrier();

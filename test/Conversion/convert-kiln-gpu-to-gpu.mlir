@@ -91,3 +91,28 @@ func.func @loop(%x: !mem, %n: i32) attributes {kiln.kernel, kiln_gpu.threads = 3
   kiln.store %x[%i], %r : !mem[tensor<64xi32, #l>], tensor<64xf32, #l>
   return
 }
+
+// -----
+
+#l = #kiln_gpu.blocked<vec = 1, warpSize = 32, numWarps = 4>
+!mem = memref<?xi8, strided<[?], offset: ?>>
+
+// A narrow integer is reduced widened to i32, but with its own type's identity:
+// warps 1-3 hold no element, and their partials go through shared memory as i8,
+// where i32's largest value would read as -1.
+// CHECK-LABEL: gpu.func @narrow_min
+// CHECK: %[[ID:.*]] = arith.constant 127 : i8
+// CHECK: %[[WIDE:.*]] = arith.extsi %[[ID]] : i8 to i32
+// CHECK: arith.minsi %{{.*}}, %[[WIDE]] : i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : i32
+// CHECK: arith.trunci %{{.*}} : i32 to i8
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[WIDE]]) -> (i32)
+// CHECK-NOT: 2147483647
+func.func @narrow_min(%x: !mem, %y: !mem) attributes {kiln.kernel, kiln_gpu.threads = 128 : i32, kiln_gpu.shared_elements = [[i8, 4]]} {
+  %c0 = arith.constant 0 : i32
+  %i = kiln.arange 0, 16 : tensor<16xi32, #l>
+  %v = kiln.load %x[%i] : !mem[tensor<16xi32, #l>] -> tensor<16xi8, #l>
+  %s = kiln.reduce min %v, 0 : tensor<16xi8, #l> -> i8
+  kiln.store %y[%c0], %s : !mem[i32], i8
+  return
+}

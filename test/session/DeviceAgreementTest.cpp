@@ -1932,6 +1932,75 @@ kernel k(x: tensor<f16>[N], y: tensor<f16>[N], r: tensor<f16>[N]) params(B: i32 
   });
 }
 
+TEST_F(DeviceAgreement, NarrowIntegerReductionsOfSmallTilesOnEveryDevice) {
+  // An 8-element tile leaves most of a GPU program's threads without an
+  // element; their partials must be the identity of the tile's own type (on
+  // Vulkan, min of non-negative i8 values was -1 and max of negative ones 0).
+  const char *source = R"(
+kernel k(a: tensor<i8>[M, 8], b: tensor<u8>[M, 8], c: tensor<i16>[M, 8], d: tensor<u16>[M, 8],
+         o: tensor<i32>[M, 12]) grid(M) {
+  let r = program_id(0);
+  let j = arange(0, 8);
+  let va = load(a[r, j]);
+  let vb = load(b[r, j]);
+  let vc = load(c[r, j]);
+  let vd = load(d[r, j]);
+  store(o[r, 0], cast<i32>(min(va)));
+  store(o[r, 1], cast<i32>(max(va)));
+  store(o[r, 2], cast<i32>(sum(va)));
+  store(o[r, 3], cast<i32>(min(vb)));
+  store(o[r, 4], cast<i32>(max(vb)));
+  store(o[r, 5], cast<i32>(sum(vb)));
+  store(o[r, 6], cast<i32>(min(vc)));
+  store(o[r, 7], cast<i32>(max(vc)));
+  store(o[r, 8], cast<i32>(sum(vc)));
+  store(o[r, 9], cast<i32>(min(vd)));
+  store(o[r, 10], cast<i32>(max(vd)));
+  store(o[r, 11], cast<i32>(argmin(va, axis=0)));
+}
+)";
+  // Rows: all positive, all negative, zeros, mixed, extremes.
+  std::vector<std::array<int, 8>> rows = {{5, 9, 3, 7, 100, 12, 8, 6},
+                                          {-5, -9, -3, -7, -100, -12, -8, -6},
+                                          {0, 0, 0, 0, 0, 0, 0, 0},
+                                          {-1, 2, -3, 4, -5, 6, -7, 8},
+                                          {127, -128, 1, 0, 127, -128, 5, 9}};
+  const int64_t m = rows.size();
+  std::vector<int8_t> a;
+  std::vector<uint8_t> b;
+  std::vector<int16_t> c;
+  std::vector<uint16_t> d;
+  for (auto &row : rows)
+    for (int v : row) {
+      a.push_back(int8_t(v));
+      b.push_back(uint8_t(v));
+      c.push_back(int16_t(v * 200));
+      d.push_back(uint16_t(v * 200));
+    }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor ta = s.upload(a.data(), DType::I8, {m, 8}), tb = s.upload(b.data(), DType::U8, {m, 8}),
+           tc = s.upload(c.data(), DType::I16, {m, 8}), td = s.upload(d.data(), DType::U16, {m, 8}),
+           out = s.empty<int32_t>({m, 12});
+    ASSERT_TRUE(k(ta, tb, tc, td, out).ok()) << device;
+    std::vector<int32_t> got;
+    ASSERT_TRUE(out.download(got).ok());
+    for (int64_t r = 0; r < m; ++r) {
+      auto row = [&](auto &v) { return std::vector<int64_t>(v.begin() + r * 8, v.begin() + r * 8 + 8); };
+      auto ra = row(a), rb = row(b), rc = row(c), rd = row(d);
+      auto lo = [](auto &v) { return *std::min_element(v.begin(), v.end()); };
+      auto hi = [](auto &v) { return *std::max_element(v.begin(), v.end()); };
+      auto total = [](auto &v) { return std::accumulate(v.begin(), v.end(), int64_t(0)); };
+      int64_t want[12] = {lo(ra), hi(ra), int8_t(total(ra)), lo(rb), hi(rb), uint8_t(total(rb)),
+                          lo(rc), hi(rc), int16_t(total(rc)), lo(rd), hi(rd),
+                          std::min_element(ra.begin(), ra.end()) - ra.begin()};
+      for (int col = 0; col < 12; ++col)
+        EXPECT_EQ(got[r * 12 + col], want[col]) << device << " row " << r << " column " << col;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, RandomNumbersMatchPhiloxOnEveryDevice) {
   // rand/randint/randn are Triton's: Philox-4x32-10 on (offset, offset >> 32, 0, 0)
   // with the seed as key, the first word as bits, [0, 1) by complement and
