@@ -247,7 +247,8 @@ std::string kiln::devicePipeline(const Target &target) {
     // PTX ISA 8.4 (CUDA 12.4) is the first with fp8 mma.sync; sm_90 code
     // declares it, older architectures keep LLVM's default.
     return llvm::formatv("nvvm-attach-target{{chip={0} O=3{1}},"
-                         "kiln-approximate-math{{target=nvvm},gpu.module(convert-scf-to-cf,"
+                         "gpu.module(math-legalize-to-f32),kiln-approximate-math{{target=nvvm},"
+                         "gpu.module(convert-scf-to-cf,"
                          "arith-emulate-unsupported-floats{{source-types=f8E4M3FN,f8E5M2 "
                          "target-type=f32},kiln-expand-f8,"
                          "convert-gpu-to-nvvm,convert-math-to-llvm),"
@@ -256,7 +257,7 @@ std::string kiln::devicePipeline(const Target &target) {
         .str();
   case Target::Kind::AMDGPU:
     return llvm::formatv("rocdl-attach-target{{chip={0} O=3},"
-                         "gpu.module(convert-scf-to-cf,"
+                         "gpu.module(math-legalize-to-f32,convert-scf-to-cf,"
                          "arith-emulate-unsupported-floats{{source-types=bf16,f8E4M3FN,f8E5M2 "
                          "target-type=f32},kiln-expand-f8,"
                          "arith-expand{{include-bf16=1},"
@@ -268,14 +269,14 @@ std::string kiln::devicePipeline(const Target &target) {
   case Target::Kind::Vulkan:
   case Target::Kind::Metal:
     // SPIR-V has no 8-bit floats and no bfloat16: as on AMD, arithmetic and math
-    // on them (and math on f16, as on NVIDIA) run in f32, their conversions
+    // on them (and math on f16, as on NVIDIA) run in f32 (math before the
+    // approximations, whose MLIR patterns take f32 and f16 only), their conversions
     // become integer arithmetic (kiln-expand-f8, arith-expand) and their values
     // their bits (kiln-retype-unsupported-floats).
     return llvm::formatv("kiln-attach-spirv-target{{client={0}},"
-                         "kiln-approximate-math{{target=spirv},"
+                         "gpu.module(math-legalize-to-f32),kiln-approximate-math{{target=spirv},"
                          "kiln-spirv-signed-remainder,"
-                         "gpu.module(math-legalize-to-f32,"
-                         "arith-emulate-unsupported-floats{{source-types=bf16,"
+                         "gpu.module(arith-emulate-unsupported-floats{{source-types=bf16,"
                          "f8E4M3FN,f8E5M2 target-type=f32},kiln-expand-f8,"
                          "arith-expand{{include-bf16=1}),kiln-retype-unsupported-floats,"
                          "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
