@@ -344,6 +344,12 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     return llvm::is_contained(kept, op->getName().stripDialect());
   };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
+    if (target.kind == Target::Kind::Metal && mlir::isa<AtomicRMWOp, AtomicSwapOp>(op) &&
+        mlir::getElementTypeOrSelf(op->getResult(0)).getIntOrFloatBitWidth() == 64) {
+      op->emitError("64-bit atomics are not supported on the metal target (Metal has 32-bit "
+                    "atomics only)");
+      return mlir::WalkResult::interrupt();
+    }
     if (target.kind == Target::Kind::Vulkan && op->getName().getDialectNamespace() == "math" &&
         op->getNumOperands() && mlir::getElementTypeOrSelf(op->getOperand(0)).isF64() &&
         !vulkanF64(op)) {

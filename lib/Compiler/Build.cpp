@@ -119,6 +119,16 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
     default: kind = ArtifactKind::MSL; break;
     }
   }
+  // SPIRV-Cross translates one entry point per MSL source: the others would
+  // be left out without a word.
+  if (kind == ArtifactKind::MSL && kernels.size() > 1) {
+    std::string names;
+    for (const KernelInfo &k : kernels)
+      names += (names.empty() ? "" : ", ") + k.name;
+    return makeError("an MSL source holds one kernel, and this module has " +
+                     std::to_string(kernels.size()) + " (" + names +
+                     "): choose one with --kernel NAME");
+  }
   if (mlir::failed(checkTargetSupport(module, target)) ||
       mlir::failed(runPipeline(module, pipelineUpTo(target, Stage::ThreadCode), timePasses)))
     return makeError("lowering for " + target.str() + " failed");
