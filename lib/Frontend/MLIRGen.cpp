@@ -26,13 +26,7 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
   mlir::Type target = mlirType(to);
   if (auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(v.getType()))
     target = tensor.clone(target);
-  auto zeroLike = [&](DType dt) -> Value {
-    mlir::TypedAttr zero = constAttr(Const::ofInt(0), dt);
-    if (auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(v.getType()))
-      return builder.create<mlir::arith::ConstantOp>(
-          l, mlir::SplatElementsAttr::get(tensor, mlir::cast<mlir::Attribute>(zero)));
-    return builder.create<mlir::arith::ConstantOp>(l, zero);
-  };
+  auto zeroLike = [&](DType dt) { return constantLike(v, constAttr(Const::ofInt(0), dt), l); };
   if (to == DType::I1) {
     if (isFloat(from))
       return builder.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::UNE, v,
@@ -82,6 +76,16 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
   return builder.create<mlir::arith::FPToSIOp>(l, target, v);
 }
 
+/// `value` as a constant shaped like `like`: a scalar, or a splat tile.
+Value Generator::constantLike(Value like, mlir::TypedAttr value, mlir::Location l) {
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(like.getType());
+  if (!tensor)
+    return builder.create<mlir::arith::ConstantOp>(l, value);
+  auto type = tensor.clone(value.getType());
+  return builder.create<mlir::arith::ConstantOp>(
+      l, mlir::SplatElementsAttr::get(type, mlir::Attribute(value)));
+}
+
 /// `v` (f64, a scalar or a tile) narrowed to f32 rounding to odd: toward zero,
 /// with the last bit set when that was inexact. Rounding the result again, to
 /// a type with at least two fewer significand bits, gives what rounding `v`
@@ -92,13 +96,7 @@ Value Generator::narrowToOddF32(Value v, mlir::Location l) {
   auto like = [&](mlir::Type element) -> mlir::Type {
     return tensor ? mlir::Type(tensor.clone(element)) : element;
   };
-  auto constant = [&](mlir::TypedAttr value) -> Value {
-    if (tensor)
-      return builder.create<ConstantOp>(
-          l, mlir::SplatElementsAttr::get(mlir::cast<mlir::ShapedType>(like(value.getType())),
-                                          mlir::cast<mlir::Attribute>(value)));
-    return builder.create<ConstantOp>(l, value);
-  };
+  auto constant = [&](mlir::TypedAttr value) { return constantLike(v, value, l); };
   mlir::Type f32 = like(builder.getF32Type()), i32 = like(builder.getI32Type());
   Value one = constant(builder.getI32IntegerAttr(1));
   Value near = builder.create<TruncFOp>(l, f32, v);
