@@ -400,15 +400,25 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   ];
 }
 
-def KilnSPIRVSignedRemainder : Pass<"kiln-spirv-signed-remainder", "mlir::ModuleOp"> {
-  let summary = "Signed remainder for SPIR-V that keeps the sign of INT_MIN";
+def KilnSPIRVRemainders : Pass<"kiln-spirv-remainders", "mlir::ModuleOp"> {
+  let summary = "Remainders SPIR-V gets wrong: INT_MIN's sign and inexact f32 %";
   let description = [{
-    MLIR 19's arith-to-spirv emulates `arith.remsi` as `UMod(SAbs(x), SAbs(y))`,
-    negated unless `x == SAbs(x)`; for x = INT_MIN, `SAbs(x)` is x itself, so
-    `INT_MIN % 1000` came out as 648 instead of -648. This pass rewrites
-    `arith.remsi` first as `select(x < 0, -r, r)` with `r = remui(|x|, |y|)`,
-    the same arithmetic with the sign read from x.
+    Signed integers: MLIR 19's arith-to-spirv emulates `arith.remsi` as
+    `UMod(SAbs(x), SAbs(y))`, negated unless `x == SAbs(x)`; for x = INT_MIN,
+    `SAbs(x)` is x itself, so `INT_MIN % 1000` came out as 648 instead of -648.
+    This pass rewrites `arith.remsi` first as `select(x < 0, -r, r)` with
+    `r = remui(|x|, |y|)`, the same arithmetic with the sign read from x.
+
+    f32: SPIR-V's `OpFRem` is `x - y * trunc(x / y)`, off by up to `|y|` where
+    `x / y` rounds to an integer (`-7.7 % 0.11` gave 0 instead of -0.11 on
+    lavapipe). `arith.remf` of f32 becomes C's `fmodf`, exact: with integer
+    significands `|x| = mx * 2^ex` and `|y| = my * 2^ey`, the remainder is
+    `(mx * 2^(ex - ey) mod my) * 2^ey`, taken by long division eight bits a step
+    (an `scf.for` of `ceil((ex - ey) / 8)` steps, none when `|x / y| < 2^24`) and
+    rebuilt from its bits, normal or subnormal, with the sign of x. NaN and
+    infinite x, NaN y or zero y give NaN; an infinite y gives x.
   }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::math::MathDialect"];
 }
 
 def KilnGPUToSPIRV : Pass<"kiln-gpu-to-spirv", "mlir::ModuleOp"> {
@@ -422,8 +432,13 @@ def KilnGPUToSPIRV : Pass<"kiln-gpu-to-spirv", "mlir::ModuleOp"> {
     whose body is a compare-and-swap (`select(current == c, v, current)`)
     becomes `spirv.AtomicCompareExchange`. Both are acquire-release on the
     storage buffer (device scope), so kernels can build locks from them.
+
+    MLIR 19's `scf.for` lowering stores a loop's results only from its body, so
+    a loop that ran no iteration returned undefined values instead of its
+    initial ones; every `scf.for` with results whose constant bounds do not
+    show it runs is first wrapped as `scf.if lb < ub { for } else { inits }`.
   }];
-  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect", "mlir::scf::SCFDialect"];
 }
 
 def KilnSPIRVInt64Atomics : Pass<"kiln-spirv-int64-atomics", "mlir::ModuleOp"> {

@@ -275,7 +275,7 @@ std::string kiln::devicePipeline(const Target &target) {
     // their bits (kiln-retype-unsupported-floats).
     return llvm::formatv("kiln-attach-spirv-target{{client={0}},"
                          "gpu.module(math-legalize-to-f32),kiln-approximate-math{{target=spirv},"
-                         "kiln-spirv-signed-remainder,"
+                         "kiln-spirv-remainders,"
                          "gpu.module(arith-emulate-unsupported-floats{{source-types=bf16,"
                          "f8E4M3FN,f8E5M2 target-type=f32},kiln-expand-f8,"
                          "arith-expand{{include-bf16=1}),kiln-retype-unsupported-floats,"

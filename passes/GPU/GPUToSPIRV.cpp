@@ -4,7 +4,8 @@
 // lower (or lowers without ordering storage buffers): integer `memref.atomic_rmw`
 // with acquire-release semantics on the buffer, the compare-and-swap and xor
 // that MemoryToGPU writes as generic_atomic_rmw, bitwise subgroup reductions and
-// a few GLSL math functions.
+// a few GLSL math functions; and loops that run no iteration keep their
+// initial values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
@@ -258,6 +260,37 @@ struct GLMathPattern : OpConversionPattern<MathOp> {
   }
 };
 
+/// MLIR 19's scf.for -> spirv.mlir.loop stores the loop's results into their
+/// variables only from the body's scf.yield, so a loop that ran no iteration
+/// returned whatever the variables held (0 on lavapipe: `for j in range(0, n)`
+/// with n = 0 lost the initial values of everything the loop carries). Each
+/// scf.for with results whose bounds may not run it is wrapped as
+/// `scf.if lb < ub { for } else { inits }`; the conversion stores an scf.if's
+/// results on both branches.
+static void guardZeroTripLoops(Operation *root) {
+  SmallVector<scf::ForOp> loops; // innermost first: each is guarded before it is cloned
+  root->walk([&](scf::ForOp loop) {
+    std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+    std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+    if (loop.getNumResults() && !(lb && ub && *lb < *ub))
+      loops.push_back(loop);
+  });
+  for (scf::ForOp loop : loops) {
+    OpBuilder builder(loop);
+    Location loc = loop.getLoc();
+    Value runs = builder.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt,
+                                               loop.getLowerBound(), loop.getUpperBound());
+    auto guard = builder.create<scf::IfOp>(
+        loc, runs,
+        [&](OpBuilder &b, Location l) {
+          b.create<scf::YieldOp>(l, b.clone(*loop)->getResults());
+        },
+        [&](OpBuilder &b, Location l) { b.create<scf::YieldOp>(l, loop.getInitArgs()); });
+    loop.replaceAllUsesWith(guard.getResults());
+    loop.erase();
+  }
+}
+
 struct GPUToSPIRV : kiln::impl::KilnGPUToSPIRVBase<GPUToSPIRV> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
@@ -271,6 +304,7 @@ struct GPUToSPIRV : kiln::impl::KilnGPUToSPIRVBase<GPUToSPIRV> {
       copies.push_back(builder.clone(*gpuModule));
     });
     for (Operation *copy : copies) {
+      guardZeroTripLoops(copy);
       spirv::TargetEnvAttr targetAttr = spirv::lookupTargetEnvOrDefault(copy);
       std::unique_ptr<ConversionTarget> target = SPIRVConversionTarget::get(targetAttr);
       SPIRVTypeConverter converter(targetAttr, SPIRVConversionOptions());

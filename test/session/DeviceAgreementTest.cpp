@@ -22,8 +22,10 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -1929,6 +1931,64 @@ kernel k(x: tensor<f16>[N], y: tensor<f16>[N], r: tensor<f16>[N]) params(B: i32 
       float a = halfBitsToFloat(xs[i]), b = halfBitsToFloat(ys[i]);
       EXPECT_EQ(halfBitsToFloat(out[i]), std::fmod(a, b)) << device << ": " << a << " % " << b;
     }
+  });
+}
+
+TEST_F(DeviceAgreement, FloatRemainderIsExactOnEveryDevice) {
+  // f32 `%` is C's fmodf, exact. SPIR-V's OpFRem is x - y * trunc(x / y): on
+  // lavapipe -7.7 % 0.11 was 0 instead of -0.11, and quotients past 2^24 lost
+  // every bit. Operands cover quotients from below 1 to 2^276 (the long
+  // division's loop), subnormals, signed zeros, infinities and NaN.
+  const char *source = R"(
+kernel k(x: tensor<f32>[N], y: tensor<f32>[N], r: tensor<f32>[N]) params(B: i32 = 64)
+    grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let m = i < N;
+  store(r[i], load(x[i], mask=m) % load(y[i], mask=m), mask=m);
+}
+)";
+  auto bitsToFloat = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const float denormMin = std::numeric_limits<float>::denorm_min();
+  std::vector<float> xs = {-7.7f, 7.7f, 5.0f, -0.0f, 0.0f, inf, -inf, nan, 3.0f, 1e38f,
+                           3.0f * denormMin, 1e-38f, 2.5f, -1e30f, 1.0f};
+  std::vector<float> ys = {0.11f, -0.11f, 0.0f, 3.0f, -3.0f, 2.0f, 2.0f, 2.0f, nan, 7e-45f,
+                           2.0f * denormMin, 3e-39f, inf, -inf, 1.0f};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
+  for (int i = 0; i < 3000; ++i) {
+    uint32_t a = bits(rng), b = bits(rng);
+    if (i % 3 == 0) // exponents within 2^8 of each other: no loop step or one
+      b = (b & 0x807fffffu) | ((a & 0x7f800000u) - ((bits(rng) % 9) << 23 & 0x7f800000u));
+    xs.push_back(bitsToFloat(a));
+    ys.push_back(bitsToFloat(b));
+  }
+  for (int i = 0; i < 200; ++i) { // the issue's own form: decimal steps
+    xs.push_back(-7.7f + 0.37f * float(i));
+    ys.push_back(0.11f + 0.013f * float(i % 17));
+  }
+  const int64_t n = xs.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor x = s.upload(xs, {n}), y = s.upload(ys, {n}), r = s.empty(DType::F32, {n});
+    ASSERT_TRUE(k(x, y, r).ok()) << device;
+    std::vector<float> out(n);
+    ASSERT_TRUE(r.download(out.data()).ok());
+    int mismatches = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float want = std::fmod(xs[i], ys[i]);
+      bool same = std::isnan(want) ? std::isnan(out[i])
+                                   : std::memcmp(&want, &out[i], 4) == 0;
+      if (!same && ++mismatches <= 10)
+        ADD_FAILURE() << device << ": " << xs[i] << " % " << ys[i] << " is " << out[i]
+                      << ", fmodf gives " << want;
+    }
+    EXPECT_EQ(mismatches, 0) << device;
   });
 }
 

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --kiln-spirv-signed-remainder | FileCheck %s
-// RUN: kiln-opt %s --kiln-spirv-signed-remainder --convert-arith-to-spirv | FileCheck %s --check-prefix=SPIRV
+// RUN: kiln-opt %s --kiln-spirv-remainders | FileCheck %s
+// RUN: kiln-opt %s --kiln-spirv-remainders --convert-arith-to-spirv | FileCheck %s --check-prefix=SPIRV
 
 // x % y reads its sign from x < 0, not from x == |x| (which also holds for
 // INT_MIN, whose absolute value is itself): MLIR 19's own emulation gave

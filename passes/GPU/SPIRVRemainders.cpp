@@ -1,0 +1,129 @@
+//===- SPIRVRemainders.cpp - x % y on SPIR-V: INT_MIN's sign, exact f32 ----===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNSPIRVREMAINDERS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+/// remsi(x, y) = x < 0 ? -(|x| urem |y|) : |x| urem |y|, where |INT_MIN| read
+/// unsigned is 2^(bits-1), so every dividend keeps its sign.
+struct SignedRemainder : OpRewritePattern<arith::RemSIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::RemSIOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value zero = rewriter.create<arith::ConstantOp>(loc, rewriter.getZeroAttr(op.getType()));
+    auto isNegative = [&](Value v) {
+      return rewriter.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, v, zero);
+    };
+    auto negate = [&](Value v) { return rewriter.create<arith::SubIOp>(loc, zero, v); };
+    Value x = op.getLhs(), y = op.getRhs();
+    Value xNegative = isNegative(x);
+    Value xMagnitude = rewriter.create<arith::SelectOp>(loc, xNegative, negate(x), x);
+    Value yNegative = isNegative(y);
+    Value yMagnitude = rewriter.create<arith::SelectOp>(loc, yNegative, negate(y), y);
+    Value r = rewriter.create<arith::RemUIOp>(loc, xMagnitude, yMagnitude);
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, xNegative, negate(r), r);
+    return success();
+  }
+};
+
+/// remf(x, y) of scalar f32 as C's fmodf, exactly; see the pass description.
+struct ExactFloatRemainder : OpRewritePattern<arith::RemFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::RemFOp op, PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32())
+      return failure();
+    Location loc = op.getLoc();
+    ImplicitLocOpBuilder b(loc, rewriter);
+    Type i32 = b.getI32Type();
+    auto c = [&](uint32_t v) { return b.create<arith::ConstantIntOp>(int32_t(v), 32); };
+    auto cmp = [&](arith::CmpIPredicate p, Value l, Value r) {
+      return b.create<arith::CmpIOp>(p, l, r);
+    };
+    auto select = [&](Value cond, Value t, Value f) {
+      return b.create<arith::SelectOp>(cond, t, f);
+    };
+    Value x = op.getLhs(), y = op.getRhs();
+    Value xBits = b.create<arith::BitcastOp>(i32, x);
+    Value ix = b.create<arith::AndIOp>(xBits, c(0x7fffffff));
+    Value iy = b.create<arith::AndIOp>(b.create<arith::BitcastOp>(i32, y), c(0x7fffffff));
+    Value ex = b.create<arith::ShRUIOp>(ix, c(23));
+    Value ey = b.create<arith::ShRUIOp>(iy, c(23));
+    // |v| = significand * 2^(exponent - 150); subnormals have exponent 1, no
+    // implicit bit. A zero y's significand is made 1 so that no lane divides by 0
+    // (its result is replaced by NaN below).
+    auto significand = [&](Value bits, Value exponent) {
+      Value implicit = select(cmp(arith::CmpIPredicate::ne, exponent, c(0)), c(0x800000), c(0));
+      return b.create<arith::OrIOp>(b.create<arith::AndIOp>(bits, c(0x7fffff)), implicit);
+    };
+    Value mx = significand(ix, ex);
+    Value my = select(cmp(arith::CmpIPredicate::eq, iy, c(0)), c(1), significand(iy, ey));
+    Value ex1 = b.create<arith::MaxUIOp>(ex, c(1));
+    Value ey1 = b.create<arith::MaxUIOp>(ey, c(1));
+
+    // r = mx * 2^(ex - ey) mod my, eight bits a step: r < my < 2^24.
+    Value shift = b.create<arith::MaxSIOp>(b.create<arith::SubIOp>(ex1, ey1), c(0));
+    Value steps = b.create<arith::DivUIOp>(b.create<arith::AddIOp>(shift, c(7)), c(8));
+    Value lb = b.create<arith::ConstantIndexOp>(0), one = b.create<arith::ConstantIndexOp>(1);
+    Value ub = b.create<arith::IndexCastUIOp>(b.getIndexType(), steps);
+    Value r0 = b.create<arith::RemUIOp>(mx, my);
+    auto loop = b.create<scf::ForOp>(
+        lb, ub, one, ValueRange{r0, shift},
+        [&](OpBuilder &nested, Location l, Value, ValueRange args) {
+          ImplicitLocOpBuilder n(l, nested);
+          Value s = n.create<arith::MinUIOp>(args[1], c(8));
+          Value r = n.create<arith::RemUIOp>(n.create<arith::ShLIOp>(args[0], s), my);
+          n.create<scf::YieldOp>(ValueRange{r, n.create<arith::SubIOp>(args[1], s)});
+        });
+    Value r = loop.getResult(0);
+
+    // The result r * 2^(ey - 150), normalized (bit 23 of the significand set,
+    // exponent ey - lz) or, where that exponent would be below 1, subnormal.
+    Value lz = b.create<arith::SubIOp>(b.create<math::CountLeadingZerosOp>(r), c(8));
+    Value e = b.create<arith::SubIOp>(ey1, lz);
+    Value normal = b.create<arith::OrIOp>(
+        b.create<arith::ShLIOp>(e, c(23)),
+        b.create<arith::AndIOp>(b.create<arith::ShLIOp>(r, lz), c(0x7fffff)));
+    Value subnormal =
+        b.create<arith::ShLIOp>(r, b.create<arith::MinUIOp>(b.create<arith::SubIOp>(ey1, c(1)),
+                                                            c(31)));
+    Value magnitude = select(cmp(arith::CmpIPredicate::sge, e, c(1)), normal, subnormal);
+    magnitude = select(cmp(arith::CmpIPredicate::eq, r, c(0)), c(0), magnitude);
+    Value sign = b.create<arith::AndIOp>(xBits, c(0x80000000));
+    Value result = b.create<arith::BitcastOp>(op.getType(), b.create<arith::OrIOp>(magnitude, sign));
+
+    // |x| < |y| (an infinite y included) leaves x; a NaN or infinite x, a NaN y
+    // or a zero y give NaN.
+    result = select(cmp(arith::CmpIPredicate::ult, ix, iy), x, result);
+    Value invalid = b.create<arith::OrIOp>(
+        b.create<arith::OrIOp>(cmp(arith::CmpIPredicate::eq, iy, c(0)),
+                               cmp(arith::CmpIPredicate::eq, ex, c(255))),
+        cmp(arith::CmpIPredicate::ugt, iy, c(0x7f800000)));
+    Value nan = b.create<arith::ConstantFloatOp>(APFloat::getQNaN(APFloat::IEEEsingle()),
+                                                 b.getF32Type());
+    rewriter.replaceOp(op, select(invalid, nan, result));
+    return success();
+  }
+};
+
+struct SPIRVRemainders : kiln::impl::KilnSPIRVRemaindersBase<SPIRVRemainders> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<SignedRemainder, ExactFloatRemainder>(&getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

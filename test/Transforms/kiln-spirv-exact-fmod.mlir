@@ -1,0 +1,29 @@
+// f32 % is fmodf taken on the integer significands: a long division eight bits
+// a step in an scf.for, rebuilt from its bits with x's sign; no OpFRem.
+// vector and f64 remainders are left alone.
+// RUN: kiln-opt %s --kiln-spirv-remainders | FileCheck %s --check-prefix=FMOD
+// FMOD-LABEL: func @fmod
+// FMOD-NOT: arith.remf
+// FMOD: arith.bitcast %arg0 : f32 to i32
+// FMOD: %[[R0:.*]] = arith.remui
+// FMOD: scf.for {{.*}} iter_args(%[[R:.*]] = %[[R0]], %[[D:.*]] = {{.*}}) -> (i32, i32)
+// FMOD:   %[[S:.*]] = arith.minui %[[D]], %c8_i32
+// FMOD:   arith.shli %[[R]], %[[S]]
+// FMOD:   arith.remui
+// FMOD: math.ctlz
+// FMOD: arith.bitcast {{.*}} : i32 to f32
+// FMOD: return
+// FMOD-LABEL: func @left_alone
+// FMOD: arith.remf %{{.*}} : vector<4xf32>
+// FMOD: arith.remf %{{.*}} : f64
+module {
+func.func @fmod(%x: f32, %y: f32) -> f32 {
+  %r = arith.remf %x, %y : f32
+  return %r : f32
+}
+func.func @left_alone(%x: vector<4xf32>, %y: vector<4xf32>, %a: f64, %b: f64) -> (vector<4xf32>, f64) {
+  %r = arith.remf %x, %y : vector<4xf32>
+  %s = arith.remf %a, %b : f64
+  return %r, %s : vector<4xf32>, f64
+}
+}
