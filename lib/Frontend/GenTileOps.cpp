@@ -391,8 +391,21 @@ MaybeValue Generator::genDot(const CallExpr &e) {
     x = castValue(x, in, wide, l);
     y = castValue(y, in, wide, l);
   }
+  // The products are taken in the accumulator's type. Operands it does not
+  // simply widen (wider floats or integers, the other 16-bit float format, and
+  // bf16 or fp8 under an f64 accumulator, which no target extends directly) are
+  // converted to it here, each rounding once as cast<> does; kiln.dot then
+  // extends only narrower operands of the same kind.
+  DType accDType = acc.type.dtype;
+  bool widens = dtypeBits(in) < dtypeBits(accDType) &&
+                !(accDType == DType::F64 && (in == DType::BF16 || isF8(in)));
+  bool sameBits = !isFloat(in) && dtypeBits(in) == dtypeBits(accDType);
+  if (x == a->value && in != accDType && !widens && !sameBits) {
+    x = castValue(x, in, accDType, l);
+    y = castValue(y, in, accDType, l);
+  }
   TValue out;
-  out.type = SType::tile(acc.type.dtype, shape);
+  out.type = SType::tile(accDType, shape);
   auto dot = builder.create<DotOp>(l, acc.value.getType(), x, y, acc.value);
   if (tf32)
     dot.setTf32(true);

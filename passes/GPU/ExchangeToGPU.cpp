@@ -328,6 +328,10 @@ void ThreadEmitter::emitDot(DotOp op) {
   writeShared(operand(op.getB()), k * n, in, m * k);
   barrier();
   bool isFloatAcc = isa<FloatType>(accType);
+  // A bf16 accumulator multiplies and adds in two roundings, as the CPU does:
+  // math.fma has no bf16 form on SPIR-V, and math-legalize-to-f32 leaves fma
+  // alone (in f32 it would round twice anyway).
+  bool fusedMultiplyAdd = !accType.isBF16();
   auto extend = [&](Value v) -> Value {
     if (v.getType() == accType)
       return v;
@@ -395,9 +399,12 @@ void ThreadEmitter::emitDot(DotOp op) {
       if (!y)
         y = extend(readShared(b.create<arith::AddIOp>(loc, bRow, bColumn[r]), in));
       Value sum = loop.getRegionIterArgs()[r];
-      sums.push_back(isFloatAcc ? (Value)b.create<math::FmaOp>(loc, x, y, sum)
-                                : b.create<arith::AddIOp>(loc, sum,
-                                                          b.create<arith::MulIOp>(loc, x, y)));
+      if (!isFloatAcc)
+        sums.push_back(b.create<arith::AddIOp>(loc, sum, b.create<arith::MulIOp>(loc, x, y)));
+      else if (fusedMultiplyAdd)
+        sums.push_back(b.create<math::FmaOp>(loc, x, y, sum));
+      else
+        sums.push_back(b.create<arith::AddFOp>(loc, sum, b.create<arith::MulFOp>(loc, x, y)));
     }
     b.create<scf::YieldOp>(loc, sums);
   }

@@ -78,6 +78,62 @@ TEST_F(DeviceAgreement, VulkanDotEveryTileShapeAgrees) {
   }
 }
 
+TEST_F(DeviceAgreement, DotAccumulatorsOfOtherTypesOnEveryDevice) {
+  // An accumulator may be narrower than the operands, the other 16-bit float
+  // format, or f64 under bf16 or fp8 operands; the products are taken in its
+  // type. Each pair was an internal error on some target (f32 operands into f16
+  // on Vulkan: 'arith.extf' ... cast incompatible; bf16 into f16 on the CPU;
+  // any operands into bf16 on Vulkan: math.fma on bf16). Small integers keep
+  // every sum exact in every type, so results must equal the integer product.
+  const std::vector<std::pair<const char *, const char *>> pairs = {
+      {"f32", "f16"},  {"bf16", "f16"}, {"f16", "bf16"}, {"f32", "bf16"}, {"bf16", "f64"},
+      {"f8e4m3", "f64"}, {"f64", "bf16"}, {"f64", "f32"}, {"i32", "i16"}, {"i16", "i8"},
+      {"u16", "u8"},  {"i8", "i64"},  {"u8", "u64"},  {"u8", "i16"},  {"i64", "i32"}};
+  const int64_t m = 16, n = 16, k = 24;
+  std::vector<int32_t> ha(m * k), hb(k * n);
+  for (int64_t i = 0; i < m * k; ++i)
+    ha[i] = int32_t(i * 7 % 5) - 2;
+  for (int64_t i = 0; i < k * n; ++i)
+    hb[i] = int32_t(i * 3 % 5) - 2;
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (auto [operand, acc] : pairs) {
+      bool isUnsigned = operand[0] == 'u';
+      std::string source = R"(
+kernel k(a: tensor<i32>[M, K], b: tensor<i32>[K, N], c: tensor<i32>[M, N]) grid(1) {
+  let x = cast<T>(load(a.tile([16, 32], [0, 0])));
+  let y = cast<T>(load(b.tile([32, 16], [0, 0])));
+  store(c.tile([16, 16], [0, 0]), cast<i32>(dot(x, y, zeros<A>[16, 16])));
+}
+)";
+      for (auto [from, to] : {std::pair{"<T>", operand}, {"<A>", acc}})
+        for (size_t at; (at = source.find(from)) != std::string::npos;)
+          source.replace(at, 3, std::string("<") + to + ">");
+      Kernel kernel = s.compile(source, "k");
+      ASSERT_TRUE(kernel.ok()) << device << " " << operand << " -> " << acc << ": "
+                               << kernel.status().message();
+      std::vector<int32_t> xa = ha, xb = hb;
+      if (isUnsigned) // 0 ... 4
+        for (auto *v : {&xa, &xb})
+          for (int32_t &e : *v)
+            e += 2;
+      Tensor a = s.upload(xa, {m, k}), b = s.upload(xb, {k, n}), c = s.empty(DType::I32, {m, n});
+      ASSERT_TRUE(kernel(a, b, c).ok()) << device;
+      std::vector<int32_t> out(m * n);
+      ASSERT_TRUE(c.download(out.data()).ok());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          int32_t want = 0;
+          for (int64_t l = 0; l < k; ++l)
+            want += xa[i * k + l] * xb[l * n + j];
+          if (std::string(acc) == "i8" || std::string(acc) == "u8")
+            want = std::string(acc) == "i8" ? int32_t(int8_t(want)) : int32_t(uint8_t(want));
+          ASSERT_EQ(out[i * n + j], want)
+              << device << " " << operand << " -> " << acc << " at " << i << ", " << j;
+        }
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, VulkanUsesTheDevicesSharedMemory) {
   // The device's profile carries its maxComputeSharedMemorySize beyond Vulkan's
   // 16 KiB (lavapipe: 32 KiB), so a 64 x 64 matmul with 48-wide K slices (24 KiB
