@@ -92,6 +92,19 @@ static llvm::Error addBF16Conversions(llvm::Module &m) {
   return llvm::Error::success();
 }
 
+/// Gives each kernel's function and its grid function internal linkage: only
+/// their `_mlir_` entries are the module's interface. Exported, a kernel named
+/// like a function of the C library (`brk`, `index`, `exp`, `select`) was not
+/// what its entry called: in a shared object loaded with dlopen the call binds
+/// to the first definition in the global scope, so `_mlir_brk` called libc's
+/// brk(2) and corrupted the heap.
+static void internalizeKernels(llvm::Module &m, const std::vector<KernelInfo> &kernels) {
+  for (const KernelInfo &k : kernels)
+    for (const std::string &name : {k.name, gridFunctionName(k.name)})
+      if (llvm::Function *f = m.getFunction(name); f && !f->isDeclaration())
+        f->setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
 Executable::~Executable() = default;
 
 llvm::Expected<std::unique_ptr<Executable>>
@@ -112,6 +125,7 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
   std::function<llvm::Error(llvm::Module *)> optimize = [&](llvm::Module *m) -> llvm::Error {
     if (llvm::Error err = addBF16Conversions(*m))
       return err;
+    internalizeKernels(*m, kernels);
     if (llvm::Error err = optimizeLLVM(m))
       return err;
     llvm::raw_string_ostream os(exe->bitcode);
