@@ -400,7 +400,7 @@ MaybeValue Generator::genDot(const CallExpr &e) {
   bool widens = dtypeBits(in) < dtypeBits(accDType) &&
                 !(accDType == DType::F64 && (in == DType::BF16 || isF8(in)));
   bool sameBits = !isFloat(in) && dtypeBits(in) == dtypeBits(accDType);
-  if (x == a->value && in != accDType && !widens && !sameBits) {
+  if (in != accDType && !widens && !sameBits) {
     x = castValue(x, in, accDType, l);
     y = castValue(y, in, accDType, l);
   }

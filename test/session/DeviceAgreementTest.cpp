@@ -1957,18 +1957,22 @@ kernel k(a: tensor<i32>[N], b: tensor<u16>[N], c: tensor<u32>[N], d: tensor<i64>
   });
 }
 
+/// r = x % y elementwise, all three tensors of `dtype`.
+std::string remainderKernel(const std::string &dtype) {
+  std::string t = "tensor<" + dtype + ">[N]";
+  return "kernel k(x: " + t + ", y: " + t + ", r: " + t + ") params(B: i32 = 64)\n"
+         "    grid(cdiv(N, B)) {\n"
+         "  let i = program_id(0) * B + arange(0, B);\n"
+         "  let m = i < N;\n"
+         "  store(r[i], load(x[i], mask=m) % load(y[i], mask=m), mask=m);\n"
+         "}\n";
+}
+
 TEST_F(DeviceAgreement, HalfRemainderIsExactOnEveryDevice) {
   // Float `%` is fmod, whose result is exact in the operands' type. Vulkan's
   // f16 OpFRem is x - y * trunc(x / y) in f16 (lavapipe's differed by 0.02
   // on random inputs), so Kiln takes f16 remainders in f32 everywhere.
-  const char *source = R"(
-kernel k(x: tensor<f16>[N], y: tensor<f16>[N], r: tensor<f16>[N]) params(B: i32 = 64)
-    grid(cdiv(N, B)) {
-  let i = program_id(0) * B + arange(0, B);
-  let m = i < N;
-  store(r[i], load(x[i], mask=m) % load(y[i], mask=m), mask=m);
-}
-)";
+  const std::string source = remainderKernel("f16");
   std::vector<uint16_t> xs, ys;
   for (int i = 0; i < 500; ++i) {
     xs.push_back(floatToHalfBits(float(i * 7919 % 2000 - 1000) * 0.37f));
@@ -1995,14 +1999,7 @@ TEST_F(DeviceAgreement, FloatRemainderIsExactOnEveryDevice) {
   // lavapipe -7.7 % 0.11 was 0 instead of -0.11, and quotients past 2^24 lost
   // every bit. Operands cover quotients from below 1 to 2^276 (the long
   // division's loop), subnormals, signed zeros, infinities and NaN.
-  const char *source = R"(
-kernel k(x: tensor<f32>[N], y: tensor<f32>[N], r: tensor<f32>[N]) params(B: i32 = 64)
-    grid(cdiv(N, B)) {
-  let i = program_id(0) * B + arange(0, B);
-  let m = i < N;
-  store(r[i], load(x[i], mask=m) % load(y[i], mask=m), mask=m);
-}
-)";
+  const std::string source = remainderKernel("f32");
   auto bitsToFloat = [](uint32_t bits) {
     float f;
     std::memcpy(&f, &bits, 4);
