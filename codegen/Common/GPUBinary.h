@@ -38,8 +38,14 @@ llvm::Expected<GPUBinary> serialize(mlir::ModuleOp module, const Target &target,
 namespace spirv {
 /// The SPIR-V binary of the (single) spirv.module in `module`.
 llvm::Expected<std::vector<uint32_t>> serialize(mlir::ModuleOp module);
-/// Metal Shading Language for a SPIR-V binary, through SPIRV-Cross.
-llvm::Expected<std::string> toMSL(const std::vector<uint32_t> &words);
+/// Metal Shading Language for a SPIR-V binary of one kernel, through SPIRV-Cross.
+struct MSLSource {
+  std::string text;
+  /// The kernel's function in `text`: its name, unless MSL reserves that
+  /// (`device`, `float`, `main`, `abs`, ...), then a name derived from it.
+  std::string entry;
+};
+llvm::Expected<MSLSource> toMSL(const std::vector<uint32_t> &words);
 } // namespace spirv
 
 /// The device module as LLVM IR text (NVVM and ROCDL targets).

@@ -427,7 +427,7 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
                                           {"shape", llvm::json::Array(p.shape)},
                                           {"dtype", p.hasValue ? dtypeName(p.dtype) : ""},
                                           {"hex", p.hexDigits}});
-    list.push_back(llvm::json::Object{
+    llvm::json::Object kernel{
         {"name", k.name},
         {"args", std::move(args)},
         {"params", std::move(params)},
@@ -438,7 +438,10 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
         {"dynamic_shared_memory", k.dynamicSharedMemory},
         {"asserts", std::move(asserts)},
         {"prints", std::move(prints)},
-    });
+    };
+    if (!k.mslEntry.empty())
+      kernel["msl_entry"] = k.mslEntry;
+    list.push_back(std::move(kernel));
   }
   llvm::json::Object root{
       {"target", target.str()},

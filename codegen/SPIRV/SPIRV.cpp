@@ -5,6 +5,8 @@
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Target/SPIRV/Serialization.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <spirv_cross/spirv_cross_c.h>
 
 using namespace kiln;
@@ -24,7 +26,52 @@ llvm::Expected<std::vector<uint32_t>> kiln::spirv::serialize(mlir::ModuleOp modu
   return std::vector<uint32_t>(words.begin(), words.end());
 }
 
-llvm::Expected<std::string> kiln::spirv::toMSL(const std::vector<uint32_t> &words) {
+/// Names an MSL kernel function cannot take that SPIRV-Cross passes through:
+/// C++14 keywords, MSL's address spaces and function qualifiers, and the names
+/// of MSL's types (a function named `uint` would hide the type in its own body).
+static bool reservedInMSL(llvm::StringRef name) {
+  static const llvm::StringSet<> words = {
+      // C++14 keywords.
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+      "case", "catch", "char", "char16_t", "char32_t", "class", "compl", "const", "constexpr",
+      "const_cast", "continue", "decltype", "default", "delete", "do", "double",
+      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
+      "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private",
+      "protected", "public", "register", "reinterpret_cast", "return", "short", "signed",
+      "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template",
+      "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
+      "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+      // MSL: address spaces, function qualifiers, the namespace.
+      "device", "constant", "thread", "threadgroup", "threadgroup_imageblock", "ray_data",
+      "object_data", "kernel", "vertex", "fragment", "visible", "stitchable", "mesh", "object",
+      "intersection", "metal", "main",
+      // MSL types that are not scalars or vectors.
+      "size_t", "ptrdiff_t", "half", "bfloat", "uchar", "ushort", "uint", "ulong", "sampler",
+      "texture1d", "texture1d_array", "texture2d", "texture2d_array", "texture2d_ms",
+      "texture2d_ms_array", "texture3d", "texturecube", "texturecube_array", "texture_buffer",
+      "depth2d", "depth2d_array", "depth2d_ms", "depth2d_ms_array", "depthcube",
+      "depthcube_array", "array", "vec", "matrix", "packed_vec", "atomic", "atomic_bool",
+      "atomic_int", "atomic_uint", "atomic_ulong", "atomic_float", "simdgroup_matrix",
+      "imageblock", "access"};
+  if (words.contains(name))
+    return true;
+  // Vectors and matrices: float4, packed_uint3, half2x3, ...
+  name.consume_front("packed_");
+  for (llvm::StringRef scalar : {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long",
+                                 "ulong", "half", "bfloat", "float"}) {
+    llvm::StringRef shape = name;
+    if (!shape.consume_front(scalar))
+      continue;
+    auto isWidth = [](char c) { return c >= '2' && c <= '4'; };
+    if ((shape.size() == 1 && isWidth(shape[0])) ||
+        (shape.size() == 3 && isWidth(shape[0]) && shape[1] == 'x' && isWidth(shape[2])))
+      return true;
+  }
+  return false;
+}
+
+llvm::Expected<spirv::MSLSource> kiln::spirv::toMSL(const std::vector<uint32_t> &words) {
   spvc_context context = nullptr;
   if (spvc_context_create(&context) != SPVC_SUCCESS)
     return makeError("SPIRV-Cross: cannot create a context");
@@ -41,6 +88,21 @@ llvm::Expected<std::string> kiln::spirv::toMSL(const std::vector<uint32_t> &word
   if (spvc_context_create_compiler(context, SPVC_BACKEND_MSL, ir,
                                    SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &compiler) != SPVC_SUCCESS)
     return fail("could not create the MSL compiler");
+  const spvc_entry_point *entries = nullptr;
+  size_t numEntries = 0;
+  if (spvc_compiler_get_entry_points(compiler, &entries, &numEntries) != SPVC_SUCCESS ||
+      numEntries != 1)
+    return fail("expected one entry point");
+  // SPIRV-Cross renames the entries it knows to be reserved (main -> main0,
+  // float -> _float, abs -> _abs); the rest get the same leading underscore.
+  std::string entry = entries[0].name;
+  if (reservedInMSL(entry)) {
+    std::string renamed = "_" + entry;
+    if (spvc_compiler_rename_entry_point(compiler, entry.c_str(), renamed.c_str(),
+                                         SpvExecutionModelGLCompute) != SPVC_SUCCESS)
+      return fail("could not rename the entry point");
+    entry = renamed;
+  }
   spvc_compiler_options options = nullptr;
   if (spvc_compiler_create_compiler_options(compiler, &options) != SPVC_SUCCESS)
     return fail("options");
@@ -53,7 +115,8 @@ llvm::Expected<std::string> kiln::spirv::toMSL(const std::vector<uint32_t> &word
   const char *source = nullptr;
   if (spvc_compiler_compile(compiler, &source) != SPVC_SUCCESS)
     return fail("could not translate to MSL");
-  std::string msl = source;
+  MSLSource msl{source, spvc_compiler_get_cleansed_entry_point_name(
+                            compiler, entry.c_str(), SpvExecutionModelGLCompute)};
   spvc_context_destroy(context);
   return msl;
 }

@@ -80,6 +80,9 @@ struct KernelInfo {
   /// The shared memory is requested at launch (CUDA dynamic shared memory, for
   /// kernels above the 48 KiB of static shared memory) rather than declared.
   bool dynamicSharedMemory = false;
+  /// Metal: the kernel's function in the MSL source, which differs from `name`
+  /// where MSL reserves the name (`device` -> `_device`, `main` -> `main0`).
+  std::string mslEntry;
   /// Vulkan: the asserts and prints the kernel reports in its debug buffer.
   std::vector<AssertInfo> asserts;
   std::vector<PrintInfo> prints;

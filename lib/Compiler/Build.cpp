@@ -167,7 +167,9 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
       auto msl = spirv::toMSL(*words);
       if (!msl)
         return msl.takeError();
-      binary = GPUBinary{*msl, true};
+      kernels.front().mslEntry = msl->entry;
+      out.metadata = kernelMetadataJSON(kernels, target);
+      binary = GPUBinary{std::move(msl->text), true};
     }
     break;
   }

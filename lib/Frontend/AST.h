@@ -255,6 +255,12 @@ struct FnDecl {
   Block body;
 };
 
+/// Names Kiln generates beside each kernel: its C entry point (MLIR's C
+/// interface, `_mlir_<kernel>`) and its grid function (`<kernel>__grid`).
+/// The parser rejects kernels and functions named like them.
+inline constexpr llvm::StringLiteral kCEntryPrefix = "_mlir_";
+inline constexpr llvm::StringLiteral kGridSuffix = "__grid";
+
 struct Module {
   std::vector<std::unique_ptr<KernelDecl>> kernels;
   std::vector<std::unique_ptr<FnDecl>> functions;

@@ -11,7 +11,7 @@
 using namespace kiln;
 
 std::string kiln::gridFunctionName(llvm::StringRef kernel) {
-  return (kernel + "__grid").str();
+  return (kernel + kGridSuffix).str();
 }
 
 namespace kiln::gen {

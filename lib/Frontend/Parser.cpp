@@ -143,10 +143,10 @@ std::unique_ptr<Module> Parser::parseModule() {
       error(loc, "redefinition of '" + name + "'");
       return nullptr;
     }
-    // The CPU module's entry points are _mlir_<kernel> and <kernel>__grid.
-    if (llvm::StringRef(name).starts_with("_mlir_") || llvm::StringRef(name).ends_with("__grid")) {
+    if (llvm::StringRef(name).starts_with(kCEntryPrefix) ||
+        llvm::StringRef(name).ends_with(kGridSuffix)) {
       error(loc, "'" + name + "' is a reserved name: Kiln names its generated entry points " +
-                     "_mlir_<kernel> and <kernel>__grid");
+                     kCEntryPrefix + "<kernel> and <kernel>" + kGridSuffix);
       return nullptr;
     }
   }
