@@ -527,6 +527,22 @@ def KilnExpandF8 : Pass<"kiln-expand-f8"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def KilnKeepFloatRoundings : Pass<"kiln-keep-float-roundings"> {
+  let summary = "Keep the roundings of the narrow floats that run in f32";
+  let description = [{
+    `arith-emulate-unsupported-floats` (bf16, f16 and fp8 arithmetic) and
+    `math-legalize-to-f32` (their math) compute in f32 and mark the
+    `arith.truncf` that rounds each result, and the `arith.extf` that widens it
+    again, `contract`; `arith.extf` folds such a pair away, so any later greedy
+    pass dropped the rounding: `cast<bf16>(i)` compared as the exact integer,
+    `(a + b) - a` on f16 kept the low bits f16 loses, and `sin(exp(x))` on bf16
+    took the unrounded exp. Run right after either, this pass clears
+    `contract` from every `arith.extf` and `arith.truncf` (Kiln sets no
+    fast-math flags of its own), so each operation rounds to its type as
+    native arithmetic would.
+  }];
+}
+
 def KilnRetypeUnsupportedFloats : Pass<"kiln-retype-unsupported-floats", "mlir::ModuleOp"> {
   let summary = "Give fp8 and bf16 values, buffers and constants integer types (for SPIR-V)";
   let description = [{

@@ -247,19 +247,21 @@ std::string kiln::devicePipeline(const Target &target) {
     // PTX ISA 8.4 (CUDA 12.4) is the first with fp8 mma.sync; sm_90 code
     // declares it, older architectures keep LLVM's default.
     return llvm::formatv("nvvm-attach-target{{chip={0} O=3{1}},"
-                         "gpu.module(math-legalize-to-f32),kiln-approximate-math{{target=nvvm},"
+                         "gpu.module(math-legalize-to-f32,kiln-keep-float-roundings),"
+                         "kiln-approximate-math{{target=nvvm},"
                          "gpu.module(convert-scf-to-cf,"
                          "arith-emulate-unsupported-floats{{source-types=f8E4M3FN,f8E5M2 "
-                         "target-type=f32},kiln-expand-f8,"
+                         "target-type=f32},kiln-keep-float-roundings,kiln-expand-f8,"
                          "convert-gpu-to-nvvm,convert-math-to-llvm),"
                          "reconcile-unrealized-casts,kiln-extern-dynamic-shared",
                          target.ptxChip(), target.smVersion() >= 90 ? " features=+ptx84" : "")
         .str();
   case Target::Kind::AMDGPU:
     return llvm::formatv("rocdl-attach-target{{chip={0} O=3},"
-                         "gpu.module(math-legalize-to-f32,convert-scf-to-cf,"
+                         "gpu.module(math-legalize-to-f32,kiln-keep-float-roundings,"
+                         "convert-scf-to-cf,"
                          "arith-emulate-unsupported-floats{{source-types=bf16,f8E4M3FN,f8E5M2 "
-                         "target-type=f32},kiln-expand-f8,"
+                         "target-type=f32},kiln-keep-float-roundings,kiln-expand-f8,"
                          "arith-expand{{include-bf16=1},"
                          "convert-gpu-to-rocdl{{chipset={0} runtime=HIP},"
                          "convert-math-to-llvm),"
@@ -274,10 +276,12 @@ std::string kiln::devicePipeline(const Target &target) {
     // become integer arithmetic (kiln-expand-f8, arith-expand) and their values
     // their bits (kiln-retype-unsupported-floats).
     return llvm::formatv("kiln-attach-spirv-target{{client={0}},"
-                         "gpu.module(math-legalize-to-f32),kiln-approximate-math{{target=spirv},"
+                         "gpu.module(math-legalize-to-f32,kiln-keep-float-roundings),"
+                         "kiln-approximate-math{{target=spirv},"
                          "kiln-spirv-remainders,"
                          "gpu.module(arith-emulate-unsupported-floats{{source-types=bf16,"
-                         "f8E4M3FN,f8E5M2 target-type=f32},kiln-expand-f8,"
+                         "f8E4M3FN,f8E5M2 target-type=f32},kiln-keep-float-roundings,"
+                         "kiln-expand-f8,"
                          "arith-expand{{include-bf16=1}),kiln-retype-unsupported-floats,"
                          "gpu.module(map-memref-spirv-storage-class,convert-math-to-spirv),"
                          "kiln-gpu-to-spirv,"
