@@ -297,6 +297,79 @@ TEST_P(OnDevice, Matmul) {
   }
 }
 
+TEST_P(OnDevice, MatmulOfTransposedOffsetAndPaddedViews) {
+  // a is the transpose of a K x M row-major array (strides {1, M}); b starts
+  // `off` elements into its buffer (256 bytes, which Vulkan's offset alignment
+  // allows on every device), rows `ldb` apart; c's rows are `ldc` apart, and the
+  // padding between them must stay untouched. Block views read and write
+  // through the strides, including on the ragged edges.
+  Module m = load("matmul");
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape s : {Shape{1, 1, 1}, Shape{7, 5, 3}, Shape{65, 129, 70}, Shape{100, 33, 64}}) {
+    const int64_t off = 64, ldb = s.n + 3, ldc = s.n + 5;
+    auto at = randomVector(s.k * s.m, 30), bstore = randomVector(off + s.k * ldb, 31);
+    Buffer ba = upload(at), bb = upload(bstore), bc = upload(std::vector<float>(s.m * ldc, -7));
+    run(m, "matmul", {Arg::strided(ba, DType::F32, {s.m, s.k}, {1, s.m}),
+                      Arg::strided(bb, DType::F32, {s.k, s.n}, {ldb, 1}, off),
+                      Arg::strided(bc, DType::F32, {s.m, s.n}, {ldc, 1})});
+    std::vector<float> b(s.k * s.n);
+    for (int64_t p = 0; p < s.k; ++p)
+      for (int64_t j = 0; j < s.n; ++j)
+        b[p * s.n + j] = bstore[off + p * ldb + j];
+    std::vector<double> want = reference::matmul(at.data(), b.data(), s.m, s.n, s.k, 1, s.m);
+    std::vector<float> c = download(bc, s.m * ldc), got(s.m * s.n);
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < s.n; ++j)
+        got[i * s.n + j] = c[i * ldc + j];
+      for (int64_t j = s.n; j < ldc; ++j)
+        ASSERT_EQ(c[i * ldc + j], -7.0f) << "padding of row " << i << " written";
+    }
+    EXPECT_TRUE(allClose(got, want, 1e-4, 1e-4)) << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+TEST_P(OnDevice, ViewsThatCannotBeLaunchedAreErrorsNamingTheArgument) {
+  Module m = load("vector_add");
+  int64_t n = 100;
+  Buffer bx = upload(std::vector<float>(2 * n, 1.0f)), bz = upload(std::vector<float>(2 * n));
+  Status negative = device->launch(m, "vector_add",
+                                   {Arg::strided(bx, DType::F32, {n}, {-1}, n - 1),
+                                    Arg::tensor(bx, DType::F32, {n}), Arg::tensor(bz, DType::F32, {n})});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.message().find("'x' has a negative stride"), std::string::npos)
+      << negative.message();
+  // A view one element into its buffer: 4 bytes, below every Vulkan device's
+  // offset alignment; the other devices take it.
+  Status shifted = device->launch(m, "vector_add",
+                                  {Arg::tensor(bx, DType::F32, {n}),
+                                   Arg::strided(bx, DType::F32, {n}, {1}, 1),
+                                   Arg::tensor(bz, DType::F32, {n})});
+  if (GetParam() != "vulkan") {
+    EXPECT_TRUE(shifted.ok()) << shifted.message();
+    return;
+  }
+  ASSERT_FALSE(shifted.ok());
+  EXPECT_NE(shifted.message().find("argument 'y' starts 4 bytes into its buffer"),
+            std::string::npos)
+      << shifted.message();
+}
+
+TEST_P(OnDevice, VectorAddOfABroadcastView) {
+  // A stride of 0 repeats one element: y is a single value seen n times.
+  Module m = load("vector_add");
+  int64_t n = 1000;
+  auto x = randomVector(n, 32);
+  Buffer bx = upload(x), by = upload(std::vector<float>{-1.0f, 2.5f}),
+         bz = upload(std::vector<float>(n, NAN));
+  run(m, "vector_add", {Arg::tensor(bx, DType::F32, {n}), Arg::strided(by, DType::F32, {n}, {0}),
+                        Arg::tensor(bz, DType::F32, {n})});
+  std::vector<float> z = download(bz, n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(z[i], x[i] + -1.0f) << i;
+}
+
 TEST_P(OnDevice, PersistentMatmulRunsAProgramPerProcessor) {
   Module m = load("matmul");
   ASSERT_GE(device->processors(), 1);
