@@ -334,9 +334,10 @@ TEST_P(OnDevice, ViewsThatCannotBeLaunchedAreErrorsNamingTheArgument) {
   Module m = load("vector_add");
   int64_t n = 100;
   Buffer bx = upload(std::vector<float>(2 * n, 1.0f)), bz = upload(std::vector<float>(2 * n));
-  Status negative = device->launch(m, "vector_add",
-                                   {Arg::strided(bx, DType::F32, {n}, {-1}, n - 1),
-                                    Arg::tensor(bx, DType::F32, {n}), Arg::tensor(bz, DType::F32, {n})});
+  Status negative =
+      device->launch(m, "vector_add",
+                     {Arg::strided(bx, DType::F32, {n}, {-1}, n - 1),
+                      Arg::tensor(bx, DType::F32, {n}), Arg::tensor(bz, DType::F32, {n})});
   ASSERT_FALSE(negative.ok());
   EXPECT_NE(negative.message().find("'x' has a negative stride"), std::string::npos)
       << negative.message();
