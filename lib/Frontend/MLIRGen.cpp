@@ -8,6 +8,8 @@
 
 #include "lib/Frontend/Generator.h"
 
+#include <cmath>
+
 using namespace kiln;
 
 std::string kiln::gridFunctionName(llvm::StringRef kernel) {
@@ -71,9 +73,47 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
       return builder.create<mlir::arith::UIToFPOp>(l, target, v);
     return builder.create<mlir::arith::SIToFPOp>(l, target, v);
   }
-  if (isUnsigned(to))
-    return builder.create<mlir::arith::FPToUIOp>(l, target, v);
-  return builder.create<mlir::arith::FPToSIOp>(l, target, v);
+  return saturatingFloatToInt(v, from, to, l);
+}
+
+/// `v` (a float scalar or tile) to the integer type `to`, truncating toward
+/// zero; values beyond the type's range give its minimum or maximum (infinities
+/// included) and NaN gives 0, as Rust's `as` and NVIDIA's cvt.rzi do, so every
+/// target agrees where fptosi/fptoui alone would be undefined.
+Value Generator::saturatingFloatToInt(Value v, DType from, DType to, mlir::Location l) {
+  using namespace mlir::arith;
+  mlir::Type target = mlirType(to);
+  if (auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(v.getType()))
+    target = tensor.clone(target);
+  const unsigned bits = dtypeBits(to);
+  const bool isSigned = !isUnsigned(to);
+  // The range's ends as `from` values: -2^(bits-1) and 2^(bits-1), or 0 and
+  // 2^bits, exact in every float type wide enough to hold them, and infinity
+  // in those (f16) that are not, which then only infinity reaches.
+  auto floatConstant = [&](double value) {
+    auto type = mlir::cast<mlir::FloatType>(mlirType(from));
+    llvm::APFloat f(value);
+    bool losesInfo = false;
+    f.convert(type.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+    return constantLike(v, builder.getFloatAttr(type, f), l);
+  };
+  auto intConstant = [&](const llvm::APInt &value) {
+    return constantLike(v, builder.getIntegerAttr(mlirType(to), value), l);
+  };
+  Value converted = isSigned ? Value(builder.create<FPToSIOp>(l, target, v))
+                             : Value(builder.create<FPToUIOp>(l, target, v));
+  Value tooHigh = builder.create<CmpFOp>(l, CmpFPredicate::OGE, v,
+                                         floatConstant(std::ldexp(1.0, bits - isSigned)));
+  Value tooLow = builder.create<CmpFOp>(l, CmpFPredicate::OLT, v,
+                                        floatConstant(isSigned ? -std::ldexp(1.0, bits - 1) : 0.0));
+  Value isNaN = builder.create<CmpFOp>(l, CmpFPredicate::UNO, v, v);
+  Value high = intConstant(isSigned ? llvm::APInt::getSignedMaxValue(bits)
+                                    : llvm::APInt::getMaxValue(bits));
+  Value low = intConstant(isSigned ? llvm::APInt::getSignedMinValue(bits)
+                                   : llvm::APInt::getZero(bits));
+  Value result = builder.create<SelectOp>(l, tooHigh, high, converted);
+  result = builder.create<SelectOp>(l, tooLow, low, result);
+  return builder.create<SelectOp>(l, isNaN, intConstant(llvm::APInt::getZero(bits)), result);
 }
 
 /// `value` as a constant shaped like `like`: a scalar, or a splat tile.

@@ -1960,6 +1960,99 @@ kernel narrow(x: tensor<f64>[N], h: tensor<bf16>[N], a: tensor<f8e4m3>[N], b: te
   });
 }
 
+/// `x` converted as Kiln converts a float to an integer type: toward zero,
+/// saturating at the type's ends, NaN to 0.
+template <typename T> T saturatingCast(double x) {
+  if (std::isnan(x))
+    return 0;
+  if (x >= std::ldexp(1.0, std::numeric_limits<T>::digits))
+    return std::numeric_limits<T>::max();
+  if (x < double(std::numeric_limits<T>::min()))
+    return std::numeric_limits<T>::min();
+  return T(std::trunc(x));
+}
+
+TEST_F(DeviceAgreement, FloatsToIntegersSaturateOnEveryDevice) {
+  // Float to integer is defined everywhere: out-of-range values and infinities
+  // give the type's minimum or maximum, NaN gives 0 (fptosi and fptoui alone are
+  // undefined there: cast<u8>(-2.5) printed 65534 on the CPU and 254 on Vulkan).
+  const char *source = R"(
+kernel signed(x: tensor<f32>[N], d: tensor<f64>[N], h: tensor<f16>[N], a: tensor<i8>[3, N],
+              b: tensor<i16>[3, N], c: tensor<i32>[3, N], e: tensor<i64>[3, N])
+    params(B: i32 = 64) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let vx = load(x[i]);
+  let vd = load(d[i]);
+  let vh = load(h[i]);
+  store(a[0, i], cast<i8>(vx));  store(a[1, i], cast<i8>(vd));  store(a[2, i], cast<i8>(vh));
+  store(b[0, i], cast<i16>(vx)); store(b[1, i], cast<i16>(vd)); store(b[2, i], cast<i16>(vh));
+  store(c[0, i], cast<i32>(vx)); store(c[1, i], cast<i32>(vd)); store(c[2, i], cast<i32>(vh));
+  store(e[0, i], cast<i64>(vx)); store(e[1, i], cast<i64>(vd)); store(e[2, i], cast<i64>(vh));
+}
+kernel unsigned(x: tensor<f32>[N], d: tensor<f64>[N], h: tensor<f16>[N], f: tensor<u8>[3, N],
+                g: tensor<u16>[3, N], p: tensor<u32>[3, N], q: tensor<u64>[3, N])
+    params(B: i32 = 64) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let vx = load(x[i]);
+  let vd = load(d[i]);
+  let vh = load(h[i]);
+  store(f[0, i], cast<u8>(vx));  store(f[1, i], cast<u8>(vd));  store(f[2, i], cast<u8>(vh));
+  store(g[0, i], cast<u16>(vx)); store(g[1, i], cast<u16>(vd)); store(g[2, i], cast<u16>(vh));
+  store(p[0, i], cast<u32>(vx)); store(p[1, i], cast<u32>(vd)); store(p[2, i], cast<u32>(vh));
+  store(q[0, i], cast<u64>(vx)); store(q[1, i], cast<u64>(vd)); store(q[2, i], cast<u64>(vh));
+}
+)";
+  std::vector<double> ds = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, -0.99, 1.5, -2.5,
+                            127.0, 127.9, 128.0, -128.0, -128.9, -129.0, 255.5, 256.0, -256.0,
+                            32767.5, 32768.0, -32768.5, -32769.0, 65504.0, 65535.9, 65536.0,
+                            2147483520.0, 2147483647.5, 2147483648.0, -2147483648.0,
+                            -2147483904.0, 4294967040.0, 4294967295.5, 4294967296.0, 9.2e18,
+                            9.3e18, -9.3e18, 1.8e19, 1.9e19, 1e30, -1e30};
+  for (int i = 0; i < 40; ++i) // random values of every magnitude and sign
+    ds.push_back(std::ldexp(double(i * 7919 % 1000) - 500.0, i * 37 % 70 - 10));
+  const int64_t n = ds.size();
+  std::vector<float> xs;
+  std::vector<uint16_t> hs;
+  for (double v : ds) {
+    xs.push_back(float(v));
+    hs.push_back(floatToHalfBits(float(v)));
+  }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel ks = s.compile(source, "signed"), ku = s.compile(source, "unsigned");
+    ASSERT_TRUE(ks.ok()) << ks.status().message();
+    ASSERT_TRUE(ku.ok()) << ku.status().message();
+    Tensor x = s.upload(xs, {n}), d = s.upload(ds, {n}), h = s.upload(hs.data(), DType::F16, {n});
+    std::vector<Tensor> outs;
+    for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16,
+                    DType::U32, DType::U64})
+      outs.push_back(s.empty(t, {3, n}));
+    ASSERT_TRUE(ks(x, d, h, outs[0], outs[1], outs[2], outs[3]).ok()) << device;
+    ASSERT_TRUE(ku(x, d, h, outs[4], outs[5], outs[6], outs[7]).ok()) << device;
+    // The three inputs as the kernel sees them: f32, f64 and f16 values.
+    auto input = [&](int row, int64_t i) {
+      return row == 0 ? double(xs[i]) : row == 1 ? ds[i] : double(halfBitsToFloat(hs[i]));
+    };
+    auto expect = [&](const Tensor &t, auto type) {
+      using T = decltype(type);
+      std::vector<T> got(3 * n);
+      ASSERT_TRUE(t.download(got.data()).ok());
+      for (int row = 0; row < 3; ++row)
+        for (int64_t i = 0; i < n; ++i)
+          EXPECT_EQ(got[row * n + i], saturatingCast<T>(input(row, i)))
+              << device << ": " << dtypeName(t.dtype()) << " of " << input(row, i)
+              << " (input row " << row << ")";
+    };
+    expect(outs[0], int8_t());
+    expect(outs[1], int16_t());
+    expect(outs[2], int32_t());
+    expect(outs[3], int64_t());
+    expect(outs[4], uint8_t());
+    expect(outs[5], uint16_t());
+    expect(outs[6], uint32_t());
+    expect(outs[7], uint64_t());
+  });
+}
+
 TEST_F(DeviceAgreement, IntegersToHalfRoundOnEveryDevice) {
   // Integers to f16 round to nearest even like any conversion: from 65520 on
   // (halfway from 65504, the largest f16, to 65536) the result is infinity.
