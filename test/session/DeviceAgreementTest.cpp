@@ -1976,32 +1976,17 @@ TEST_F(DeviceAgreement, FloatsToIntegersSaturateOnEveryDevice) {
   // Float to integer is defined everywhere: out-of-range values and infinities
   // give the type's minimum or maximum, NaN gives 0 (fptosi and fptoui alone are
   // undefined there: cast<u8>(-2.5) printed 65534 on the CPU and 254 on Vulkan).
-  const char *source = R"(
-kernel signed(x: tensor<f32>[N], d: tensor<f64>[N], h: tensor<f16>[N], a: tensor<i8>[3, N],
-              b: tensor<i16>[3, N], c: tensor<i32>[3, N], e: tensor<i64>[3, N])
-    params(B: i32 = 64) grid(cdiv(N, B)) {
-  let i = program_id(0) * B + arange(0, B);
-  let vx = load(x[i]);
-  let vd = load(d[i]);
-  let vh = load(h[i]);
-  store(a[0, i], cast<i8>(vx));  store(a[1, i], cast<i8>(vd));  store(a[2, i], cast<i8>(vh));
-  store(b[0, i], cast<i16>(vx)); store(b[1, i], cast<i16>(vd)); store(b[2, i], cast<i16>(vh));
-  store(c[0, i], cast<i32>(vx)); store(c[1, i], cast<i32>(vd)); store(c[2, i], cast<i32>(vh));
-  store(e[0, i], cast<i64>(vx)); store(e[1, i], cast<i64>(vd)); store(e[2, i], cast<i64>(vh));
-}
-kernel unsigned(x: tensor<f32>[N], d: tensor<f64>[N], h: tensor<f16>[N], f: tensor<u8>[3, N],
-                g: tensor<u16>[3, N], p: tensor<u32>[3, N], q: tensor<u64>[3, N])
-    params(B: i32 = 64) grid(cdiv(N, B)) {
-  let i = program_id(0) * B + arange(0, B);
-  let vx = load(x[i]);
-  let vd = load(d[i]);
-  let vh = load(h[i]);
-  store(f[0, i], cast<u8>(vx));  store(f[1, i], cast<u8>(vd));  store(f[2, i], cast<u8>(vh));
-  store(g[0, i], cast<u16>(vx)); store(g[1, i], cast<u16>(vd)); store(g[2, i], cast<u16>(vh));
-  store(p[0, i], cast<u32>(vx)); store(p[1, i], cast<u32>(vd)); store(p[2, i], cast<u32>(vh));
-  store(q[0, i], cast<u64>(vx)); store(q[1, i], cast<u64>(vd)); store(q[2, i], cast<u64>(vh));
-}
-)";
+  // One kernel per integer type; row 0 of its output converts the f32 input,
+  // row 1 the f64 one, row 2 the f16 one.
+  auto source = [](const std::string &type) {
+    return "kernel to_int(x: tensor<f32>[N], d: tensor<f64>[N], h: tensor<f16>[N], o: tensor<" +
+           type + ">[3, N]) params(B: i32 = 64) grid(cdiv(N, B)) {\n"
+           "  let i = program_id(0) * B + arange(0, B);\n"
+           "  store(o[0, i], cast<" + type + ">(load(x[i])));\n"
+           "  store(o[1, i], cast<" + type + ">(load(d[i])));\n"
+           "  store(o[2, i], cast<" + type + ">(load(h[i])));\n"
+           "}\n";
+  };
   std::vector<double> ds = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, -0.99, 1.5, -2.5,
                             127.0, 127.9, 128.0, -128.0, -128.9, -129.0, 255.5, 256.0, -256.0,
                             32767.5, 32768.0, -32768.5, -32769.0, 65504.0, 65535.9, 65536.0,
@@ -2018,38 +2003,33 @@ kernel unsigned(x: tensor<f32>[N], d: tensor<f64>[N], h: tensor<f16>[N], f: tens
     hs.push_back(floatToHalfBits(float(v)));
   }
   forEachDevice([&](Session &s, const std::string &device) {
-    Kernel ks = s.compile(source, "signed"), ku = s.compile(source, "unsigned");
-    ASSERT_TRUE(ks.ok()) << ks.status().message();
-    ASSERT_TRUE(ku.ok()) << ku.status().message();
     Tensor x = s.upload(xs, {n}), d = s.upload(ds, {n}), h = s.upload(hs.data(), DType::F16, {n});
-    std::vector<Tensor> outs;
-    for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8, DType::U16,
-                    DType::U32, DType::U64})
-      outs.push_back(s.empty(t, {3, n}));
-    ASSERT_TRUE(ks(x, d, h, outs[0], outs[1], outs[2], outs[3]).ok()) << device;
-    ASSERT_TRUE(ku(x, d, h, outs[4], outs[5], outs[6], outs[7]).ok()) << device;
     // The three inputs as the kernel sees them: f32, f64 and f16 values.
     auto input = [&](int row, int64_t i) {
       return row == 0 ? double(xs[i]) : row == 1 ? ds[i] : double(halfBitsToFloat(hs[i]));
     };
-    auto expect = [&](const Tensor &t, auto type) {
+    auto expect = [&](auto type, DType dtype) {
       using T = decltype(type);
+      Kernel k = s.compile(source(dtypeName(dtype)), "to_int");
+      ASSERT_TRUE(k.ok()) << k.status().message();
+      Tensor o = s.empty(dtype, {3, n});
+      ASSERT_TRUE(k(x, d, h, o).ok()) << device;
       std::vector<T> got(3 * n);
-      ASSERT_TRUE(t.download(got.data()).ok());
+      ASSERT_TRUE(o.download(got.data()).ok());
       for (int row = 0; row < 3; ++row)
         for (int64_t i = 0; i < n; ++i)
           EXPECT_EQ(got[row * n + i], saturatingCast<T>(input(row, i)))
-              << device << ": " << dtypeName(t.dtype()) << " of " << input(row, i)
-              << " (input row " << row << ")";
+              << device << ": " << dtypeName(dtype) << " of " << input(row, i) << " (input row "
+              << row << ")";
     };
-    expect(outs[0], int8_t());
-    expect(outs[1], int16_t());
-    expect(outs[2], int32_t());
-    expect(outs[3], int64_t());
-    expect(outs[4], uint8_t());
-    expect(outs[5], uint16_t());
-    expect(outs[6], uint32_t());
-    expect(outs[7], uint64_t());
+    expect(int8_t(), DType::I8);
+    expect(int16_t(), DType::I16);
+    expect(int32_t(), DType::I32);
+    expect(int64_t(), DType::I64);
+    expect(uint8_t(), DType::U8);
+    expect(uint16_t(), DType::U16);
+    expect(uint32_t(), DType::U32);
+    expect(uint64_t(), DType::U64);
   });
 }
 
