@@ -27,16 +27,35 @@ static bool exchangesElements(func::FuncOp func) {
       .wasInterrupted();
 }
 
-/// The element count of the largest tile in `func`.
-static int64_t largestTile(func::FuncOp func) {
+/// The element count of the largest tile in `func`, and an op that makes it:
+/// one from the source rather than a constant the folder hoisted, where it can.
+static std::pair<int64_t, Operation *> largestTile(func::FuncOp func) {
   int64_t largest = 1;
+  Operation *maker = func;
+  auto fromSource = [](Operation *op) {
+    return !op->hasTrait<OpTrait::ConstantLike>() && !isa<UnknownLoc>(op->getLoc());
+  };
   func.walk([&](Operation *op) {
-    for (Value v : op->getResults())
-      if (auto t = dyn_cast<RankedTensorType>(v.getType()))
-        largest = std::max(largest, t.getNumElements());
+    for (Value v : op->getResults()) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t)
+        continue;
+      if (t.getNumElements() > largest ||
+          (t.getNumElements() == largest && !fromSource(maker) && fromSource(op))) {
+        largest = t.getNumElements();
+        maker = op;
+      }
+    }
   });
-  return largest;
+  return {largest, maker};
 }
+
+/// The most elements of one tile a thread may hold. Each thread keeps its share
+/// of a tile in registers, and what does not fit in local memory; past this the
+/// unrolled code takes minutes to compile (softmax's 1M-element tile over 128
+/// threads: no PTX or gfx942 code after two minutes, no lavapipe pipeline after
+/// five; 2048 per thread took 51 s for sm_90) and runs from spilled memory.
+constexpr int64_t kMaxTileElementsPerThread = 2048;
 
 namespace {
 struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
@@ -48,7 +67,7 @@ struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
       return elementwiseWarps ? elementwiseWarps : numWarps;
     if (!exchangeRegisters)
       return numWarps;
-    int64_t largest = largestTile(func);
+    int64_t largest = largestTile(func).first;
     unsigned warps = 1;
     while (warps < numWarps && largest > int64_t(exchangeRegisters) * warpSize * warps)
       warps *= 2;
@@ -70,6 +89,19 @@ struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
                                                         warpSize, warps)))
         return signalPassFailure();
       auto layout = kiln::gpu::BlockedEncodingAttr::get(ctx, 1, warpSize, warps);
+      auto [largest, maker] = largestTile(func);
+      int64_t threads = layout.getThreads();
+      if (largest > kMaxTileElementsPerThread * threads) {
+        InFlightDiagnostic diag = func.emitError()
+                                  << "a tile of " << largest << " elements over " << threads
+                                  << " threads is " << llvm::divideCeil(largest, threads)
+                                  << " elements per thread; GPU targets hold at most "
+                                  << kMaxTileElementsPerThread
+                                  << " (split the work over more programs, loop over smaller "
+                                     "blocks, or raise NUM_WARPS)";
+        diag.attachNote(maker->getLoc()) << "the tile is made here";
+        return signalPassFailure();
+      }
       kiln::gpu::setLayout(func, layout);
       func->setAttr(kiln::gpu::kThreadsAttr,
                     IntegerAttr::get(IntegerType::get(ctx, 32), layout.getThreads()));
