@@ -93,8 +93,10 @@ llvm::Expected<spirv::MSLSource> kiln::spirv::toMSL(const std::vector<uint32_t> 
   if (spvc_compiler_get_entry_points(compiler, &entries, &numEntries) != SPVC_SUCCESS ||
       numEntries != 1)
     return fail("expected one entry point");
-  // SPIRV-Cross renames the entries it knows to be reserved (main -> main0,
-  // float -> _float, abs -> _abs); the rest get the same leading underscore.
+  // SPIRV-Cross renames some reserved entry names itself (float -> _float,
+  // abs -> _abs, spvFoo -> _RESERVED_IDENTIFIER_FIXUP_spvFoo); the ones it
+  // passes through get the same leading underscore here (main too, which it
+  // would call main0).
   std::string entry = entries[0].name;
   if (reservedInMSL(entry)) {
     std::string renamed = "_" + entry;

@@ -81,7 +81,7 @@ struct KernelInfo {
   /// kernels above the 48 KiB of static shared memory) rather than declared.
   bool dynamicSharedMemory = false;
   /// Metal: the kernel's function in the MSL source, which differs from `name`
-  /// where MSL reserves the name (`device` -> `_device`, `main` -> `main0`).
+  /// where MSL reserves the name (`device` -> `_device`, `abs` -> `_abs`).
   std::string mslEntry;
   /// Vulkan: the asserts and prints the kernel reports in its debug buffer.
   std::vector<AssertInfo> asserts;
