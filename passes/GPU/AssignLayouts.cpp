@@ -61,13 +61,12 @@ namespace {
 struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
   using Base::Base;
   /// The warp count the elementwise-warps and exchange-registers options give
-  /// `func`.
-  unsigned warpsFor(func::FuncOp func) {
+  /// `func`, whose largest tile has `largest` elements.
+  unsigned warpsFor(func::FuncOp func, int64_t largest) {
     if (!exchangesElements(func))
       return elementwiseWarps ? elementwiseWarps : numWarps;
     if (!exchangeRegisters)
       return numWarps;
-    int64_t largest = largestTile(func).first;
     unsigned warps = 1;
     while (warps < numWarps && largest > int64_t(exchangeRegisters) * warpSize * warps)
       warps *= 2;
@@ -79,9 +78,10 @@ struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(kKernelAttr))
         continue;
+      auto [largest, maker] = largestTile(func);
       unsigned warps = numWarps;
       if (elementwiseWarps || exchangeRegisters)
-        warps = warpsFor(func);
+        warps = warpsFor(func, largest);
       // A kernel's NUM_WARPS param overrides the pipeline's choice.
       if (auto attr = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
         warps = attr.getInt();
@@ -89,7 +89,6 @@ struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
                                                         warpSize, warps)))
         return signalPassFailure();
       auto layout = kiln::gpu::BlockedEncodingAttr::get(ctx, 1, warpSize, warps);
-      auto [largest, maker] = largestTile(func);
       int64_t threads = layout.getThreads();
       if (largest > kMaxTileElementsPerThread * threads) {
         InFlightDiagnostic diag = func.emitError()
