@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "examples/reference/References.h"
+#include "cpp_names.h" // kilnc --header of test/runtime/cpp-names.kiln
 #include "kiln/Runtime.h"
 #include "lib/Support/Half.h"
 #include "runtime/Bundle.h"
@@ -733,6 +734,25 @@ TEST_P(OnDevice, RopeRotatesPairs) {
   EXPECT_TRUE(allClose(download(by, rows * head),
                        reference::rope(x.data(), pos.data(), c.data(), s.data(), rows, head),
                        1e-5, 1e-5));
+}
+
+// kilnc --header on kernels named `delete` and `status` with arguments `new`, `this`,
+// `new_`, `device_`, `module_` and `linux`: each name C++ or the header takes gets a
+// trailing `_` (until it is free), and each method launches its kernel's own name.
+TEST_P(OnDevice, AOTHeaderRenamesWhatCppTakes) {
+  kiln_aot::cpp_names::Kernels k(*device);
+  ASSERT_TRUE(k.status().ok()) << k.status().message();
+  int64_t n = 100;
+  auto x = randomVector(n, 11);
+  Buffer in = upload(x), out = upload(std::vector<float>(n, NAN));
+  Status s = k.delete_(Arg::tensor(in, DType::F32, {n}), Arg::tensor(out, DType::F32, {n}),
+                       2.0f, 3);
+  ASSERT_TRUE(s.ok()) << s.message();
+  s = k.status__(Arg::tensor(out, DType::F32, {n}), -1);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<float> y = download(out, n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_FLOAT_EQ(y[i], x[i] * 2.0f + 3.0f - 1.0f) << i;
 }
 
 TEST_P(OnDevice, LaunchRejectsBadArguments) {

@@ -1,0 +1,160 @@
+//===- AOTHeader.cpp - kilnc --header: a typed C++ header for a bundle ----===//
+
+#include "AOTHeader.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln {
+namespace {
+
+/// Names a generated header cannot declare: C++ keywords (C++20, with the alternative
+/// operator spellings), macros the C and C++ libraries and GNU mode define, and the
+/// names the header itself uses (its class, members and the types of its parameters).
+const llvm::StringSet<> &namesCppTakes() {
+  static const llvm::StringSet<> names = {
+      // Keywords.
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+      "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
+      "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
+      "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+      "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+      "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
+      "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
+      "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+      // Macros: the libraries', and GCC's and Clang's in GNU mode (CMake's default).
+      "assert", "errno", "NULL", "EOF", "offsetof", "stdin", "stdout", "stderr", "linux",
+      "unix", "i386",
+      // The header's own names.
+      "kiln", "kiln_aot", "std", "Kernels", "bundle", "status", "device_", "module_", "status_",
+      "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t"};
+  return names;
+}
+
+/// `name`, with `_` appended until it is neither a name C++ takes nor one in `taken`;
+/// the result is added to `taken`.
+std::string cppName(llvm::StringRef name, llvm::StringSet<> &taken) {
+  std::string result = name.str();
+  while (namesCppTakes().contains(result) || taken.contains(result))
+    result += '_';
+  taken.insert(result);
+  return result;
+}
+
+/// The C++ type a scalar argument takes in a generated header.
+const char *cppScalarType(DType dt) {
+  switch (dt) {
+  case DType::I1: return "bool";
+  case DType::I8: return "int8_t";
+  case DType::I16: return "int16_t";
+  case DType::I32: return "int32_t";
+  case DType::I64: return "int64_t";
+  case DType::U8: return "uint8_t";
+  case DType::U16: return "uint16_t";
+  case DType::U32: return "uint32_t";
+  case DType::U64: return "uint64_t";
+  case DType::F64: return "double";
+  default: return "float"; // f16, bf16 and f32 scalars are given as float
+  }
+}
+
+/// The namespace for a bundle named `stem`: its letters, digits and underscores, the
+/// rest as `_`, and a leading `_` where it would start with a digit.
+std::string namespaceName(llvm::StringRef stem) {
+  std::string ns;
+  for (char c : stem)
+    ns += llvm::isAlnum(c) ? c : '_';
+  if (ns.empty() || llvm::isDigit(ns[0]))
+    ns = "_" + ns;
+  llvm::StringSet<> none;
+  return cppName(ns, none);
+}
+
+/// `/// name(x: tensor<f32>[M, N], s: f32), grid (...)`: the kernel as Kiln declares it.
+void printSignatureComment(llvm::raw_ostream &os, const KernelInfo &k) {
+  os << "  /// " << k.name << "(";
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ArgInfo &a = k.args[i];
+    os << (i ? ", " : "") << a.name << ": ";
+    if (a.isTensor)
+      os << "tensor<" << dtypeName(a.dtype) << ">[" << llvm::join(a.dims, ", ") << "]";
+    else
+      os << dtypeName(a.dtype);
+  }
+  os << "), grid (" << llvm::join(k.grid, ", ") << ")\n";
+}
+
+/// One launch method: typed parameters, converted to `kiln::rt::Arg`s, launched by the
+/// kernel's own name.
+void printLaunchMethod(llvm::raw_ostream &os, const KernelInfo &k, llvm::StringRef method) {
+  llvm::StringSet<> taken;
+  for (const ArgInfo &a : k.args)
+    taken.insert(a.name);
+  std::vector<std::string> params;
+  for (const ArgInfo &a : k.args) {
+    taken.erase(a.name);
+    params.push_back(cppName(a.name, taken));
+  }
+  printSignatureComment(os, k);
+  os << "  kiln::rt::Status " << method << "(";
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ArgInfo &a = k.args[i];
+    os << (i ? ", " : "");
+    if (a.isTensor)
+      os << "const kiln::rt::Arg &" << params[i];
+    else
+      os << cppScalarType(a.dtype) << " " << params[i];
+  }
+  os << ") {\n    if (!status_)\n      return status_;\n    return device_.launch(module_, \""
+     << k.name << "\", {";
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ArgInfo &a = k.args[i];
+    os << (i ? ", " : "");
+    if (a.isTensor)
+      os << params[i];
+    else
+      os << "kiln::rt::Arg::" << (isFloat(a.dtype) ? "floating(" : "integer(") << params[i]
+         << ", kiln::DType::" << dtypeEnumName(a.dtype) << ")";
+  }
+  os << "});\n  }\n";
+}
+
+} // namespace
+
+std::string generateAOTHeader(const std::string &bundle, const std::vector<KernelInfo> &kernels,
+                              const std::string &stem, const std::string &source) {
+  std::string ns = namespaceName(stem);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "// Generated by kilnc from " << source << ". Do not edit.\n"
+     << "#pragma once\n\n#include <kiln/Runtime.h>\n\n#include <cstdint>\n#include <string>\n\n"
+     << "namespace kiln_aot::" << ns << " {\n\n"
+     << "inline const std::string &bundle() {\n  static const unsigned char bytes[] = {";
+  for (size_t i = 0; i < bundle.size(); ++i)
+    os << (i % 16 ? "" : "\n    ") << static_cast<unsigned>(static_cast<unsigned char>(bundle[i]))
+       << ",";
+  os << "\n  };\n  static const std::string data(reinterpret_cast<const char *>(bytes), sizeof bytes);\n"
+     << "  return data;\n}\n\n"
+     << "/// The kernels of " << stem << ", loaded for one device.\n"
+     << "class Kernels {\npublic:\n"
+     << "  explicit Kernels(kiln::rt::Device &device) : device_(device) {\n"
+     << "    auto m = device.loadBundle(bundle());\n"
+     << "    if (m)\n      module_ = *m;\n    else\n      status_ = m.status();\n  }\n"
+     << "  const kiln::rt::Status &status() const { return status_; }\n\n";
+  llvm::StringSet<> methods;
+  for (const KernelInfo &k : kernels)
+    methods.insert(k.name);
+  for (const KernelInfo &k : kernels) {
+    methods.erase(k.name);
+    printLaunchMethod(os, k, cppName(k.name, methods));
+  }
+  os << "\nprivate:\n  kiln::rt::Device &device_;\n  kiln::rt::Module module_;\n"
+     << "  kiln::rt::Status status_;\n};\n\n} // namespace kiln_aot::" << ns << "\n";
+  return out;
+}
+
+} // namespace kiln
