@@ -348,6 +348,17 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     return llvm::is_contained(kept, op->getName().stripDialect());
   };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
+    // PTX identifiers are `[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`, and
+    // WARP_SZ is its one predefined name without `%`: ptxas rejects both kernel names.
+    if (target.kind == Target::Kind::CUDA && op->hasAttr("kiln.kernel")) {
+      llvm::StringRef name = mlir::SymbolTable::getSymbolName(op).getValue();
+      if (name == "_" || name == "WARP_SZ") {
+        op->emitError() << "kernel name '" << name << "' is "
+                        << (name == "_" ? "not a PTX identifier" : "reserved in PTX")
+                        << " (the cuda target); rename the kernel";
+        return mlir::WalkResult::interrupt();
+      }
+    }
     if (target.kind == Target::Kind::Metal && mlir::isa<AtomicRMWOp, AtomicSwapOp>(op) &&
         mlir::getElementTypeOrSelf(op->getResult(0)).getIntOrFloatBitWidth() == 64) {
       op->emitError("64-bit atomics are not supported on the metal target (Metal has 32-bit "
