@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "examples/reference/References.h"
-#include "cpp_names.h" // kilnc --header of test/runtime/cpp-names.kiln
+#include "cpp_names.h" // kilnc --header of test/kilnc/aot-header-names.test.kiln
 #include "kiln/Runtime.h"
 #include "lib/Support/Half.h"
 #include "runtime/Bundle.h"
