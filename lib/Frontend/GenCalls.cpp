@@ -544,7 +544,9 @@ MaybeValue Generator::genCast(const CallExpr &e) {
   DType from = v->type.dtype, to = *e.typeArg;
   if (!bits) {
     TValue out = convert(*v, to, v->type.shape, e.loc);
-    out.type.weak = false;
+    out.type.weak = false; // a cast's value is one of its type: cast<f16>(2049.0) is 2048
+    if (out.cst)
+      out.cst = convertConst(*out.cst, to);
     return out;
   }
   if (from == DType::I1 || to == DType::I1)

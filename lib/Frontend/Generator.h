@@ -171,10 +171,13 @@ private:
       return mlir::FloatAttr::get(t, v.f);
     return mlir::IntegerAttr::get(t, v.i);
   }
+  /// A scalar constant of type `dt`. A weak float constant (a literal, until an
+  /// operand or a cast gives it a type) keeps its exact value, so `x_f64 * 0.1` uses
+  /// the double nearest 0.1; the op holds it rounded to `dt`.
   TValue constant(const Const &c, DType dt, bool weak, mlir::Location l) {
     TValue v;
     v.type = SType::scalar(dt, weak);
-    v.cst = convertConst(c, dt);
+    v.cst = weak && isFloat(dt) ? Const::ofFloat(c.asDouble()) : convertConst(c, dt);
     v.value = builder.create<mlir::arith::ConstantOp>(l, constAttr(c, dt));
     return v;
   }

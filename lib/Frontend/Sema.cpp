@@ -2,8 +2,10 @@
 
 #include "lib/Frontend/Sema.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace kiln;
@@ -78,19 +80,52 @@ bool kiln::assignable(const SType &from, const SType &to) {
   return shape && *shape == to.shape;
 }
 
+/// `v` rounded to the float type `dt` as every target converts: to nearest even;
+/// past the largest finite value f16, bf16 and f32 give infinity and fp8 saturates
+/// to it (docs/language.md, 4.1); NaN stays NaN.
+static double roundToFloatType(double v, DType dt) {
+  const llvm::fltSemantics *semantics = nullptr;
+  switch (dt) {
+  case DType::F16: semantics = &llvm::APFloat::IEEEhalf(); break;
+  case DType::BF16: semantics = &llvm::APFloat::BFloat(); break;
+  case DType::F32: semantics = &llvm::APFloat::IEEEsingle(); break;
+  case DType::F8E4M3: semantics = &llvm::APFloat::Float8E4M3FN(); break;
+  case DType::F8E5M2: semantics = &llvm::APFloat::Float8E5M2(); break;
+  default: return v; // f64
+  }
+  if (std::isnan(v))
+    return v;
+  if (isF8(dt)) {
+    double largest = llvm::APFloat::getLargest(*semantics).convertToDouble();
+    v = std::clamp(v, -largest, largest);
+  }
+  llvm::APFloat f(v);
+  bool losesInfo = false;
+  f.convert(*semantics, llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return f.convertToDouble();
+}
+
 Const kiln::convertConst(const Const &c, DType dt) {
   if (isFloat(dt))
-    return Const::ofFloat(c.asDouble());
-  int64_t v = c.isFloat ? truncateToInt(c.f) : c.i;
-  if (c.isFloat && isUnsigned(dt)) {
-    // Toward zero, saturating at [0, 2^64 - 1] (targets leave values out of the
-    // type's range undefined); then wrapped to the type below.
-    double t = std::trunc(c.f);
-    v = !(t > 0) ? 0 : t >= 18446744073709551616.0 ? -1 : int64_t(uint64_t(t));
-  }
+    return Const::ofFloat(roundToFloatType(c.asDouble(), dt));
   unsigned bits = dtypeBits(dt);
-  if (bits == 1)
-    return Const::ofInt(v != 0);
+  if (bits == 1) // as castValue compares: any nonzero value, NaN included, is true
+    return Const::ofInt(c.isFloat ? c.f != 0 : c.i != 0);
+  if (c.isFloat) {
+    // As MLIRGen's saturatingFloatToInt converts: toward zero, saturating at the
+    // type's range (infinities included), NaN gives 0.
+    double t = std::trunc(c.f), range = std::ldexp(1.0, bits - !isUnsigned(dt));
+    if (!(t == t))
+      return Const::ofInt(0);
+    if (isUnsigned(dt))
+      return Const::ofUnsigned(t <= 0 ? 0 : t >= range ? ~uint64_t(0) >> (64 - bits)
+                                                       : uint64_t(t));
+    return Const::ofInt(t <= -range ? int64_t(~uint64_t(0) << (bits - 1))
+                        : t >= range  ? int64_t(~uint64_t(0) >> (65 - bits))
+                                      : int64_t(t));
+  }
+  int64_t v = c.i;
   if (bits < 64) {
     // Wrap like the hardware would, then sign-extend (signed types only).
     uint64_t mask = (uint64_t(1) << bits) - 1;

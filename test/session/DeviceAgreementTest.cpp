@@ -2033,6 +2033,64 @@ TEST_F(DeviceAgreement, FloatsToIntegersSaturateOnEveryDevice) {
   });
 }
 
+TEST_F(DeviceAgreement, ConstantCastsFoldAsTheDevicesConvert) {
+  // The front end folds casts of constants; the folded value must be what every
+  // device computes from the same value at run time. cast<f32>(cast<f16>(2049.0))
+  // folded to 2049 (the f16 rounding to 2048 was lost) and cast<u8>(300.0) to 44
+  // (wrapped; devices saturate to 255). One kernel per float type FROM: row t of `c`
+  // holds cast<f64>(cast<TO_t>(cast<FROM>(literal))) folded, row t of `r` the same
+  // casts of the literal's value loaded from `d`.
+  const std::vector<std::string> literals = {
+      "nan", "inf", "-inf", "0.0", "-0.0", "0.5", "-0.5", "1.5", "-2.5", "0.1", "257.0",
+      "300.0", "-300.0", "448.0", "470.0", "1000.0", "2049.0", "57344.0", "65504.0",
+      "65520.0", "70000.0", "-1e10", "16777217.0", "2147483647.5", "2147483648.0",
+      "4294967296.0", "9.3e18", "1.9e19", "3e38", "1e39", "1e-8", "1e-40", "1e-300",
+      "3.14159265358979"};
+  const std::vector<std::string> froms = {"f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2"};
+  const std::vector<std::string> tos = {"i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32",
+                                        "u64", "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
+  const int64_t n = literals.size(), rows = tos.size();
+  std::vector<double> values;
+  for (const std::string &l : literals)
+    values.push_back(std::strtod(l.c_str(), nullptr));
+  auto source = [&](const std::string &from) {
+    std::string src = "kernel k(d: tensor<f64>[N], c: tensor<f64>[T, N], r: tensor<f64>[T, N])"
+                      " grid(1) {\n  let i = arange(0, 64);\n  let m = i < N;\n"
+                      "  let x = load(d[i], mask = m);\n";
+    for (size_t t = 0; t < tos.size(); ++t) {
+      auto casts = [&](const std::string &v) {
+        return "cast<f64>(cast<" + tos[t] + ">(cast<" + from + ">(" + v + ")))";
+      };
+      src += "  store(r[" + std::to_string(t) + ", i], " + casts("x") + ", mask = m);\n";
+      for (size_t j = 0; j < literals.size(); ++j)
+        src += "  store(c[" + std::to_string(t) + ", " + std::to_string(j) + "], " +
+               casts(literals[j]) + ");\n";
+    }
+    return src + "}\n";
+  };
+  auto same = [](double a, double b) {
+    return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    Tensor d = s.upload(values, {n});
+    for (const std::string &from : froms) {
+      Kernel k = s.compile(source(from), "k");
+      ASSERT_TRUE(k.ok()) << k.status().message();
+      Tensor c = s.empty<double>({rows, n}), r = s.empty<double>({rows, n});
+      ASSERT_TRUE(k(d, c, r).ok()) << device;
+      std::vector<double> folded(rows * n), computed(rows * n);
+      ASSERT_TRUE(c.download(folded).ok());
+      ASSERT_TRUE(r.download(computed).ok());
+      for (int64_t t = 0; t < rows; ++t)
+        for (int64_t j = 0; j < n; ++j)
+          EXPECT_TRUE(same(folded[t * n + j], computed[t * n + j]))
+              << device << ": cast<" << tos[t] << ">(cast<" << from << ">(" << literals[j]
+              << ")) folds to " << folded[t * n + j] << ", the device computes "
+              << computed[t * n + j];
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, IntegersToHalfRoundOnEveryDevice) {
   // Integers to f16 round to nearest even like any conversion: from 65520 on
   // (halfway from 65504, the largest f16, to 65536) the result is infinity.
