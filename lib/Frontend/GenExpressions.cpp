@@ -188,8 +188,9 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   DType resultType = compare ? DType::I1 : dt;
   mlir::Location loc_ = loc(at);
   if (l.cst && r.cst && shape->empty()) {
-    if (auto folded = foldBinary(op, convertConst(*l.cst, dt), convertConst(*r.cst, dt), dt))
-      return constant(*folded, resultType, l.type.weak && r.type.weak, loc_);
+    bool weak = l.type.weak && r.type.weak;
+    if (auto folded = foldBinary(op, foldOperand(l, dt, weak), foldOperand(r, dt, weak), dt))
+      return constant(*folded, resultType, weak, loc_);
     if (!isFloat(dt) && (op == BinOp::Div || op == BinOp::Rem))
       return error(at, "integer division by zero in a constant expression");
   }

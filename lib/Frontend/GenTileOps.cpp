@@ -294,8 +294,8 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
     return std::nullopt;
   mlir::Location l = loc(e.loc);
   if (a->cst && b->cst && shape->empty()) {
-    Const x = convertConst(*a->cst, dt), y = convertConst(*b->cst, dt);
     bool weak = a->type.weak && b->type.weak;
+    Const x = foldOperand(*a, dt, weak), y = foldOperand(*b, dt, weak);
     if (isFloat(dt))
       return constant(Const::ofFloat(isMax ? std::max(x.f, y.f) : std::min(x.f, y.f)), dt,
                       weak, l);

@@ -181,6 +181,12 @@ private:
     v.value = builder.create<mlir::arith::ConstantOp>(l, constAttr(c, dt));
     return v;
   }
+  /// The value of constant operand `v` in a fold at type `dt`: rounded to `dt`, or
+  /// exact when every operand is weak (so is the result: `0.1 + 0.2` stays exact).
+  Const foldOperand(const TValue &v, DType dt, bool weakResult) {
+    return weakResult && isFloat(dt) ? Const::ofFloat(v.cst->asDouble())
+                                     : convertConst(*v.cst, dt);
+  }
   Value castValue(Value v, DType from, DType to, mlir::Location l);
   Value narrowToOddF32(Value v, mlir::Location l);
   Value saturatingFloatToInt(Value v, DType from, DType to, mlir::Location l);
