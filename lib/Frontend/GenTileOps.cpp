@@ -8,6 +8,8 @@
 
 #include "lib/Frontend/Generator.h"
 
+#include <cmath>
+
 namespace kiln::gen {
 
 std::optional<Generator::ReductionArgs> Generator::reductionArgs(const CallExpr &e) {
@@ -296,9 +298,14 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   if (a->cst && b->cst && shape->empty()) {
     bool weak = a->type.weak && b->type.weak;
     Const x = foldOperand(*a, dt, weak), y = foldOperand(*b, dt, weak);
-    if (isFloat(dt))
-      return constant(Const::ofFloat(isMax ? std::max(x.f, y.f) : std::min(x.f, y.f)), dt,
-                      weak, l);
+    if (isFloat(dt)) {
+      // As arith.maximumf/minimumf compute: NaN if either is, and -0 below +0.
+      double m = std::isnan(x.f) || std::isnan(y.f) ? std::nan("")
+                 : x.f == y.f ? (std::signbit(x.f) == isMax ? y.f : x.f)
+                 : isMax      ? std::max(x.f, y.f)
+                              : std::min(x.f, y.f);
+      return constant(Const::ofFloat(m), dt, weak, l);
+    }
     // Unsigned values compare as unsigned (u64 past 2^63 is negative in Const).
     bool xLess = isUnsigned(dt) ? uint64_t(x.i) < uint64_t(y.i) : x.i < y.i;
     return constant(xLess == isMax ? y : x, dt, weak, l);

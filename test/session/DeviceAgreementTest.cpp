@@ -2091,6 +2091,144 @@ TEST_F(DeviceAgreement, ConstantCastsFoldAsTheDevicesConvert) {
   });
 }
 
+/// Is the element at `p`, of float type `dt`, a NaN?
+bool isNaNBits(const unsigned char *p, DType dt) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, p, dtypeBytes(dt));
+  switch (dt) {
+  case DType::F16: return (bits & 0x7fff) > 0x7c00;
+  case DType::BF16: return (bits & 0x7fff) > 0x7f80;
+  case DType::F32: return (bits & 0x7fffffff) > 0x7f800000;
+  default: return (bits & ~(uint64_t(1) << 63)) > 0x7ff0000000000000;
+  }
+}
+
+/// Is the element at `p`, of float type `dt`, +0 or -0?
+bool isZeroBits(const unsigned char *p, DType dt) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, p, dtypeBytes(dt));
+  return (bits << (65 - 8 * dtypeBytes(dt))) == 0; // all but the sign bit
+}
+
+/// The value of a literal from ConstantFoldsAgreeWithTheDevices on the host: an
+/// integer's bits (which the kernel wraps to its type, as casts of constants do) or
+/// a float. `MAX - 1` spells a signed minimum.
+int64_t integerLiteral(const std::string &l) {
+  bool minus1 = l.size() > 4 && l.compare(l.size() - 4, 4, " - 1") == 0;
+  uint64_t u = std::strtoull(l.c_str() + (l[0] == '-'), nullptr, 10);
+  return int64_t((l[0] == '-' ? 0 - u : u) - minus1);
+}
+
+TEST_F(DeviceAgreement, ConstantFoldsAgreeWithTheDevices) {
+  // Operators on constants fold in the front end; each folded result must be what
+  // the devices compute from the same operands at run time (float min/max with a
+  // NaN folded as std::min/std::max, to the other operand, where the devices
+  // propagate the NaN). One kernel per type: row o of `c` holds `A op_o B`
+  // folded for every pair (A, B) of the type's edge values, row o of `r` the same
+  // operation on the values loaded from `a` and `b` (i64 or f64 on the host, cast
+  // to the type in the kernel as the constants are).
+  struct Case {
+    const char *type;
+    std::vector<std::string> literals;
+  };
+  const std::vector<Case> cases = {
+      {"i8", {"0", "1", "-1", "7", "-128", "127", "100"}},
+      {"i16", {"0", "3", "-1", "-32768", "32767", "300"}},
+      {"i32", {"0", "5", "-7", "-2147483647 - 1", "2147483647", "65536"}},
+      {"i64", {"0", "9", "-1", "-9223372036854775807 - 1", "9223372036854775807", "4294967296"}},
+      {"u8", {"0", "1", "7", "255", "128", "200"}},
+      {"u32", {"0", "3", "4294967295", "2147483648", "65536", "31"}},
+      {"u64", {"0", "5", "18446744073709551615", "9223372036854775808", "63", "4294967296"}},
+      {"f16", {"0.0", "-0.0", "1.5", "-2.5", "inf", "nan", "65504.0", "0.1"}},
+      {"bf16", {"0.0", "-0.0", "3.0", "-7.0", "-inf", "nan", "3e38", "0.1"}},
+      {"f32", {"0.0", "-0.0", "1.5", "-2.5", "inf", "nan", "3e38", "0.1"}},
+      {"f64", {"0.0", "-0.0", "1.5", "-2.5", "-inf", "nan", "1e300", "0.1"}}};
+  const std::vector<std::string> intOps = {"+", "-", "*", "/", "%", "&", "|", "^",
+                                           "<<", ">>", "==", "<", ">=", "min", "max"};
+  const std::vector<std::string> floatOps = {"+", "-", "*", "/", "%", "==", "!=",
+                                             "<", "<=", "min", "max"};
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (const Case &c : cases) {
+      const std::string type = c.type;
+      const DType dt = *parseDType(type);
+      const bool floats = isFloat(dt);
+      const auto &ops = floats ? floatOps : intOps;
+      const int64_t pairs = c.literals.size() * c.literals.size(), rows = ops.size();
+      auto typed = [&](const std::string &v) { return "cast<" + type + ">(" + v + ")"; };
+      auto apply = [&](const std::string &op, const std::string &x, const std::string &y) {
+        return typed(op == "min" || op == "max" ? op + "(" + x + ", " + y + ")"
+                                                : "(" + x + " " + op + " " + y + ")");
+      };
+      std::string host = floats ? "f64" : "i64";
+      std::string src = "kernel k(a: tensor<" + host + ">[N], b: tensor<" + host + ">[N], c: " +
+                        "tensor<" + type + ">[R, N], r: tensor<" + type + ">[R, N]) grid(1) {\n" +
+                        "  let i = arange(0, 64);\n  let m = i < N;\n" +
+                        "  let x = " + typed("load(a[i], mask = m)") + ";\n" +
+                        "  let y = " + typed("load(b[i], mask = m)") + ";\n" +
+                        "  let zero = y == " + typed("0") + ";\n";
+      for (size_t o = 0; o < ops.size(); ++o) {
+        // Integer division by zero is undefined at run time and an error when
+        // folded: those lanes store 0 on both sides.
+        bool guard = !floats && (ops[o] == "/" || ops[o] == "%");
+        std::string row = std::to_string(o);
+        std::string computed = guard ? "where(zero, " + typed("0") + ", " +
+                                           apply(ops[o], "x", "where(zero, " + typed("1") +
+                                                                  ", y)") + ")"
+                                     : apply(ops[o], "x", "y");
+        src += "  store(r[" + row + ", i], " + computed + ", mask = m);\n";
+        int64_t j = 0;
+        for (const std::string &x : c.literals)
+          for (const std::string &y : c.literals) {
+            bool byZero = guard && integerLiteral(y) == 0;
+            src += "  store(c[" + row + ", " + std::to_string(j++) + "], " +
+                   (byZero ? typed("0") : apply(ops[o], typed(x), typed(y))) + ");\n";
+          }
+      }
+      src += "}\n";
+      std::vector<int64_t> ai, bi;
+      std::vector<double> af, bf;
+      for (const std::string &x : c.literals)
+        for (const std::string &y : c.literals) {
+          if (floats) {
+            af.push_back(std::strtod(x.c_str(), nullptr));
+            bf.push_back(std::strtod(y.c_str(), nullptr));
+          } else {
+            ai.push_back(integerLiteral(x));
+            bi.push_back(integerLiteral(y));
+          }
+        }
+      Kernel k = s.compile(src, "k");
+      ASSERT_TRUE(k.ok()) << type << ": " << k.status().message();
+      Tensor a = floats ? s.upload(af, {pairs}) : s.upload(ai, {pairs});
+      Tensor b = floats ? s.upload(bf, {pairs}) : s.upload(bi, {pairs});
+      Tensor folded = s.empty(dt, {rows, pairs}), computed = s.empty(dt, {rows, pairs});
+      ASSERT_TRUE(k(a, b, folded, computed).ok()) << device;
+      const size_t width = dtypeBytes(dt);
+      std::vector<unsigned char> f(rows * pairs * width), r(rows * pairs * width);
+      ASSERT_TRUE(folded.download(f.data()).ok());
+      ASSERT_TRUE(computed.download(r.data()).ok());
+      for (int64_t o = 0; o < rows; ++o) {
+        // Vulkan's f64 `%` is OpFRem, not exact (docs/targets.md, "Float % on Vulkan").
+        if (device == "vulkan" && type == "f64" && ops[o] == "%")
+          continue;
+        for (int64_t j = 0; j < pairs; ++j) {
+          const unsigned char *x = &f[(o * pairs + j) * width], *y = &r[(o * pairs + j) * width];
+          // Float min/max of -0 and +0 may give either zero (docs/language.md).
+          bool zeros = floats && (ops[o] == "min" || ops[o] == "max") &&
+                       std::strtod(c.literals[j / c.literals.size()].c_str(), nullptr) == 0 &&
+                       std::strtod(c.literals[j % c.literals.size()].c_str(), nullptr) == 0;
+          bool same = std::memcmp(x, y, width) == 0 ||
+                      (floats && isNaNBits(x, dt) && isNaNBits(y, dt)) ||
+                      (zeros && isZeroBits(x, dt) && isZeroBits(y, dt));
+          EXPECT_TRUE(same) << device << ": " << type << " "
+                            << c.literals[j / c.literals.size()] << " " << ops[o] << " "
+                            << c.literals[j % c.literals.size()] << ": folded and computed differ";
+        }
+      }
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, IntegersToHalfRoundOnEveryDevice) {
   // Integers to f16 round to nearest even like any conversion: from 65520 on
   // (halfway from 65504, the largest f16, to 65536) the result is infinity.
