@@ -2144,9 +2144,10 @@ TEST_F(DeviceAgreement, ConstantFoldsAgreeWithTheDevices) {
       {"f32", {"0.0", "-0.0", "1.5", "-2.5", "inf", "nan", "3e38", "0.1"}},
       {"f64", {"0.0", "-0.0", "1.5", "-2.5", "-inf", "nan", "1e300", "0.1"}}};
   const std::vector<std::string> intOps = {"+", "-", "*", "/", "%", "&", "|", "^",
-                                           "<<", ">>", "==", "<", ">=", "min", "max"};
+                                           "<<", ">>", "==", "<", ">=", "min", "max",
+                                           "neg", "~"};
   const std::vector<std::string> floatOps = {"+", "-", "*", "/", "%", "==", "!=",
-                                             "<", "<=", "min", "max"};
+                                             "<", "<=", "min", "max", "neg"};
   forEachDevice([&](Session &s, const std::string &device) {
     for (const Case &c : cases) {
       const std::string type = c.type;
@@ -2156,6 +2157,8 @@ TEST_F(DeviceAgreement, ConstantFoldsAgreeWithTheDevices) {
       const int64_t pairs = c.literals.size() * c.literals.size(), rows = ops.size();
       auto typed = [&](const std::string &v) { return "cast<" + type + ">(" + v + ")"; };
       auto apply = [&](const std::string &op, const std::string &x, const std::string &y) {
+        if (op == "neg" || op == "~") // unary: of A only
+          return typed("(" + (op == "neg" ? std::string("-") : op) + x + ")");
         return typed(op == "min" || op == "max" ? op + "(" + x + ", " + y + ")"
                                                 : "(" + x + " " + op + " " + y + ")");
       };
