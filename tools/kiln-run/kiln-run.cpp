@@ -27,6 +27,8 @@
 #include <optional>
 #include <random>
 
+#include <unistd.h>
+
 using namespace kiln;
 namespace cl = llvm::cl;
 
@@ -315,7 +317,8 @@ int main(int argc, char **argv) {
     auto [name, value] = llvm::StringRef(d).split('=');
     if (name.empty() || value.empty())
       return fail("-D expects NAME=VALUE, got '" + d + "'");
-    params[name.str()] = value.str();
+    if (!params.emplace(name.str(), value.str()).second)
+      return fail("-D " + d + ": param '" + name + "' is given twice");
   }
   std::map<std::string, int64_t> sizes;
   for (llvm::StringRef item : llvm::split(shapeSpec, ',')) {
@@ -325,7 +328,10 @@ int main(int argc, char **argv) {
     long long v;
     if (name.empty() || value.getAsInteger(10, v) || v < 0)
       return fail("--shape expects NAME=SIZE,..., got '" + item + "'");
-    sizes[name.str()] = v;
+    if (v >= (1LL << 31))
+      return fail("--shape " + item + ": sizes must be below 2^31 (Kiln's indices are 32-bit)");
+    if (!sizes.emplace(name.str(), v).second)
+      return fail("--shape " + item + ": size '" + name + "' is given twice");
   }
 
   std::string kernel = kernelName;
@@ -352,7 +358,11 @@ int main(int argc, char **argv) {
   std::map<std::string, std::string> scalarValues;
   for (const std::string &a : scalarArgs) {
     auto [name, value] = llvm::StringRef(a).split('=');
-    scalarValues[name.str()] = value.str();
+    if (!llvm::any_of(info.args, [&](const ArgInfo &x) { return !x.isTensor && x.name == name; }))
+      return fail("--arg " + a + ": kernel '" + info.name + "' has no scalar argument '" + name +
+                  "'");
+    if (!scalarValues.emplace(name.str(), value.str()).second)
+      return fail("--arg " + a + ": '" + name + "' is given twice");
   }
   auto isTensorArg = [&](llvm::StringRef name) {
     return llvm::any_of(info.args, [&](const ArgInfo &a) { return a.isTensor && a.name == name; });
@@ -377,6 +387,7 @@ int main(int argc, char **argv) {
   in.shapes.resize(info.args.size());
   in.scalars.resize(info.args.size());
   double bytesMoved = 0;
+  std::vector<double> elements(info.args.size(), 0.0); // as doubles: no overflow
   for (size_t i = 0; i < info.args.size(); ++i) {
     const ArgInfo &a = info.args[i];
     if (!a.isTensor) {
@@ -390,7 +401,7 @@ int main(int argc, char **argv) {
       in.scalars[i] = *value;
       continue;
     }
-    int64_t n = 1;
+    double n = 1;
     for (const std::string &d : a.dims) {
       int64_t size;
       if (!d.empty() && isdigit(static_cast<unsigned char>(d[0])))
@@ -403,6 +414,25 @@ int main(int argc, char **argv) {
       in.shapes[i].push_back(size);
       n *= size;
     }
+    elements[i] = n;
+  }
+  // Each tensor lives on the host and on the device (host memory too for the CPU
+  // device, and for lavapipe), and once more as the CPU's result under --check.
+  double needed = 0;
+  for (size_t i = 0; i < info.args.size(); ++i)
+    needed += elements[i] * dtypeBytes(info.args[i].dtype) * (check ? 3 : 2);
+  double physical = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (needed > physical)
+    return fail(llvm::formatv("the tensors need about {0:F1} GiB of memory (host and device"
+                              "{1}); this machine has {2:F1} GiB",
+                              needed / (1 << 30), check ? ", and the CPU's result for --check" : "",
+                              physical / (1 << 30))
+                    .str());
+  for (size_t i = 0; i < info.args.size(); ++i) {
+    const ArgInfo &a = info.args[i];
+    if (!a.isTensor)
+      continue;
+    size_t n = static_cast<size_t>(elements[i]);
     in.tensors[i].resize(n * dtypeBytes(a.dtype)); // zeros
     if (auto f = fills.find(a.name); f != fills.end()) {
       std::string problem = fillSequence(in.tensors[i], a.dtype, n, f->second);
