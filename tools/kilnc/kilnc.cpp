@@ -98,6 +98,23 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// The -D NAME=VALUE options into `options.defines`; false, after the error, when
+/// one is malformed or names a param given before.
+bool parseDefines(GenOptions &options) {
+  for (const std::string &d : defines) {
+    auto [name, value] = llvm::StringRef(d).split('=');
+    if (name.empty() || value.empty()) {
+      fail("-D expects NAME=VALUE, got '" + d + "'");
+      return false;
+    }
+    if (!options.defines.emplace(name.str(), value.str()).second) {
+      fail("-D " + d + ": param '" + name + "' is given twice");
+      return false;
+    }
+  }
+  return true;
+}
+
 /// Writes `bytes` to `file` and keeps it, or fails (a full disk) and leaves no
 /// file behind.
 int writeChecked(llvm::ToolOutputFile &file, llvm::StringRef bytes, llvm::StringRef path) {
@@ -183,12 +200,8 @@ int buildBundle() {
     return fail("cannot read '" + inputFile + "': " + buffer.getError().message());
   GenOptions options;
   options.kernel = kernelName;
-  for (const std::string &d : defines) {
-    auto [name, value] = llvm::StringRef(d).split('=');
-    if (name.empty() || value.empty())
-      return fail("-D expects NAME=VALUE, got '" + d + "'");
-    options.defines[name.str()] = value.str();
-  }
+  if (!parseDefines(options))
+    return 1;
   rt::Bundle bundle;
   std::vector<KernelInfo> kernels;
   for (llvm::StringRef spec : llvm::split(targetSpec, ',')) {
@@ -270,12 +283,8 @@ int main(int argc, char **argv) {
 
   GenOptions options;
   options.kernel = kernelName;
-  for (const std::string &d : defines) {
-    auto [name, value] = llvm::StringRef(d).split('=');
-    if (name.empty() || value.empty() || d.find('=') == std::string::npos)
-      return fail("-D expects NAME=VALUE, got '" + d + "'");
-    options.defines[name.str()] = value.str();
-  }
+  if (!parseDefines(options))
+    return 1;
 
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
   if (!buffer)
