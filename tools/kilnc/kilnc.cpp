@@ -208,6 +208,10 @@ int buildBundle() {
     auto target = Target::parse(spec.trim());
     if (!target)
       return fail(llvm::toString(target.takeError()));
+    if (llvm::any_of(bundle.entries, [&](const rt::BundleEntry &e) {
+          return e.target == target->str();
+        }))
+      return fail("target '" + target->str() + "' is given twice");
     if (auto error = target->setMatrixUnits(matrixUnits))
       return fail(llvm::toString(std::move(error)));
     if (target->kind == Target::Kind::Metal)
@@ -230,15 +234,16 @@ int buildBundle() {
   auto out = mlir::openOutputFile(outputFile, &error);
   if (!out)
     return fail(error);
-  out->os() << bytes;
-  out->keep();
+  if (int rc = writeChecked(*out, bytes, outputFile))
+    return rc;
   if (!headerFile.empty()) {
     auto header = mlir::openOutputFile(headerFile, &error);
     if (!header)
       return fail(error);
-    header->os() << generateAOTHeader(bytes, kernels, llvm::sys::path::stem(outputFile).str(),
-                                      inputFile);
-    header->keep();
+    return writeChecked(*header,
+                        generateAOTHeader(bytes, kernels,
+                                          llvm::sys::path::stem(outputFile).str(), inputFile),
+                        headerFile);
   }
   return 0;
 }
