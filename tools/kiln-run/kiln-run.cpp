@@ -463,6 +463,12 @@ int main(int argc, char **argv) {
       auto [name, values] = spec.split('=');
       if (name.empty() || values.empty())
         return fail("--tune expects NAME=V1,V2,..., got '" + spec + "'");
+      if (!llvm::any_of(info.params, [&](const ParamValue &p) { return p.name == name; }))
+        return fail("--tune " + spec + ": kernel '" + kernel + "' has no param '" + name + "'");
+      if (choices.count(name.str()))
+        return fail("--tune " + spec + ": param '" + name + "' is tuned twice");
+      if (params.count(name.str()))
+        return fail("--tune " + spec + ": param '" + name + "' is also fixed by -D");
       for (llvm::StringRef v : llvm::split(values, ','))
         choices[name.str()].push_back(v.str());
     }
