@@ -162,6 +162,16 @@ static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
     double start = 0, step = 0;
     if (startText.getAsDouble(start) || (hasStep && stepText.getAsDouble(step)))
       return "'" + spec.str() + "' is not VALUE or START:STEP of numbers";
+    // One value may be NaN or an infinity (masked softmax rows, NaN propagation).
+    if (!hasStep && !std::isfinite(start)) {
+      if (std::isinf(start) && dt == DType::F8E4M3)
+        return "f8e4m3 has no infinity";
+      for (int64_t i = 0; i < n; ++i)
+        storeFloat(bytes.data() + i * dtypeBytes(dt), dt, start);
+      return "";
+    }
+    if (!std::isfinite(start) || !std::isfinite(step))
+      return "'" + spec.str() + "': a START:STEP sequence needs finite numbers";
     // The largest finite value of each type: the sequence's ends must stay within.
     double largest = dt == DType::F16      ? 65504.0
                      : dt == DType::F8E4M3 ? 448.0
