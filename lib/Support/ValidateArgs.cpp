@@ -4,11 +4,48 @@
 
 #include "lib/Support/ValidateArgs.h"
 
+#include "lib/Support/Half.h"
+
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <map>
+#include <sstream>
 
 using namespace kiln;
+
+/// Why scalar `arg` cannot be passed as its dtype without changing its value, or "":
+/// an integer outside the type's range (u64 takes any 64 bits, i1 only 0 and 1), a
+/// finite float that the type would make infinite (fp8 saturates, by definition).
+static std::string scalarProblem(const KernelArg &arg) {
+  DType dt = arg.dtype;
+  if (isFloat(dt)) {
+    double v = arg.scalar.f;
+    if (isF8(dt) || dt == DType::F64 || !std::isfinite(v))
+      return "";
+    // From half an f32 ulp past FLT_MAX on, f32 (and so f16, bf16) rounds to infinity.
+    bool overflows = std::abs(v) >= 0x1.ffffffp127;
+    if (!overflows && dt == DType::F16)
+      overflows = std::isinf(halfBitsToFloat(floatToHalfBits(static_cast<float>(v))));
+    if (!overflows && dt == DType::BF16)
+      overflows = std::isinf(bf16BitsToFloat(floatToBF16Bits(static_cast<float>(v))));
+    if (overflows) {
+      std::ostringstream os;
+      os << v << ", beyond " << dtypeName(dt) << "'s finite values";
+      return os.str();
+    }
+    return "";
+  }
+  int64_t v = arg.scalar.i;
+  unsigned bits = dtypeBits(dt);
+  bool fits = bits == 64        ? true
+              : dt == DType::I1 ? v == 0 || v == 1
+              : isUnsigned(dt)  ? v >= 0 && v < (int64_t(1) << bits)
+                                : v >= -(int64_t(1) << (bits - 1)) && v < (int64_t(1) << (bits - 1));
+  if (fits)
+    return "";
+  return std::to_string(v) + ", which does not fit in " + dtypeName(dt);
+}
 
 std::string kiln::validateArgs(const KernelInfo &info,
                                     const std::vector<KernelArg> &args) {
@@ -26,8 +63,12 @@ std::string kiln::validateArgs(const KernelInfo &info,
     if (arg.dtype != expected.dtype)
       return which + " has dtype " + dtypeName(arg.dtype) + " but the kernel expects " +
              dtypeName(expected.dtype);
-    if (!arg.isTensor)
+    if (!arg.isTensor) {
+      std::string problem = scalarProblem(arg);
+      if (!problem.empty())
+        return which + " is " + problem;
       continue;
+    }
     const TensorRef &t = arg.tensor;
     if (t.dtype != expected.dtype)
       return which + " has dtype " + dtypeName(t.dtype) + " but the kernel expects " +

@@ -98,6 +98,41 @@ TEST(LaunchScalars, ScalarDTypeIsChecked) {
             "kernel 'layernorm': argument 'eps' has dtype i32 but the kernel expects f32");
 }
 
+TEST(LaunchScalars, ValuesMustFitTheirType) {
+  // A scalar the kernel would receive changed is an error: integers are not
+  // wrapped (300 as i8 was 44) and finite floats are not made infinite (1e40 as
+  // f32); fp8 saturates by definition and u64/i64 take any 64 bits.
+  auto exe = compileSource(
+      "kernel k(y: tensor<f32>[N], a: i8, b: u16, c: i1, h: f16, g: bf16, s: f32, e: f8e4m3)"
+      " grid(1) {\n  store(y[0], cast<f32>(a) + cast<f32>(b) + cast<f32>(c) + cast<f32>(h)"
+      " + cast<f32>(g) + s + cast<f32>(e));\n}\n",
+      "k");
+  ASSERT_TRUE(exe);
+  std::vector<float> y(1);
+  auto with = [&](KernelArg a, KernelArg b, KernelArg c, KernelArg h, KernelArg g, KernelArg s) {
+    return launchError(*exe, "k",
+                       {KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {1})), a, b,
+                        c, h, g, s, KernelArg::ofFloat(1e6, DType::F8E4M3)});
+  };
+  KernelArg a = KernelArg::ofInt(-128, DType::I8), b = KernelArg::ofInt(65535, DType::U16),
+            c = KernelArg::ofInt(1, DType::I1), h = KernelArg::ofFloat(65519, DType::F16),
+            g = KernelArg::ofFloat(-3e38, DType::BF16), s = KernelArg::ofFloat(-INFINITY);
+  EXPECT_EQ(with(a, b, c, h, g, s), "");
+  EXPECT_EQ(y[0], -INFINITY);
+  EXPECT_EQ(with(KernelArg::ofInt(300, DType::I8), b, c, h, g, s),
+            "kernel 'k': argument 'a' is 300, which does not fit in i8");
+  EXPECT_EQ(with(a, KernelArg::ofInt(-1, DType::U16), c, h, g, s),
+            "kernel 'k': argument 'b' is -1, which does not fit in u16");
+  EXPECT_EQ(with(a, b, KernelArg::ofInt(2, DType::I1), h, g, s),
+            "kernel 'k': argument 'c' is 2, which does not fit in i1");
+  EXPECT_EQ(with(a, b, c, KernelArg::ofFloat(65520, DType::F16), g, s),
+            "kernel 'k': argument 'h' is 65520, beyond f16's finite values");
+  EXPECT_EQ(with(a, b, c, h, KernelArg::ofFloat(1e39, DType::BF16), s),
+            "kernel 'k': argument 'g' is 1e+39, beyond bf16's finite values");
+  EXPECT_EQ(with(a, b, c, h, g, KernelArg::ofFloat(1e40)),
+            "kernel 'k': argument 's' is 1e+40, beyond f32's finite values");
+}
+
 TEST(MaskedStore, ComputedMaskIsRespected) {
   // The mask is a bool tile computed from the data. It was once vectorized into
   // a bit-packed vector<128xi1> and read back byte by byte, so the CPU stored
