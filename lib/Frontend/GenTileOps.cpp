@@ -299,7 +299,8 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
     bool weak = a->type.weak && b->type.weak;
     Const x = foldOperand(*a, dt, weak), y = foldOperand(*b, dt, weak);
     if (isFloat(dt)) {
-      // As arith.maximumf/minimumf compute: NaN if either is, and -0 below +0.
+      // NaN if either is, as the devices compute; -0 below +0, as IEEE orders them
+      // (the devices may return either zero there: docs/language.md).
       double m = std::isnan(x.f) || std::isnan(y.f) ? std::nan("")
                  : x.f == y.f ? (std::signbit(x.f) == isMax ? y.f : x.f)
                  : isMax      ? std::max(x.f, y.f)

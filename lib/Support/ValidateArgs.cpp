@@ -38,10 +38,11 @@ static std::string scalarProblem(const KernelArg &arg) {
   }
   int64_t v = arg.scalar.i;
   unsigned bits = dtypeBits(dt);
+  int64_t half = bits < 64 ? int64_t(1) << (bits - 1) : 0; // 2^(bits-1)
   bool fits = bits == 64        ? true
               : dt == DType::I1 ? v == 0 || v == 1
-              : isUnsigned(dt)  ? v >= 0 && v < (int64_t(1) << bits)
-                                : v >= -(int64_t(1) << (bits - 1)) && v < (int64_t(1) << (bits - 1));
+              : isUnsigned(dt)  ? v >= 0 && v < 2 * half
+                                : v >= -half && v < half;
   if (fits)
     return "";
   return std::to_string(v) + ", which does not fit in " + dtypeName(dt);

@@ -137,7 +137,8 @@ std::string generateAOTHeader(const std::string &bundle, const std::vector<Kerne
   for (size_t i = 0; i < bundle.size(); ++i)
     os << (i % 16 ? "" : "\n    ") << static_cast<unsigned>(static_cast<unsigned char>(bundle[i]))
        << ",";
-  os << "\n  };\n  static const std::string data(reinterpret_cast<const char *>(bytes), sizeof bytes);\n"
+  os << "\n  };\n  static const std::string data(reinterpret_cast<const char *>(bytes), "
+     << "sizeof bytes);\n"
      << "  return data;\n}\n\n"
      << "/// The kernels of " << stem << ", loaded for one device.\n"
      << "class Kernels {\npublic:\n"
