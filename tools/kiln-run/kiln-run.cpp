@@ -154,15 +154,6 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
 
 /// Fills `bytes` (n elements of `dt`) with start, start + step, ... as --fill
 /// spells them ("V" or "START:STEP"); returns why it cannot, or "".
-/// The largest finite value of float type `dt`.
-static double largestFinite(DType dt) {
-  return dt == DType::F16      ? 65504.0
-         : dt == DType::F8E4M3 ? 448.0
-         : dt == DType::F8E5M2 ? 57344.0
-         : dt == DType::F64    ? std::numeric_limits<double>::max()
-                               : std::numeric_limits<float>::max(); // f32, bf16
-}
-
 static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
                                 llvm::StringRef spec) {
   auto [startText, stepText] = spec.split(':');
@@ -181,8 +172,12 @@ static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
     }
     if (!std::isfinite(start) || !std::isfinite(step))
       return "'" + spec.str() + "': a START:STEP sequence needs finite numbers";
-    // The sequence's ends must stay within the type's finite values.
-    double largest = largestFinite(dt);
+    // The largest finite value of each type: the sequence's ends must stay within.
+    double largest = dt == DType::F16      ? 65504.0
+                     : dt == DType::F8E4M3 ? 448.0
+                     : dt == DType::F8E5M2 ? 57344.0
+                     : dt == DType::F64    ? std::numeric_limits<double>::max()
+                                           : std::numeric_limits<float>::max(); // f32, bf16
     double last = start + double(std::max<int64_t>(n - 1, 0)) * step;
     if (!(std::abs(start) <= largest && std::abs(last) <= largest))
       return "'" + spec.str() + "' gives values outside " + dtypeName(dt);
@@ -222,13 +217,13 @@ static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
 }
 
 /// The scalar argument `text` gives for type `dt`, or nothing when it is not a
-/// number of that type (garbage, trailing characters, an integer out of range, a
-/// finite float beyond the type's largest: `nan`, `inf` and `-inf` are written so).
+/// number of that type (garbage, trailing characters, an integer out of range). A
+/// float the type would make infinite is the launch's error (validateArgs).
 static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt) {
   llvm::StringRef ref(text);
   if (isFloat(dt)) {
     double v;
-    if (ref.getAsDouble(v) || (std::isfinite(v) && std::abs(v) > largestFinite(dt)))
+    if (ref.getAsDouble(v))
       return std::nullopt;
     return rt::Arg::floating(v, dt);
   }
@@ -412,8 +407,8 @@ int main(int argc, char **argv) {
       auto value = parseScalar(text, a.dtype);
       if (!value)
         return fail("--arg " + a.name + "=" + text + ": not " +
-                    (isFloat(a.dtype) ? "a number within " : "an integer that fits in ") +
-                    dtypeName(a.dtype));
+                    (isFloat(a.dtype) ? "a number" : "an integer that fits in ") +
+                    (isFloat(a.dtype) ? "" : dtypeName(a.dtype)));
       in.scalars[i] = *value;
       continue;
     }
