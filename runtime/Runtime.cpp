@@ -22,8 +22,10 @@ const char *kiln::rt::backendName(Backend backend) {
   return "?";
 }
 
+// Buffers and modules share their driver, so they may outlive the Device (and
+// the Session) that made them: the driver goes with the last of them.
 struct kiln::rt::BufferImpl {
-  Driver *driver = nullptr;
+  std::shared_ptr<Driver> driver;
   void *handle = nullptr;
   size_t bytes = 0;
   ~BufferImpl() {
@@ -33,7 +35,7 @@ struct kiln::rt::BufferImpl {
 };
 
 struct kiln::rt::ModuleImpl {
-  Driver *driver = nullptr;
+  std::shared_ptr<Driver> driver; // first: the driver outlives the handle
   ModuleMetadata metadata;
   std::shared_ptr<void> handle;
 };
@@ -161,7 +163,7 @@ Result<Buffer> Device::allocate(size_t bytes) {
                            name() + ": " + handle.status().message());
   Buffer b;
   b.impl_ = std::make_shared<BufferImpl>();
-  b.impl_->driver = driver_.get();
+  b.impl_->driver = driver_;
   b.impl_->handle = *handle;
   b.impl_->bytes = bytes;
   return b;
@@ -215,7 +217,7 @@ Result<Module> Device::load(const std::string &binary, const std::string &metada
   auto handle = driver_->loadModule(binary, impl->metadata);
   if (!handle)
     return handle.status();
-  impl->driver = driver_.get();
+  impl->driver = driver_;
   impl->handle = *handle;
   Module m;
   m.impl_ = impl;
@@ -270,7 +272,7 @@ static Status resolve(Driver *driver, const KernelInfo &kernel, const std::vecto
       std::string which = "kernel '" + kernel.name + "': argument '" + kernel.args[i].name + "'";
       if (!a.buffer.valid())
         return Status::failure(which + " has no buffer");
-      if (BufferAccess::get(a.buffer)->driver != driver)
+      if (BufferAccess::get(a.buffer)->driver.get() != driver)
         return Status::failure(which + " lives on another device");
       // The furthest element the view can reach must lie inside the buffer.
       int64_t last = a.offset, empty = 0;
@@ -311,7 +313,7 @@ Status Device::prepare(const Module &module, const std::string &name,
                        const std::vector<Arg> &args, PreparedLaunch &out) {
   if (!module.impl_)
     return Status::failure("the module is empty (not loaded)");
-  if (module.impl_->driver != driver_.get())
+  if (module.impl_->driver != driver_)
     return Status::failure("the module was loaded on another device");
   out.kernel = module.find(name);
   if (!out.kernel)
@@ -351,7 +353,7 @@ Result<Stream> Device::createStream() {
   if (!impl)
     return impl.status();
   Stream stream;
-  stream.device_ = this;
+  stream.device_ = shared_from_this();
   stream.impl_ = *impl;
   return stream;
 }

@@ -144,11 +144,11 @@ public:
 
 private:
   friend class Device;
-  Device *device_ = nullptr;
+  std::shared_ptr<Device> device_; // before impl_: the stream drains before its device goes
   std::shared_ptr<DriverStream> impl_;
 };
 
-class Device {
+class Device : public std::enable_shared_from_this<Device> {
 public:
   /// `spec` is `cuda`, `hip`, `vulkan` or `cpu`, optionally `:index`; empty means
   /// KILN_DEVICE when set, else the best device present (CUDA, HIP, Vulkan, CPU).
@@ -196,7 +196,7 @@ private:
   /// Checks a launch's module, kernel and arguments and evaluates its grid.
   Status prepare(const Module &module, const std::string &kernel,
                  const std::vector<Arg> &args, PreparedLaunch &out);
-  std::unique_ptr<Driver> driver_;
+  std::shared_ptr<Driver> driver_; // shared with the buffers and modules it made
 };
 
 } // namespace kiln::rt

@@ -62,11 +62,11 @@ private:
   friend class Session;
   /// "cannot download <dtype> into a vector of `bytes`-byte elements" (0: bools).
   rt::Status elementSizeMismatch(size_t bytes) const;
-  rt::Device *device_ = nullptr;
+  std::shared_ptr<rt::Device> device_; // shared: a tensor or kernel may outlive its Session
   rt::Buffer buffer_;
   DType dtype_ = DType::F32;
   std::vector<int64_t> shape_;
-  rt::Status status_;
+  rt::Status status_ = rt::Status::failure("the tensor is empty (not made by a Session)");
 };
 
 /// A kernel compiled for a session's device. Call it with tensors and scalars.
@@ -77,12 +77,19 @@ public:
   const KernelInfo *info() const { return ok() ? module_.find(name_) : nullptr; }
 
   rt::Status launch(const std::vector<rt::Arg> &args) const;
+  /// Launches on Tensors and scalars; a Tensor with an error (a failed upload)
+  /// is reported, naming its argument, and nothing runs.
   template <typename... Args> rt::Status operator()(const Args &...args) const {
-    return launch({toArg(args)...});
+    return launch({toArg(args)...}, {statusOf(args)...});
   }
 
 private:
   friend class Session;
+  /// `statuses` holds, per argument, its Tensor's status (null for others).
+  rt::Status launch(const std::vector<rt::Arg> &args,
+                    const std::vector<const rt::Status *> &statuses) const;
+  static const rt::Status *statusOf(const Tensor &t) { return &t.status(); }
+  template <typename T> static const rt::Status *statusOf(const T &) { return nullptr; }
   static rt::Arg toArg(const Tensor &t) { return t.arg(); }
   static rt::Arg toArg(const rt::Arg &a) { return a; }
   static rt::Arg toArg(float v) { return rt::Arg::f32(v); }
@@ -92,10 +99,10 @@ private:
   static rt::Arg toArg(uint32_t v) { return rt::Arg::integer(v, DType::U32); }
   static rt::Arg toArg(uint64_t v) { return rt::Arg::integer(int64_t(v), DType::U64); }
 
-  rt::Device *device_ = nullptr;
+  std::shared_ptr<rt::Device> device_; // shared: a tensor or kernel may outlive its Session
   rt::Module module_;
   std::string name_;
-  rt::Status status_;
+  rt::Status status_ = rt::Status::failure("the kernel is empty (not compiled by a Session)");
 };
 
 /// Where compiled kernels came from, for tests and tuning.

@@ -48,6 +48,8 @@ const char *kiln_last_error(void);
 /* spec: "cuda", "hip", "vulkan", "cpu" (optionally ":index"), or NULL/"" for
  * KILN_DEVICE or the best device present. */
 int kiln_device_open(const char *spec, kiln_device **out);
+/* Buffers, modules and streams may be freed before or after their device is
+ * closed: each keeps what it needs of the device until it is freed. */
 void kiln_device_close(kiln_device *device);
 /* The kilnc target for this device, e.g. "vulkan:1.3" ("vulkan:1.3:cpu" on
    lavapipe); owned by the device. */
@@ -72,7 +74,7 @@ int kiln_launch(kiln_device *device, const kiln_module *module, const char *kern
 int kiln_synchronize(kiln_device *device);
 
 /* Streams: in-order queues whose launches return once queued (see kiln::rt::Stream).
- * A stream must be destroyed before its device is closed. */
+ * Destroying a stream waits for its queued launches. */
 int kiln_stream_create(kiln_device *device, kiln_stream **out);
 void kiln_stream_destroy(kiln_stream *stream);
 int kiln_stream_launch(kiln_stream *stream, const kiln_module *module, const char *kernel,

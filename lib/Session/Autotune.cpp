@@ -145,8 +145,9 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
   std::vector<size_t> missing;
   for (size_t i = 0; i < n; ++i) {
     keys[i] = cacheKey(source, kernel, candidates[i]);
-    kernels[i].device_ = device_.get();
+    kernels[i].device_ = device_;
     kernels[i].name_ = kernel;
+    kernels[i].status_ = rt::Status::success();
     if (!findCached(keys[i], kernel, kernels[i].module_))
       missing.push_back(i);
   }

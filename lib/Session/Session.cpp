@@ -140,6 +140,22 @@ rt::Status Kernel::launch(const std::vector<rt::Arg> &args) const {
   return device_->launch(module_, name_, args);
 }
 
+rt::Status Kernel::launch(const std::vector<rt::Arg> &args,
+                          const std::vector<const rt::Status *> &statuses) const {
+  if (!ok())
+    return status_;
+  const KernelInfo *kernel = info();
+  for (size_t i = 0; i < statuses.size(); ++i)
+    if (statuses[i] && !statuses[i]->ok()) {
+      std::string which = kernel && i < kernel->args.size()
+                              ? "argument '" + kernel->args[i].name + "'"
+                              : "argument " + std::to_string(i + 1);
+      return rt::Status::failure("kernel '" + name_ + "': " + which + ": " +
+                                 statuses[i]->message());
+    }
+  return launch(args);
+}
+
 //===----------------------------------------------------------------------===//
 // Session
 //===----------------------------------------------------------------------===//
@@ -250,8 +266,9 @@ Kernel Session::compile(const std::string &source, const std::string &kernel,
     k.status_ = status_;
     return k;
   }
-  k.device_ = device_.get();
+  k.device_ = device_;
   k.name_ = kernel;
+  k.status_ = rt::Status::success();
   std::string key = cacheKey(source, kernel, params);
   if (findCached(key, kernel, k.module_))
     return k;
@@ -277,7 +294,8 @@ Tensor Session::empty(DType dtype, std::vector<int64_t> shape) {
     t.status_ = status_;
     return t;
   }
-  t.device_ = device_.get();
+  t.device_ = device_;
+  t.status_ = rt::Status::success();
   for (int64_t d : t.shape_)
     if (d < 0) {
       t.status_ = rt::Status::failure("negative dimension in tensor shape");

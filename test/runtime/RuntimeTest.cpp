@@ -739,17 +739,22 @@ TEST_P(OnDevice, RopeRotatesPairs) {
 // kilnc --header on kernels named `delete` and `status` with arguments `new`, `this`,
 // `new_`, `device_`, `module_` and `linux`: each name C++ or the header takes gets a
 // trailing `_` (until it is free), and each method launches its kernel's own name.
+// The Kernels object holds its device: it launches after the last other handle went.
 TEST_P(OnDevice, AOTHeaderRenamesWhatCppTakes) {
-  kiln_aot::cpp_names::Kernels k(*device);
-  ASSERT_TRUE(k.status().ok()) << k.status().message();
   int64_t n = 100;
   auto x = randomVector(n, 11);
   Buffer in = upload(x), out = upload(std::vector<float>(n, NAN));
+  kiln_aot::cpp_names::Kernels k(*device);
+  ASSERT_TRUE(k.status().ok()) << k.status().message();
+  std::weak_ptr<Device> weak = device;
+  device.reset();
+  ASSERT_FALSE(weak.expired());
   Status s = k.delete_(Arg::tensor(in, DType::F32, {n}), Arg::tensor(out, DType::F32, {n}),
                        2.0f, 3);
   ASSERT_TRUE(s.ok()) << s.message();
   s = k.status__(Arg::tensor(out, DType::F32, {n}), -1);
   ASSERT_TRUE(s.ok()) << s.message();
+  device = weak.lock();
   std::vector<float> y = download(out, n);
   for (int64_t i = 0; i < n; ++i)
     ASSERT_FLOAT_EQ(y[i], x[i] * 2.0f + 3.0f - 1.0f) << i;
@@ -933,6 +938,29 @@ TEST_P(OnDevice, StreamRunsLaunchesInOrder) {
   EXPECT_FALSE(bad.ok());
   EXPECT_TRUE(stream->synchronize().ok());
   EXPECT_FALSE(Stream().launch(m, "vector_add", {}).ok()); // an empty stream is an error
+}
+
+TEST_P(OnDevice, HandlesOutliveTheirDevice) {
+  // Buffers, modules and streams share the device's driver: with the last Device
+  // handle dropped first, a stream still launches, and each frees its part
+  // later (the sanitizer build would report a use of a freed driver).
+  Module m = load("vector_add");
+  int64_t n = 1000;
+  Buffer bx = upload(randomVector(n, 40)), bz = upload(std::vector<float>(n, 0.0f));
+  auto stream = device->createStream();
+  ASSERT_TRUE(stream.ok()) << stream.status().message();
+  std::weak_ptr<Device> weak = device;
+  device.reset();
+  ASSERT_FALSE(weak.expired()); // the stream holds it
+  for (int i = 0; i < 3; ++i) {
+    rt::Status s = stream->launch(m, "vector_add", {Arg::tensor(bx, DType::F32, {n}),
+                                                    Arg::tensor(bz, DType::F32, {n}),
+                                                    Arg::tensor(bz, DType::F32, {n})});
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  *stream = Stream(); // drains its queue, then lets the Device go
+  EXPECT_TRUE(weak.expired());
+  EXPECT_EQ(bz.size(), n * sizeof(float));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan", "cuda", "hip"),

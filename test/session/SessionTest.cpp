@@ -472,6 +472,58 @@ TEST(Autotune, CombinationsAreTheCartesianProduct) {
   EXPECT_EQ(Session::combinations({}).size(), 1u); // the defaults alone
 }
 
+/// Compiles softmax and makes its tensors in a Session that is gone before they
+/// are used, as a factory function returning them would.
+void softmaxOutlivesItsSession(const std::string &device) {
+  int64_t m = 3, n = 40;
+  auto host = test::randomVector(m * n, 7, -3, 3);
+  Kernel k;
+  Tensor x, y;
+  {
+    Session s(device);
+    if (!s.ok())
+      GTEST_SKIP() << "no " << device << " device: " << s.status().message();
+    k = s.compile(kSoftmax, "softmax");
+    x = s.upload(host, {m, n});
+    y = s.empty<float>({m, n});
+  }
+  ASSERT_TRUE(k.ok() && x.ok() && y.ok()) << k.status().message();
+  rt::Status launched = k(x, y);
+  ASSERT_TRUE(launched.ok()) << launched.message();
+  std::vector<float> out;
+  ASSERT_TRUE(y.download(out).ok());
+  EXPECT_TRUE(test::allClose(out, reference::softmax(host.data(), m, n, n), 1e-5, 1e-5));
+}
+
+TEST_F(SessionTest, KernelsAndTensorsOutliveTheirSessionOnTheCPU) {
+  softmaxOutlivesItsSession("cpu");
+}
+TEST_F(SessionTest, KernelsAndTensorsOutliveTheirSessionOnVulkan) {
+  softmaxOutlivesItsSession("vulkan");
+}
+
+TEST_F(SessionTest, ObjectsNoSessionMadeAreErrors) {
+  Kernel kernel;
+  Tensor tensor;
+  EXPECT_FALSE(kernel.ok());
+  EXPECT_EQ(kernel.info(), nullptr);
+  EXPECT_EQ(kernel(tensor).message(), "the kernel is empty (not compiled by a Session)");
+  EXPECT_FALSE(tensor.ok());
+  std::vector<float> host;
+  EXPECT_EQ(tensor.download(host).message(), "the tensor is empty (not made by a Session)");
+  Session s("cpu");
+  Kernel k = s.compile(kSoftmax, "softmax");
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  Tensor y = s.empty<float>({2, 2});
+  EXPECT_EQ(k(tensor, y).message(),
+            "kernel 'softmax': argument 'x': the tensor is empty (not made by a Session)");
+  // A tensor whose upload failed holds no data: launching on it is that error.
+  Tensor unread = s.upload(nullptr, DType::F32, {2, 2});
+  ASSERT_FALSE(unread.ok());
+  EXPECT_EQ(k(unread, y).message(),
+            "kernel 'softmax': argument 'x': copy of 16 bytes with a null host pointer");
+}
+
 TEST_F(SessionTest, ErrorsAreValues) {
   Session s("cpu");
   Kernel bad = s.compile("kernel k(x: tensor<f32>[N]) { store(x[0], y); }", "k", {}, "bad.kiln");
