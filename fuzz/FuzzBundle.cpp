@@ -2,6 +2,7 @@
 
 #include "runtime/Bundle.h"
 #include "runtime/Json.h"
+#include "lib/Support/GridRule.h"
 #include "runtime/Metadata.h"
 
 #include <cstring>
@@ -31,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         args.push_back(arg);
       }
       std::array<int64_t, 3> grid;
-      (void)kiln::rt::evaluateGrid(k, args, /*processors=*/4, grid, error);
+      (void)kiln::evaluateGrid(k, args, /*processors=*/4, grid, error);
       // A Vulkan debug buffer as a kernel might leave it: the input's first
       // bytes as the header and first records (at most 64 records read).
       if (k.hasDebugBuffer()) {

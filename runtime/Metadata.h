@@ -1,10 +1,9 @@
-//===- Metadata.h - kernel metadata and grid rules in kiln-rt ---*- C++ -*-===//
+//===- Metadata.h - kernel metadata in kiln-rt -----------------*- C++ -*-===//
 #pragma once
 
 #include "kiln/KernelInfo.h"
 #include "kiln/TensorRef.h"
 
-#include <array>
 #include <string>
 #include <vector>
 
@@ -18,14 +17,6 @@ struct ModuleMetadata {
 
 /// Parses kilnc's metadata JSON; false with `error` set when it is malformed.
 bool parseMetadata(const std::string &json, ModuleMetadata &out, std::string &error);
-
-/// Evaluates a kernel's grid rule (KernelInfo::grid) for these arguments. Sizes
-/// bind by name from tensor dimensions, scalars from integer scalar arguments;
-/// num_processors() is `processors` (the device's, Device::processors()).
-/// Returns false with `error` set on an unknown name, a malformed rule, division by
-/// zero or a negative result.
-bool evaluateGrid(const KernelInfo &kernel, const std::vector<KernelArg> &args,
-                  int64_t processors, std::array<int64_t, 3> &grid, std::string &error);
 
 /// Reads a kernel's assert report (kAssertReportWords words, as the launch left
 /// them): empty when no assert failed, else the failure as the CPU prints it,

@@ -2,6 +2,7 @@
 
 #include "kiln/Runtime.h"
 
+#include "lib/Support/GridRule.h"
 #include "lib/Support/ValidateArgs.h"
 #include "runtime/Bundle.h"
 #include "runtime/Driver.h"

@@ -2,7 +2,7 @@
 
 #include "codegen/CPU/CPUExecutable.h"
 #include "codegen/CPU/CPUPipeline.h"
-#include "lib/Frontend/MLIRGen.h"
+#include "lib/Support/GridRule.h"
 #include "lib/Support/PackedArgs.h"
 #include "lib/Support/ValidateArgs.h"
 #include "lib/Support/ThreadPool.h"
@@ -92,17 +92,16 @@ static llvm::Error addBF16Conversions(llvm::Module &m) {
   return llvm::Error::success();
 }
 
-/// Gives each kernel's function and its grid function internal linkage: only
-/// their `_mlir_` entries are the module's interface. Exported, a kernel named
+/// Gives each kernel's function internal linkage: only its `_mlir_` entry is
+/// the module's interface. Exported, a kernel named
 /// like a function of the C library (`brk`, `index`, `exp`, `select`) was not
 /// what its entry called: in a shared object loaded with dlopen the call binds
 /// to the first definition in the global scope, so `_mlir_brk` called libc's
 /// brk(2) and corrupted the heap.
 static void internalizeKernels(llvm::Module &m, const std::vector<KernelInfo> &kernels) {
   for (const KernelInfo &k : kernels)
-    for (const std::string &name : {k.name, gridFunctionName(k.name)})
-      if (llvm::Function *f = m.getFunction(name); f && !f->isDeclaration())
-        f->setLinkage(llvm::GlobalValue::InternalLinkage);
+    if (llvm::Function *f = m.getFunction(k.name); f && !f->isDeclaration())
+      f->setLinkage(llvm::GlobalValue::InternalLinkage);
 }
 
 Executable::~Executable() = default;
@@ -150,7 +149,6 @@ const KernelInfo *Executable::find(llvm::StringRef name) const {
   return nullptr;
 }
 
-
 llvm::Expected<std::array<int64_t, 3>> Executable::grid(llvm::StringRef kernel,
                                                         const std::vector<KernelArg> &args,
                                                         unsigned threads) {
@@ -160,24 +158,10 @@ llvm::Expected<std::array<int64_t, 3>> Executable::grid(llvm::StringRef kernel,
   std::string problem = kiln::validateArgs(*info, args);
   if (!problem.empty())
     return makeError(problem);
-  auto fn = engine->lookupPacked(gridFunctionName(kernel));
-  if (!fn)
-    return fn.takeError();
-  PackedArgs packed(args);
-  struct {
-    int32_t x, y, z;
-  } result = {0, 0, 0};
-  std::vector<void *> ptrs = packed.pointers(nullptr, 0);
-  int32_t processors = static_cast<int32_t>(threads ? threads : defaultThreadCount());
-  ptrs.push_back(&processors);
-  ptrs.push_back(&result);
-  (*fn)(ptrs.data());
-  std::array<int64_t, 3> g = {result.x, result.y, result.z};
-  for (int d = 0; d < 3; ++d)
-    if (g[d] < 0)
-      return makeError("kernel '" + kernel + "': grid rule gave " + std::to_string(g[d]) +
-                       " programs along axis " + std::to_string(d) + " (" +
-                       info->grid[d] + ")");
+  std::array<int64_t, 3> g;
+  std::string error;
+  if (!evaluateGrid(*info, args, threads ? threads : defaultThreadCount(), g, error))
+    return makeError("kernel '" + kernel + "': " + error);
   return g;
 }
 

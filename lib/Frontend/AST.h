@@ -255,11 +255,9 @@ struct FnDecl {
   Block body;
 };
 
-/// Names Kiln generates beside each kernel: its C entry point (MLIR's C
-/// interface, `_mlir_<kernel>`) and its grid function (`<kernel>__grid`).
-/// The parser rejects kernels and functions named like them.
+/// The prefix of the name Kiln gives each kernel's C entry point (MLIR's C
+/// interface, `_mlir_<kernel>`). The parser rejects kernels and functions named so.
 inline constexpr llvm::StringLiteral kCEntryPrefix = "_mlir_";
-inline constexpr llvm::StringLiteral kGridSuffix = "__grid";
 
 struct Module {
   std::vector<std::unique_ptr<KernelDecl>> kernels;

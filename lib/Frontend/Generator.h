@@ -231,9 +231,12 @@ private:
   bool genKernel(const KernelDecl &kernel, const GenOptions &options, KernelInfo &info);
   bool bindParams(const KernelDecl &kernel, const GenOptions &options, KernelInfo &info);
   bool bindArgs(const KernelDecl &kernel, mlir::Block &entry);
-  bool genGridFunction(const KernelDecl &kernel, const GenOptions &options,
-                       KernelInfo &info, mlir::func::FuncOp kernelFunc);
-  std::string gridText(const Expr &e);
+  /// Checks the grid rule and records each dimension's text in `info.grid`.
+  bool genGridRule(const KernelDecl &kernel, const GenOptions &options, KernelInfo &info,
+                   mlir::func::FuncOp kernelFunc);
+  /// A dimension as launchers evaluate it: fully parenthesized, params
+  /// substituted, `cast<T>` with its type; an error (none) for a float.
+  std::optional<std::string> gridText(const Expr &e);
 
   //===--- statements -------------------------------------------------------===//
   bool genBlock(const Block &block);
@@ -481,7 +484,7 @@ private:
   std::vector<std::map<std::string, Binding>> scopes;
   bool failed = false;
   bool inGridRule = false;
-  Value gridProcessors; // the grid function's num_processors() argument
+  Value gridProcessors; // num_processors() while a grid rule is checked
   bool inHelper = false;
   unsigned loopDepth = 0; // loops around the statement being generated
   std::optional<TValue> helperResult; // set by `return` in a helper

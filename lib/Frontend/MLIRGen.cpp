@@ -8,13 +8,11 @@
 
 #include "lib/Frontend/Generator.h"
 
+#include "llvm/ADT/ScopeExit.h"
+
 #include <cmath>
 
 using namespace kiln;
-
-std::string kiln::gridFunctionName(llvm::StringRef kernel) {
-  return (kernel + kGridSuffix).str();
-}
 
 namespace kiln::gen {
 
@@ -441,57 +439,110 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
       return false;
     builder.create<mlir::func::ReturnOp>(loc(kernel.loc));
   }
-  return genGridFunction(kernel, options, info, func);
+  return genGridRule(kernel, options, info, func);
 }
 
-std::string Generator::gridText(const Expr &e) {
+std::optional<std::string> Generator::gridText(const Expr &e) {
+  auto integersOnly = [&](llvm::SMLoc at) -> std::optional<std::string> {
+    error(at, "a grid rule computes with integers; a float cannot take part in it");
+    return std::nullopt;
+  };
+  auto join = [&](llvm::ArrayRef<ExprPtr> args) -> std::optional<std::string> {
+    std::string s;
+    for (auto [i, a] : llvm::enumerate(args)) {
+      std::optional<std::string> text = gridText(*a);
+      if (!text)
+        return std::nullopt;
+      s += (i ? ", " : "") + *text;
+    }
+    return s;
+  };
   switch (e.kind) {
   case Expr::IntLit: return std::to_string(static_cast<const IntLitExpr &>(e).value);
+  case Expr::BoolLit: return std::string(static_cast<const BoolLitExpr &>(e).value ? "1" : "0");
+  case Expr::FloatLit: return integersOnly(e.loc);
   case Expr::Name: {
     auto &n = static_cast<const NameExpr &>(e);
-    auto p = paramValues.find(n.name);
-    if (p != paramValues.end())
-      return std::to_string(p->second.i);
+    if (auto p = paramValues.find(n.name); p != paramValues.end()) {
+      const Const &c = p->second;
+      if (c.isFloat)
+        return integersOnly(e.loc);
+      return c.isUnsigned ? std::to_string(static_cast<uint64_t>(c.i)) : std::to_string(c.i);
+    }
+    if (n.name == "inf" || n.name == "nan")
+      return integersOnly(e.loc);
+    for (const ArgDecl &arg : currentKernel->args)
+      if (arg.name == n.name && !arg.isTensor && isFloat(arg.dtype))
+        return integersOnly(e.loc);
     return n.name;
+  }
+  case Expr::Unary: {
+    auto &u = static_cast<const UnaryExpr &>(e);
+    std::optional<std::string> operand = gridText(*u.operand);
+    if (!operand)
+      return std::nullopt;
+    return "(" + std::string(1, u.op) + *operand + ")";
   }
   case Expr::Binary: {
     auto &b = static_cast<const BinaryExpr &>(e);
-    return "(" + gridText(*b.lhs) + " " + binOpSpelling(b.op) + " " + gridText(*b.rhs) + ")";
+    std::optional<std::string> lhs = gridText(*b.lhs), rhs = lhs ? gridText(*b.rhs) : lhs;
+    if (!rhs)
+      return std::nullopt;
+    return "(" + *lhs + " " + binOpSpelling(b.op) + " " + *rhs + ")";
   }
   case Expr::Call: {
     auto &c = static_cast<const CallExpr &>(e);
-    std::string s = c.callee + "(";
-    for (auto [i, a] : llvm::enumerate(c.args))
-      s += (i ? ", " : "") + gridText(*a);
-    return s + ")";
+    std::string callee = c.callee;
+    if (c.typeArg) {
+      if (isFloat(*c.typeArg))
+        return integersOnly(e.loc);
+      callee += "<" + std::string(dtypeName(*c.typeArg)) + ">";
+    }
+    std::optional<std::string> args = join(c.args);
+    if (!args)
+      return std::nullopt;
+    return callee + "(" + *args + ")";
   }
-  default: return "?";
+  case Expr::Method: {
+    auto &m = static_cast<const MethodExpr &>(e);
+    std::optional<std::string> base = gridText(*m.base), args = base ? join(m.args) : base;
+    if (!args)
+      return std::nullopt;
+    return *base + "." + m.name + "(" + *args + ")";
+  }
+  default:
+    error(e.loc, "this expression cannot be used in a grid rule");
+    return std::nullopt;
   }
 }
 
-bool Generator::genGridFunction(const KernelDecl &kernel, const GenOptions &options,
-                                KernelInfo &info, mlir::func::FuncOp kernelFunc) {
+bool Generator::genGridRule(const KernelDecl &kernel, const GenOptions &options,
+                            KernelInfo &info, mlir::func::FuncOp kernelFunc) {
+  // The rule's ops are generated (into a scratch function taking the kernel's
+  // arguments and the processor count) only to check it: every launcher
+  // evaluates its text (lib/Support/GridRule.cpp).
   builder.setInsertionPointToEnd(moduleOp.getBody());
-  auto i32 = builder.getI32Type();
-  // The kernel's arguments, then the device's processor count.
   llvm::SmallVector<mlir::Type> argTypes(kernelFunc.getArgumentTypes());
-  argTypes.push_back(i32);
-  auto func = builder.create<mlir::func::FuncOp>(
-      loc(kernel.gridLoc.isValid() ? kernel.gridLoc : kernel.loc),
-      gridFunctionName(kernel.name), builder.getFunctionType(argTypes, {i32, i32, i32}));
-  func->setAttr(kGridFuncAttr, builder.getStringAttr(kernel.name));
-  mlir::Block *entry = func.addEntryBlock();
+  argTypes.push_back(builder.getI32Type());
+  auto scratch = builder.create<mlir::func::FuncOp>(
+      loc(kernel.gridLoc.isValid() ? kernel.gridLoc : kernel.loc), "grid_rule",
+      builder.getFunctionType(argTypes, {}));
+  auto erase = llvm::make_scope_exit([&] {
+    scratch.erase();
+    gridProcessors = {};
+  });
+  mlir::Block *entry = scratch.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   gridProcessors = entry->getArguments().back();
 
   scopes.clear();
   paramValues.clear();
   ScopeGuard scope(*this);
-  KernelInfo scratch;
-  if (!bindParams(kernel, options, scratch) || !bindArgs(kernel, *entry))
+  KernelInfo unused;
+  if (!bindParams(kernel, options, unused) || !bindArgs(kernel, *entry))
     return false;
   inGridRule = true;
-  llvm::SmallVector<Value, 3> dims;
+  auto leave = llvm::make_scope_exit([&] { inGridRule = false; });
   for (const ExprPtr &g : kernel.grid) {
     MaybeValue v = genValue(*g, "grid dimension");
     if (!v)
@@ -509,15 +560,13 @@ bool Generator::genGridFunction(const KernelDecl &kernel, const GenOptions &opti
       error(g->loc, "grid dimension must fit in i32; cast it with cast<i32>(...)");
       return false;
     }
-    dims.push_back(convert(*v, DType::I32, {}, g->loc).value);
-    info.grid.push_back(gridText(*g));
+    std::optional<std::string> text = gridText(*g);
+    if (!text)
+      return false;
+    info.grid.push_back(*text);
   }
-  inGridRule = false;
-  while (dims.size() < 3)
-    dims.push_back(builder.create<mlir::arith::ConstantIntOp>(func.getLoc(), 1, 32));
   while (info.grid.size() < 3)
     info.grid.push_back("1");
-  builder.create<mlir::func::ReturnOp>(func.getLoc(), dims);
   return true;
 }
 

@@ -29,7 +29,4 @@ mlir::OwningOpRef<mlir::ModuleOp> mlirGen(mlir::MLIRContext &context,
                                           const GenOptions &options,
                                           std::vector<KernelInfo> &infos);
 
-/// Name of the grid function emitted beside kernel `kernel`.
-std::string gridFunctionName(llvm::StringRef kernel);
-
 } // namespace kiln

@@ -143,10 +143,9 @@ std::unique_ptr<Module> Parser::parseModule() {
       error(loc, "redefinition of '" + name + "'");
       return nullptr;
     }
-    if (llvm::StringRef(name).starts_with(kCEntryPrefix) ||
-        llvm::StringRef(name).ends_with(kGridSuffix)) {
+    if (llvm::StringRef(name).starts_with(kCEntryPrefix)) {
       error(loc, "'" + name + "' is a reserved name: Kiln names its generated entry points " +
-                     kCEntryPrefix + "<kernel> and <kernel>" + kGridSuffix);
+                     kCEntryPrefix + "<kernel>");
       return nullptr;
     }
   }

@@ -202,4 +202,52 @@ TEST(Compile, ErrorsCarrySourceLocations) {
   EXPECT_NE(message.find("  store(x[0], y);\n              ^"), std::string::npos) << message;
 }
 
+/// A grid is its rule's value in exact integers: each program of `count` adds
+/// one, so the count is the grid's size; a rule whose value leaves i32 (or 64
+/// bits), a cast that would change its value, a bad shift or a division by zero
+/// is an error, never a wrapped grid. kiln-rt evaluates the same text.
+TEST(GridRules, AreExactIntegers) {
+  struct Case {
+    std::string rule;
+    int64_t s, t;
+    int64_t programs;  // when it launches
+    std::string error; // else, a part of the message
+  };
+  const std::vector<Case> cases = {
+      {"cdiv(R, 3) * cast<i32>(s)", 5, 0, 20, ""},
+      {"max(-t, ~t) + (C >> 1)", 0, -7, 10, ""},
+      {"(x.stride(0) & 3) | 1, x.size(1)", 0, 0, 3 * 6, ""},
+      {"cast<i32>(R > C) + cast<i32>(!(R < C)) + (R << 2)", 0, 0, 42, ""},
+      {"(t * 100000) / 100000", 0, 30000, 30000, ""}, // exact, not wrapped in i32
+      {"cdiv(R, 3) * cast<i32>(s)", int64_t(1) << 40, 0, 0,
+       "cast<i32>(1099511627776) would change the value"},
+      {"t * 100000", 0, 30000, 0, "gave 3000000000 programs along axis 0, beyond i32"},
+      {"R % t", 0, 0, 0, "division by zero"},
+      {"C << t", 0, -1, 0, "shift by -1 (it must be 0 to 63)"},
+      {"C << t", 0, 62, 0, "a value leaves the 64-bit integers"},
+      {"-t", 0, 3, 0, "gave -3 programs along axis 0"},
+  };
+  std::vector<float> xs(60);
+  TensorRef x = TensorRef::contiguous(xs.data(), DType::F32, {10, 6});
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.rule);
+    std::string source = "kernel count(n: tensor<i32>[1], x: tensor<f32>[R, C], s: i64, "
+                         "t: i32) grid(" + c.rule + ") {\n  atomic_add(n[0], 1);\n}\n";
+    auto exe = compileSource(source, "count");
+    ASSERT_TRUE(exe);
+    int32_t n = 0;
+    TensorRef count = TensorRef::contiguous(&n, DType::I32, {1});
+    std::string error = launchError(*exe, "count", {KernelArg::of(count), KernelArg::of(x),
+                                                    KernelArg::ofInt(c.s, DType::I64),
+                                                    KernelArg::ofInt(c.t)});
+    if (c.error.empty()) {
+      EXPECT_EQ(error, "");
+      EXPECT_EQ(n, c.programs);
+    } else {
+      EXPECT_NE(error.find(c.error), std::string::npos) << error;
+      EXPECT_EQ(n, 0);
+    }
+  }
+}
+
 } // namespace

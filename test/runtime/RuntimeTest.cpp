@@ -11,6 +11,7 @@
 #include "kiln/Runtime.h"
 #include "lib/Support/Half.h"
 #include "runtime/Bundle.h"
+#include "lib/Support/GridRule.h"
 #include "runtime/Metadata.h"
 #include "test/Common/Compare.h"
 

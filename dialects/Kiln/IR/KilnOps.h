@@ -38,7 +38,6 @@ inline bool needsIntegers(ReduceKind kind) {
 namespace kiln {
 /// Attribute names shared by the front end, the passes and the runtime glue.
 inline constexpr llvm::StringLiteral kKernelAttr = "kiln.kernel";
-inline constexpr llvm::StringLiteral kGridFuncAttr = "kiln.grid_func";
 inline constexpr llvm::StringLiteral kArgNameAttr = "kiln.name";
 /// On an scf.for: software-pipeline the loop's tile loads this many iterations
 /// deep (`range(..., stages=N)`); targets without asynchronous copies ignore it.
