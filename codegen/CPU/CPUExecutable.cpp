@@ -93,11 +93,10 @@ static llvm::Error addBF16Conversions(llvm::Module &m) {
 }
 
 /// Gives each kernel's function internal linkage: only its `_mlir_` entry is
-/// the module's interface. Exported, a kernel named
-/// like a function of the C library (`brk`, `index`, `exp`, `select`) was not
-/// what its entry called: in a shared object loaded with dlopen the call binds
-/// to the first definition in the global scope, so `_mlir_brk` called libc's
-/// brk(2) and corrupted the heap.
+/// the module's interface. Exported, a kernel named like a function of the C
+/// library (`brk`, `index`, `exp`, `select`) was not what its entry called: in a
+/// shared object loaded with dlopen the call binds to the first definition in
+/// the global scope, so `_mlir_brk` called libc's brk(2) and corrupted the heap.
 static void internalizeKernels(llvm::Module &m, const std::vector<KernelInfo> &kernels) {
   for (const KernelInfo &k : kernels)
     if (llvm::Function *f = m.getFunction(k.name); f && !f->isDeclaration())
