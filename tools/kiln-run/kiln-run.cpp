@@ -344,6 +344,26 @@ int main(int argc, char **argv) {
     if (!sizes.emplace(name.str(), v).second)
       return fail("--shape " + item + ": size '" + name + "' is given twice");
   }
+  // Bench options are checked before anything runs: a typo costs no benchmark.
+  if (!bench && (!flopsSpec.empty() || iterations.getNumOccurrences()))
+    return fail(std::string(flopsSpec.empty() ? "--iterations" : "--flops") +
+                " is used only with --bench");
+  if (iterations == 0)
+    return fail("--iterations 0: --bench times at least one launch");
+  double flopsPerLaunch = 0; // 0: not given
+  if (!flopsSpec.empty()) {
+    flopsPerLaunch = 1;
+    for (llvm::StringRef factor : llvm::split(flopsSpec, '*')) {
+      long long v;
+      if (!factor.getAsInteger(10, v) && v > 0)
+        flopsPerLaunch *= v;
+      else if (auto it = sizes.find(factor.str()); it != sizes.end())
+        flopsPerLaunch *= it->second;
+      else
+        return fail("--flops " + flopsSpec + ": '" + factor +
+                    "' is neither a number nor a size given with --shape");
+    }
+  }
 
   std::string kernel = kernelName;
   if (kernel.empty()) {
@@ -548,19 +568,8 @@ int main(int argc, char **argv) {
   }
   if (bench) {
     llvm::outs() << llvm::formatv("  {0:f3} ms  {1:f1} GB/s", ms, bytesMoved / ms / 1e6);
-    if (!flopsSpec.empty()) {
-      double flops = 1;
-      for (llvm::StringRef factor : llvm::split(flopsSpec, '*')) {
-        long long v;
-        if (!factor.getAsInteger(10, v))
-          flops *= v;
-        else if (auto it = sizes.find(factor.str()); it != sizes.end())
-          flops *= it->second;
-        else
-          return fail("--flops: unknown size '" + factor + "'");
-      }
-      llvm::outs() << llvm::formatv("  {0:f3} TFLOP/s", flops / ms / 1e9);
-    }
+    if (flopsPerLaunch > 0)
+      llvm::outs() << llvm::formatv("  {0:f3} TFLOP/s", flopsPerLaunch / ms / 1e9);
   }
   llvm::outs() << "\n";
   return status;
