@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Support/GridRule.h"
+#include "lib/Support/ValidateArgs.h"
 
 #include "kiln/DType.h"
 
@@ -227,12 +228,9 @@ private:
     if (args.size() != 1)
       return fail("cast takes one value");
     out = args[0];
-    int bits = dtypeBits(*dtype);
-    bool fits = *dtype == DType::I1 ? (out == 0 || out == 1)
-                : isUnsigned(*dtype) ? out >= 0 && (bits == 64 || out < (int64_t(1) << bits))
-                : bits == 64 || (out >= -(int64_t(1) << (bits - 1)) &&
-                                 out < (int64_t(1) << (bits - 1)));
-    if (!fits)
+    // Values here are exact, so a negative one fits no unsigned type (not even
+    // u64, whose launch arguments are bits).
+    if (!integerFits(out, *dtype) || (isUnsigned(*dtype) && out < 0))
       return fail("cast<" + type + ">(" + std::to_string(out) + ") would change the value");
     return true;
   }

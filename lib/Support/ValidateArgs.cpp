@@ -37,15 +37,18 @@ static std::string scalarProblem(const KernelArg &arg) {
     return "";
   }
   int64_t v = arg.scalar.i;
-  unsigned bits = dtypeBits(dt);
-  int64_t half = bits < 64 ? int64_t(1) << (bits - 1) : 0; // 2^(bits-1)
-  bool fits = bits == 64        ? true
-              : dt == DType::I1 ? v == 0 || v == 1
-              : isUnsigned(dt)  ? v >= 0 && v < 2 * half
-                                : v >= -half && v < half;
-  if (fits)
+  if (integerFits(v, dt))
     return "";
   return std::to_string(v) + ", which does not fit in " + dtypeName(dt);
+}
+
+bool kiln::integerFits(int64_t v, DType dt) {
+  unsigned bits = dtypeBits(dt);
+  int64_t half = bits < 64 ? int64_t(1) << (bits - 1) : 0; // 2^(bits-1)
+  return bits == 64        ? true
+         : dt == DType::I1 ? v == 0 || v == 1
+         : isUnsigned(dt)  ? v >= 0 && v < 2 * half
+                           : v >= -half && v < half;
 }
 
 std::string kiln::validateArgs(const KernelInfo &info,

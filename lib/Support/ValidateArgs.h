@@ -14,4 +14,8 @@ namespace kiln {
 /// else a message naming the kernel and the offending argument.
 std::string validateArgs(const KernelInfo &info, const std::vector<KernelArg> &args);
 
+/// Whether integer dtype `dt` holds `v`: i1 only 0 and 1, u64 any 64 bits (a
+/// value past INT64_MAX is negative here).
+bool integerFits(int64_t v, DType dt);
+
 } // namespace kiln
