@@ -61,6 +61,13 @@ struct PrintInfo {
 ///    words from kDebugHeaderWords + r * kPrintRecordWords: which print, the
 ///    program's ids, the flat index, the value's low and high words. Records
 ///    past kPrintRecords are dropped (and counted).
+/// A Vulkan kernel receives every size, stride and scalar argument as 32-bit
+/// words in argument order (64-bit values take two, low word first). Up to
+/// kMaxPushConstantBytes (what every Vulkan device provides) they are push
+/// constants; a kernel that needs more reads them from one more storage buffer,
+/// its argument buffer, bound last (after the tensors and the debug buffer).
+inline constexpr int kMaxPushConstantBytes = 128;
+
 inline constexpr int kAssertReportWords = 6;
 inline constexpr int kPrintCountWord = 6;
 inline constexpr int kDebugHeaderWords = 8;

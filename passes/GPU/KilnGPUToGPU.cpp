@@ -164,7 +164,7 @@ static Type storageOf(BlockArgument arg, MemoryModel memory) {
   return elementType;
 }
 
-int64_t kiln::gpu::pushConstantWords(TypeRange kernelArgs) {
+int64_t kiln::gpu::argumentWords(TypeRange kernelArgs) {
   int64_t words = 0;
   for (Type t : kernelArgs) {
     if (auto mem = dyn_cast<MemRefType>(t))
@@ -204,12 +204,15 @@ SmallVector<Type> ThreadEmitter::abiTypes(func::FuncOp kernel, MemoryModel memor
   }
   if (takesDebugBuffer(kernel, memory))
     types.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32)));
-  // Vulkan: every size, stride and scalar travels in one block of push constants.
+  // Vulkan: every size, stride and scalar travels in one block of words, push
+  // constants while they fit, else the argument buffer (a storage buffer).
   if (memory == MemoryModel::SPIRVBuffers)
-    if (int64_t words = pushConstantWords(kernel.getArgumentTypes()))
-      types.push_back(MemRefType::get(
-          {words}, i32Type, AffineMap(),
-          spirv::StorageClassAttr::get(ctx, spirv::StorageClass::PushConstant)));
+    if (int64_t words = argumentWords(kernel.getArgumentTypes())) {
+      Attribute space;
+      if (words * 4 <= kMaxPushConstantBytes)
+        space = spirv::StorageClassAttr::get(ctx, spirv::StorageClass::PushConstant);
+      types.push_back(MemRefType::get({words}, i32Type, AffineMap(), space));
+    }
   return types;
 }
 
@@ -251,13 +254,13 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       loc, b.getI32Type(), b.create<mlir::gpu::ThreadIdOp>(loc, mlir::gpu::Dimension::x));
 
   unsigned next = 0;
-  bool pushed = memory == MemoryModel::SPIRVBuffers;
-  Value pushBlock = pushed && pushConstantWords(kernel.getArgumentTypes())
-                        ? entry.getArgument(entry.getNumArguments() - 1)
-                        : Value();
+  bool inWords = memory == MemoryModel::SPIRVBuffers; // see abiTypes
+  Value words = inWords && argumentWords(kernel.getArgumentTypes())
+                    ? entry.getArgument(entry.getNumArguments() - 1)
+                    : Value();
   int64_t word = 0;
   auto scalarArg = [&](Type type) -> Value {
-    return pushed ? decodeWords(pushBlock, word, type) : entry.getArgument(next++);
+    return inWords ? decodeWords(words, word, type) : entry.getArgument(next++);
   };
   for (BlockArgument arg : kernel.getArguments()) {
     if (auto mem = dyn_cast<MemRefType>(arg.getType())) {
@@ -272,9 +275,9 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       tensors[arg] = t;
       continue;
     }
-    Value v = scalarArg(pushed ? arg.getType() : arg.getType().isInteger(1) ? b.getI32Type()
+    Value v = scalarArg(inWords ? arg.getType() : arg.getType().isInteger(1) ? b.getI32Type()
                                                                              : arg.getType());
-    if (!pushed && arg.getType().isInteger(1))
+    if (!inWords && arg.getType().isInteger(1))
       v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
     scalars.map(arg, v);
   }
@@ -684,14 +687,6 @@ struct ConvertKilnGPUToGPUPass
       if (model == MemoryModel::LLVMPointers && !dynamicShared)
         workgroup = sharedBufferTypes(kernel, mlir::gpu::AddressSpaceAttr::get(
                                                   ctx, mlir::gpu::AddressSpace::Workgroup));
-      if (model == MemoryModel::SPIRVBuffers &&
-          pushConstantWords(kernel.getArgumentTypes()) > kMaxPushConstantWords) {
-        kernel.emitError() << "kernel '" << kernel.getName() << "' passes "
-                           << pushConstantWords(kernel.getArgumentTypes()) * 4
-                           << " bytes of sizes, strides and scalars; Vulkan guarantees "
-                           << kMaxPushConstantWords * 4 << " bytes of push constants";
-        return signalPassFailure();
-      }
       atModuleEnd();
       auto func = b.create<mlir::gpu::GPUFuncOp>(
           kernel.getLoc(), kernel.getName(),

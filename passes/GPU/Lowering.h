@@ -53,10 +53,9 @@ llvm::SmallVector<mlir::Type> sharedBufferTypes(mlir::func::FuncOp kernel,
 llvm::SmallVector<int64_t> dynamicSharedLayout(mlir::func::FuncOp kernel);
 
 /// SPIR-V kernels receive every size, stride and scalar argument in one block of
-/// push constants, as 32-bit words (64-bit values take two, low first).
-int64_t pushConstantWords(mlir::TypeRange kernelArgs);
-/// The push-constant space every Vulkan device provides (128 bytes).
-inline constexpr int64_t kMaxPushConstantWords = 32;
+/// 32-bit words (64-bit values take two, low first): push constants, or an
+/// argument buffer when they pass kMaxPushConstantBytes (kiln/KernelInfo.h).
+int64_t argumentWords(mlir::TypeRange kernelArgs);
 
 /// A tile as one thread sees it: the registers it holds, one scalar each.
 using Registers = llvm::SmallVector<mlir::Value>;

@@ -2,8 +2,9 @@
 //
 // Kernels are SPIR-V compute shaders from `kilnc --target=vulkan`. Each tensor
 // argument is one storage-buffer binding in set 0, in argument order; every size,
-// stride (i32) and scalar argument travels in one block of push constants, as
-// 32-bit words in argument order (64-bit scalars take two, low word first).
+// stride (i32) and scalar argument travels in one block of 32-bit words in
+// argument order (64-bit scalars take two, low word first): push constants up
+// to 128 bytes, else an argument buffer bound last (kiln/KernelInfo.h).
 // A kernel with prints or device_asserts binds one more buffer after the
 // tensors, its debug buffer (kiln/KernelInfo.h); once the kernel has run, the
 // launch writes its printed lines to stdout and fails if an assert failed.
@@ -25,7 +26,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 using namespace kiln;
@@ -49,12 +49,13 @@ struct Pipeline {
   VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  uint32_t bindings = 0;
-  uint32_t pushBytes = 0;
+  uint32_t bindings = 0;  // storage buffers: tensors, then debug and argument buffers
+  uint32_t pushBytes = 0; // the argument words as push constants...
+  uint32_t argBytes = 0;  // ...or in the argument buffer
 };
 
-/// Storage-buffer bindings (one per tensor) and push-constant bytes of a kernel.
-std::pair<uint32_t, uint32_t> kernelABI(const KernelInfo &k) {
+/// A kernel's storage-buffer bindings and where its argument words travel.
+void kernelABI(const KernelInfo &k, Pipeline &p) {
   uint32_t bindings = 0, words = 0;
   for (const ArgInfo &a : k.args) {
     if (a.isTensor) {
@@ -66,7 +67,12 @@ std::pair<uint32_t, uint32_t> kernelABI(const KernelInfo &k) {
   }
   if (k.hasDebugBuffer())
     ++bindings;
-  return {bindings, words * 4};
+  p.bindings = bindings;
+  p.pushBytes = words * 4;
+  if (p.pushBytes > kMaxPushConstantBytes) {
+    ++p.bindings;
+    std::swap(p.pushBytes, p.argBytes);
+  }
 }
 
 class VulkanDriver;
@@ -321,11 +327,7 @@ public:
     module->driver = this;
     for (const KernelInfo &k : metadata.kernels) {
       Pipeline p;
-      std::tie(p.bindings, p.pushBytes) = kernelABI(k);
-      if (p.pushBytes > props.limits.maxPushConstantsSize)
-        return Status::failure("kernel '" + k.name + "' needs " + std::to_string(p.pushBytes) +
-                               " bytes of push constants; " + name() + " allows " +
-                               std::to_string(props.limits.maxPushConstantsSize));
+      kernelABI(k, p);
       uint32_t threads = static_cast<uint32_t>(k.threadsPerBlock);
       if (threads > props.limits.maxComputeWorkGroupInvocations ||
           threads > props.limits.maxComputeWorkGroupSize[0])
@@ -392,6 +394,7 @@ public:
   struct Dispatch {
     VkDescriptorPool pool = VK_NULL_HANDLE;
     VkBuf *debugBuffer = nullptr; // kernels with prints or asserts
+    VkBuf *argBuffer = nullptr;   // kernels with over 128 bytes of argument words
     std::function<void(VkCommandBuffer)> record;
   };
 
@@ -410,6 +413,7 @@ public:
       failure = assertFailure(kernel, words);
     }
     destroyBuffer(d.debugBuffer);
+    destroyBuffer(d.argBuffer);
     d = Dispatch();
     if (!failure.empty())
       return Status::failure(failure);
@@ -428,7 +432,7 @@ public:
                                name() + "'s limit of " +
                                std::to_string(props.limits.maxComputeWorkGroupCount[d]));
 
-    // Tensors bind storage buffers; sizes, strides and scalars become push constants.
+    // Tensors bind storage buffers; sizes, strides and scalars become words.
     std::vector<VkDescriptorBufferInfo> infos;
     std::vector<uint32_t> words;
     auto pushScalar = [&](const void *bytes, size_t n) {
@@ -495,16 +499,30 @@ public:
       case DType::F64: pushScalar(&a.scalar.f, 8); break;
       }
     }
-    if (infos.size() + kernel.hasDebugBuffer() != p.bindings || words.size() * 4 != p.pushBytes)
+    if (infos.size() + kernel.hasDebugBuffer() + (p.argBytes > 0) != p.bindings ||
+        words.size() * 4 != p.pushBytes + p.argBytes)
       return Status::failure("kernel '" + kernel.name + "': the arguments do not match the "
                              "pipeline's bindings and push constants");
+    auto bindNew = [&](size_t bytes, VkBuf *&slot) -> Status {
+      auto buffer = createBuffer(bytes);
+      if (!buffer)
+        return buffer.status();
+      slot = *buffer;
+      infos.push_back({slot->buffer, 0, VK_WHOLE_SIZE});
+      return Status::success();
+    };
     if (kernel.hasDebugBuffer()) {
-      auto debug = createBuffer(kernel.debugBufferWords() * 4);
-      if (!debug)
-        return debug.status();
-      std::memset((*debug)->mapped, 0, kDebugHeaderWords * 4);
-      out.debugBuffer = *debug;
-      infos.push_back({out.debugBuffer->buffer, 0, VK_WHOLE_SIZE});
+      if (Status s = bindNew(kernel.debugBufferWords() * 4, out.debugBuffer); !s)
+        return s;
+      std::memset(out.debugBuffer->mapped, 0, kDebugHeaderWords * 4);
+    }
+    if (p.argBytes) {
+      if (Status s = bindNew(p.argBytes, out.argBuffer); !s) {
+        destroyBuffer(out.debugBuffer);
+        out.debugBuffer = nullptr;
+        return s;
+      }
+      std::memcpy(out.argBuffer->mapped, words.data(), p.argBytes);
     }
 
     VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(1u, p.bindings)};
