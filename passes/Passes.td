@@ -401,7 +401,7 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
 }
 
 def KilnSPIRVRemainders : Pass<"kiln-spirv-remainders", "mlir::ModuleOp"> {
-  let summary = "Remainders SPIR-V gets wrong: INT_MIN's sign and inexact f32 %";
+  let summary = "Remainders SPIR-V gets wrong: INT_MIN's sign and inexact float %";
   let description = [{
     Signed integers: MLIR 19's arith-to-spirv emulates `arith.remsi` as
     `UMod(SAbs(x), SAbs(y))`, negated unless `x == SAbs(x)`; for x = INT_MIN,
@@ -409,14 +409,15 @@ def KilnSPIRVRemainders : Pass<"kiln-spirv-remainders", "mlir::ModuleOp"> {
     This pass rewrites `arith.remsi` first as `select(x < 0, -r, r)` with
     `r = remui(|x|, |y|)`, the same arithmetic with the sign read from x.
 
-    f32: SPIR-V's `OpFRem` is `x - y * trunc(x / y)`, off by up to `|y|` where
-    `x / y` rounds to an integer (`-7.7 % 0.11` gave 0 instead of -0.11 on
-    lavapipe). `arith.remf` of f32 becomes C's `fmodf`, exact: with integer
-    significands `|x| = mx * 2^ex` and `|y| = my * 2^ey`, the remainder is
-    `(mx * 2^(ex - ey) mod my) * 2^ey`, taken by long division eight bits a step
-    (an `scf.for` of `ceil((ex - ey) / 8)` steps, none when `|x / y| < 2^24`) and
-    rebuilt from its bits, normal or subnormal, with the sign of x. NaN and
-    infinite x, NaN y or zero y give NaN; an infinite y gives x.
+    f32 and f64: SPIR-V's `OpFRem` is `x - y * trunc(x / y)`, off by up to `|y|`
+    where `x / y` rounds to an integer (`-7.7 % 0.11` gave 0 instead of -0.11 on
+    lavapipe). `arith.remf` of f32 and f64 becomes C's `fmodf` and `fmod`, exact:
+    with integer significands `|x| = mx * 2^ex` and `|y| = my * 2^ey`, the
+    remainder is `(mx * 2^(ex - ey) mod my) * 2^ey`, taken by long division in
+    i32 eight bits a step (f32) or in i64 eleven bits a step (f64): an `scf.for`
+    of `ceil((ex - ey) / step)` steps, none when `|x / y| < 2^24` (f32) or `2^53`
+    (f64). The result is rebuilt from its bits, normal or subnormal, with the
+    sign of x. NaN and infinite x, NaN y or zero y give NaN; an infinite y gives x.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::math::MathDialect"];
 }

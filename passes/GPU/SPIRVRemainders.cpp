@@ -1,4 +1,4 @@
-//===- SPIRVRemainders.cpp - x % y on SPIR-V: INT_MIN's sign, exact f32 ----===//
+//===- SPIRVRemainders.cpp - x % y on SPIR-V: INT_MIN's sign, exact floats ===//
 
 #include "passes/Passes.h"
 
@@ -39,16 +39,46 @@ struct SignedRemainder : OpRewritePattern<arith::RemSIOp> {
   }
 };
 
-/// remf(x, y) of scalar f32 as C's fmodf, exactly; see the pass description.
+/// ctlz of an i32 or i64: SPIR-V counts in 32 bits (GLSL FindUMsb), so an i64
+/// is counted in its high word, or 32 plus its low word's count.
+Value countLeadingZeros(ImplicitLocOpBuilder &b, Value v) {
+  if (v.getType().isInteger(32))
+    return b.create<math::CountLeadingZerosOp>(v);
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value hi = b.create<arith::TruncIOp>(i32, b.create<arith::ShRUIOp>(
+                                                v, b.create<arith::ConstantIntOp>(32, 64)));
+  Value lo = b.create<arith::TruncIOp>(i32, v);
+  Value zero = b.create<arith::ConstantIntOp>(0, 32);
+  Value inLow = b.create<arith::AddIOp>(b.create<math::CountLeadingZerosOp>(lo),
+                                        b.create<arith::ConstantIntOp>(32, 32));
+  Value count = b.create<arith::SelectOp>(
+      b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, hi, zero),
+      b.create<math::CountLeadingZerosOp>(hi), inLow);
+  return b.create<arith::ExtUIOp>(i64, count);
+}
+
+/// remf(x, y) of scalar f32 or f64 as C's fmodf or fmod, exactly; see the pass
+/// description.
 struct ExactFloatRemainder : OpRewritePattern<arith::RemFOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(arith::RemFOp op, PatternRewriter &rewriter) const override {
-    if (!op.getType().isF32())
+    auto type = dyn_cast<FloatType>(op.getType());
+    if (!type || !(type.isF32() || type.isF64()))
       return failure();
+    // The format: `bits` wide, a `fraction`-bit stored significand, and the
+    // bits the long division takes a step (a remainder below 2^(fraction + 1),
+    // shifted by `step`, stays below 2^bits).
+    const unsigned bits = type.getWidth(), fraction = type.getFPMantissaWidth() - 1;
+    const unsigned step = bits - fraction - 1;
+    const uint64_t absMask = ~uint64_t(0) >> (65 - bits);
+    const uint64_t implicitBit = uint64_t(1) << fraction, fractionMask = implicitBit - 1;
+    const uint64_t infinity = absMask & ~fractionMask, maxExponent = infinity >> fraction;
     Location loc = op.getLoc();
     ImplicitLocOpBuilder b(loc, rewriter);
-    Type i32 = b.getI32Type();
-    auto c = [&](uint32_t v) { return b.create<arith::ConstantIntOp>(int32_t(v), 32); };
+    Type intType = b.getIntegerType(bits);
+    auto c = [&](uint64_t v) {
+      return b.create<arith::ConstantIntOp>(int64_t(v & (~uint64_t(0) >> (64 - bits))), bits);
+    };
     auto cmp = [&](arith::CmpIPredicate p, Value l, Value r) {
       return b.create<arith::CmpIOp>(p, l, r);
     };
@@ -56,26 +86,26 @@ struct ExactFloatRemainder : OpRewritePattern<arith::RemFOp> {
       return b.create<arith::SelectOp>(cond, t, f);
     };
     Value x = op.getLhs(), y = op.getRhs();
-    Value xBits = b.create<arith::BitcastOp>(i32, x);
-    Value ix = b.create<arith::AndIOp>(xBits, c(0x7fffffff));
-    Value iy = b.create<arith::AndIOp>(b.create<arith::BitcastOp>(i32, y), c(0x7fffffff));
-    Value ex = b.create<arith::ShRUIOp>(ix, c(23));
-    Value ey = b.create<arith::ShRUIOp>(iy, c(23));
-    // |v| = significand * 2^(exponent - 150); subnormals have exponent 1, no
-    // implicit bit. A zero y's significand is made 1 so that no lane divides by 0
-    // (its result is replaced by NaN below).
-    auto significand = [&](Value bits, Value exponent) {
-      Value implicit = select(cmp(arith::CmpIPredicate::ne, exponent, c(0)), c(0x800000), c(0));
-      return b.create<arith::OrIOp>(b.create<arith::AndIOp>(bits, c(0x7fffff)), implicit);
+    Value xBits = b.create<arith::BitcastOp>(intType, x);
+    Value ix = b.create<arith::AndIOp>(xBits, c(absMask));
+    Value iy = b.create<arith::AndIOp>(b.create<arith::BitcastOp>(intType, y), c(absMask));
+    Value ex = b.create<arith::ShRUIOp>(ix, c(fraction));
+    Value ey = b.create<arith::ShRUIOp>(iy, c(fraction));
+    // |v| = significand * 2^(exponent - bias - fraction); subnormals have
+    // exponent 1, no implicit bit. A zero y's significand is made 1 so that no
+    // lane divides by 0 (its result is replaced by NaN below).
+    auto significand = [&](Value v, Value exponent) {
+      Value implicit = select(cmp(arith::CmpIPredicate::ne, exponent, c(0)), c(implicitBit), c(0));
+      return b.create<arith::OrIOp>(b.create<arith::AndIOp>(v, c(fractionMask)), implicit);
     };
     Value mx = significand(ix, ex);
     Value my = select(cmp(arith::CmpIPredicate::eq, iy, c(0)), c(1), significand(iy, ey));
     Value ex1 = b.create<arith::MaxUIOp>(ex, c(1));
     Value ey1 = b.create<arith::MaxUIOp>(ey, c(1));
 
-    // r = mx * 2^(ex - ey) mod my, eight bits a step: r < my < 2^24.
+    // r = mx * 2^(ex - ey) mod my, `step` bits a step: r < my < 2^(fraction + 1).
     Value shift = b.create<arith::MaxSIOp>(b.create<arith::SubIOp>(ex1, ey1), c(0));
-    Value steps = b.create<arith::DivUIOp>(b.create<arith::AddIOp>(shift, c(7)), c(8));
+    Value steps = b.create<arith::DivUIOp>(b.create<arith::AddIOp>(shift, c(step - 1)), c(step));
     Value lb = b.create<arith::ConstantIndexOp>(0), one = b.create<arith::ConstantIndexOp>(1);
     Value ub = b.create<arith::IndexCastUIOp>(b.getIndexType(), steps);
     Value r0 = b.create<arith::RemUIOp>(mx, my);
@@ -83,36 +113,34 @@ struct ExactFloatRemainder : OpRewritePattern<arith::RemFOp> {
         lb, ub, one, ValueRange{r0, shift},
         [&](OpBuilder &nested, Location l, Value, ValueRange args) {
           ImplicitLocOpBuilder n(l, nested);
-          Value s = n.create<arith::MinUIOp>(args[1], c(8));
+          Value s = n.create<arith::MinUIOp>(args[1], c(step));
           Value r = n.create<arith::RemUIOp>(n.create<arith::ShLIOp>(args[0], s), my);
           n.create<scf::YieldOp>(ValueRange{r, n.create<arith::SubIOp>(args[1], s)});
         });
     Value r = loop.getResult(0);
 
-    // The result r * 2^(ey - 150), normalized (bit 23 of the significand set,
+    // The result r * 2^(ey - bias - fraction), normalized (the implicit bit set,
     // exponent ey - lz) or, where that exponent would be below 1, subnormal.
-    Value lz = b.create<arith::SubIOp>(b.create<math::CountLeadingZerosOp>(r), c(8));
+    Value lz = b.create<arith::SubIOp>(countLeadingZeros(b, r), c(step));
     Value e = b.create<arith::SubIOp>(ey1, lz);
     Value normal = b.create<arith::OrIOp>(
-        b.create<arith::ShLIOp>(e, c(23)),
-        b.create<arith::AndIOp>(b.create<arith::ShLIOp>(r, lz), c(0x7fffff)));
-    Value subnormal =
-        b.create<arith::ShLIOp>(r, b.create<arith::MinUIOp>(b.create<arith::SubIOp>(ey1, c(1)),
-                                                            c(31)));
+        b.create<arith::ShLIOp>(e, c(fraction)),
+        b.create<arith::AndIOp>(b.create<arith::ShLIOp>(r, lz), c(fractionMask)));
+    Value subnormal = b.create<arith::ShLIOp>(
+        r, b.create<arith::MinUIOp>(b.create<arith::SubIOp>(ey1, c(1)), c(bits - 1)));
     Value magnitude = select(cmp(arith::CmpIPredicate::sge, e, c(1)), normal, subnormal);
     magnitude = select(cmp(arith::CmpIPredicate::eq, r, c(0)), c(0), magnitude);
-    Value sign = b.create<arith::AndIOp>(xBits, c(0x80000000));
-    Value result = b.create<arith::BitcastOp>(op.getType(), b.create<arith::OrIOp>(magnitude, sign));
+    Value sign = b.create<arith::AndIOp>(xBits, c(~absMask));
+    Value result = b.create<arith::BitcastOp>(type, b.create<arith::OrIOp>(magnitude, sign));
 
     // |x| < |y| (an infinite y included) leaves x; a NaN or infinite x, a NaN y
     // or a zero y give NaN.
     result = select(cmp(arith::CmpIPredicate::ult, ix, iy), x, result);
     Value invalid = b.create<arith::OrIOp>(
         b.create<arith::OrIOp>(cmp(arith::CmpIPredicate::eq, iy, c(0)),
-                               cmp(arith::CmpIPredicate::eq, ex, c(255))),
-        cmp(arith::CmpIPredicate::ugt, iy, c(0x7f800000)));
-    Value nan = b.create<arith::ConstantFloatOp>(APFloat::getQNaN(APFloat::IEEEsingle()),
-                                                 b.getF32Type());
+                               cmp(arith::CmpIPredicate::eq, ex, c(maxExponent))),
+        cmp(arith::CmpIPredicate::ugt, iy, c(infinity)));
+    Value nan = b.create<arith::ConstantFloatOp>(APFloat::getQNaN(type.getFloatSemantics()), type);
     rewriter.replaceOp(op, select(invalid, nan, result));
     return success();
   }

@@ -2372,6 +2372,58 @@ TEST_F(DeviceAgreement, FloatRemainderIsExactOnEveryDevice) {
   });
 }
 
+TEST_F(DeviceAgreement, DoubleRemainderIsExactOnEveryDevice) {
+  // f64 `%` is C's fmod, exact. Vulkan's OpFRem (x - y * trunc(x / y)) was off
+  // by up to |y| and lost every bit past quotients of 2^53; Kiln takes the
+  // f32 remainder's long division on 64-bit significands, 11 bits a step.
+  // Quotients reach 2^2046 (the longest loop), with subnormals, signed zeros,
+  // infinities and NaN.
+  const std::string source = remainderKernel("f64");
+  auto bitsToDouble = [](uint64_t bits) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return d;
+  };
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const double denormMin = std::numeric_limits<double>::denorm_min();
+  const double largest = std::numeric_limits<double>::max();
+  std::vector<double> xs = {-7.7, 7.7, 5.0, -0.0, 0.0, inf, -inf, nan, 3.0, largest,
+                            3.0 * denormMin, 1e-308, 2.5, -1e300, 1.0, largest, -0.1};
+  std::vector<double> ys = {0.11, -0.11, 0.0, 3.0, -3.0, 2.0, 2.0, 2.0, nan, denormMin,
+                            2.0 * denormMin, 3e-309, inf, -inf, 1.0, 7.0 * denormMin, 1e-300};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    uint64_t a = rng(), b = rng();
+    if (i % 3 == 0) // exponents within 2^11 of each other: no loop step or one
+      b = (b & 0x800fffffffffffffull) |
+          ((a & 0x7ff0000000000000ull) - ((rng() % 12) << 52 & 0x7ff0000000000000ull));
+    xs.push_back(bitsToDouble(a));
+    ys.push_back(bitsToDouble(b));
+  }
+  for (int i = 0; i < 200; ++i) { // decimal steps, whose quotients round to integers
+    xs.push_back(-7.7 + 0.37 * i);
+    ys.push_back(0.11 + 0.013 * (i % 17));
+  }
+  const int64_t n = xs.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor x = s.upload(xs, {n}), y = s.upload(ys, {n}), r = s.empty(DType::F64, {n});
+    ASSERT_TRUE(k(x, y, r).ok()) << device;
+    std::vector<double> out(n);
+    ASSERT_TRUE(r.download(out.data()).ok());
+    int mismatches = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double want = std::fmod(xs[i], ys[i]);
+      bool same = std::isnan(want) ? std::isnan(out[i]) : std::memcmp(&want, &out[i], 8) == 0;
+      if (!same && ++mismatches <= 10)
+        ADD_FAILURE() << device << ": " << xs[i] << " % " << ys[i] << " is " << out[i]
+                      << ", fmod gives " << want;
+    }
+    EXPECT_EQ(mismatches, 0) << device;
+  });
+}
+
 TEST_F(DeviceAgreement, NarrowIntegerReductionsOfSmallTilesOnEveryDevice) {
   // An 8-element tile leaves most of a GPU program's threads without an
   // element; their partials must be the identity of the tile's own type (on
