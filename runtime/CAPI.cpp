@@ -32,9 +32,17 @@ static int report(const Status &s) {
   return -1;
 }
 
+/// A NULL handle or pointer that `call` needs: an error naming it, not a crash.
+static int missing(const char *call, const char *what) {
+  lastError = std::string(call) + ": " + what + " is NULL";
+  return -1;
+}
+
 const char *kiln_last_error(void) { return lastError.c_str(); }
 
 int kiln_device_open(const char *spec, kiln_device **out) {
+  if (!out)
+    return missing(__func__, "out");
   auto d = Device::open(spec ? spec : "");
   if (!d)
     return report(d.status());
@@ -43,12 +51,20 @@ int kiln_device_open(const char *spec, kiln_device **out) {
 }
 
 void kiln_device_close(kiln_device *device) { delete device; }
-const char *kiln_device_target(const kiln_device *device) { return device->target.c_str(); }
+const char *kiln_device_target(const kiln_device *device) {
+  if (!device)
+    return missing(__func__, "device"), "";
+  return device->target.c_str();
+}
 int64_t kiln_device_processors(const kiln_device *device) {
+  if (!device)
+    return missing(__func__, "device"), 0;
   return device->device->processors();
 }
 
 int kiln_buffer_alloc(kiln_device *device, size_t bytes, kiln_buffer **out) {
+  if (!device || !out)
+    return missing(__func__, device ? "out" : "device");
   auto b = device->device->allocate(bytes);
   if (!b)
     return report(b.status());
@@ -59,15 +75,21 @@ int kiln_buffer_alloc(kiln_device *device, size_t bytes, kiln_buffer **out) {
 void kiln_buffer_free(kiln_buffer *buffer) { delete buffer; }
 
 int kiln_buffer_write(kiln_device *device, kiln_buffer *buffer, const void *data, size_t bytes) {
+  if (!device || !buffer || (!data && bytes))
+    return missing(__func__, !device ? "device" : !buffer ? "buffer" : "data");
   return report(device->device->write(buffer->buffer, data, bytes));
 }
 
 int kiln_buffer_read(kiln_device *device, const kiln_buffer *buffer, void *data, size_t bytes) {
+  if (!device || !buffer || (!data && bytes))
+    return missing(__func__, !device ? "device" : !buffer ? "buffer" : "data");
   return report(device->device->read(buffer->buffer, data, bytes));
 }
 
 int kiln_module_load(kiln_device *device, const void *binary, size_t size,
                      const char *metadata_json, kiln_module **out) {
+  if (!device || (!binary && size) || !out)
+    return missing(__func__, !device ? "device" : !out ? "out" : "binary");
   auto m = device->device->load(std::string(static_cast<const char *>(binary), size),
                                 metadata_json ? metadata_json : "");
   if (!m)
@@ -78,6 +100,8 @@ int kiln_module_load(kiln_device *device, const void *binary, size_t size,
 
 int kiln_module_load_bundle(kiln_device *device, const void *bundle, size_t size,
                             kiln_module **out) {
+  if (!device || (!bundle && size) || !out)
+    return missing(__func__, !device ? "device" : !out ? "out" : "bundle");
   auto m = device->device->loadBundle(std::string(static_cast<const char *>(bundle), size));
   if (!m)
     return report(m.status());
@@ -121,15 +145,23 @@ static bool convertArgs(const kiln_arg *args, int num_args, std::vector<Arg> &li
 
 int kiln_launch(kiln_device *device, const kiln_module *module, const char *kernel,
                 const kiln_arg *args, int num_args) {
+  if (!device || !module)
+    return missing(__func__, device ? "module" : "device");
   std::vector<Arg> list;
   if (!convertArgs(args, num_args, list))
     return -1;
   return report(device->device->launch(module->module, kernel ? kernel : "", list));
 }
 
-int kiln_synchronize(kiln_device *device) { return report(device->device->synchronize()); }
+int kiln_synchronize(kiln_device *device) {
+  if (!device)
+    return missing(__func__, "device");
+  return report(device->device->synchronize());
+}
 
 int kiln_stream_create(kiln_device *device, kiln_stream **out) {
+  if (!device || !out)
+    return missing(__func__, device ? "out" : "device");
   auto stream = device->device->createStream();
   if (!stream)
     return report(stream.status());
@@ -141,15 +173,23 @@ void kiln_stream_destroy(kiln_stream *stream) { delete stream; }
 
 int kiln_stream_launch(kiln_stream *stream, const kiln_module *module, const char *kernel,
                        const kiln_arg *args, int num_args) {
+  if (!stream || !module)
+    return missing(__func__, stream ? "module" : "stream");
   std::vector<Arg> list;
   if (!convertArgs(args, num_args, list))
     return -1;
   return report(stream->stream.launch(module->module, kernel ? kernel : "", list));
 }
 
-int kiln_stream_synchronize(kiln_stream *stream) { return report(stream->stream.synchronize()); }
+int kiln_stream_synchronize(kiln_stream *stream) {
+  if (!stream)
+    return missing(__func__, "stream");
+  return report(stream->stream.synchronize());
+}
 
 int kiln_stream_record(kiln_stream *stream, double *milliseconds) {
+  if (!stream || !milliseconds)
+    return missing(__func__, stream ? "milliseconds" : "stream");
   auto event = stream->stream.record();
   if (!event)
     return report(event.status());

@@ -2,7 +2,11 @@
  *
  * For programs in C and for other languages' FFIs. Every function returns 0 on
  * success and -1 on failure; kiln_last_error() then describes the failure (per
- * thread, valid until the next call on that thread).
+ * thread, valid until the next call on that thread). A NULL handle or pointer
+ * that a function needs is such a failure, named in the message
+ * ("kiln_launch: module is NULL"); kiln_device_target and kiln_device_processors
+ * give "" and 0 for a NULL device, and the free, close and destroy functions
+ * accept NULL.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RT_H

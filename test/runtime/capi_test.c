@@ -23,6 +23,15 @@ static char *slurp(const char *path, size_t *size) {
   return data;
 }
 
+/* 1 (with a message) unless the call failed with `message`. */
+static int refused(int rc, const char *spec, const char *message) {
+  if (rc == 0 || strcmp(kiln_last_error(), message) != 0) {
+    printf("FAIL %s: want \"%s\", got %d: %s\n", spec, message, rc, kiln_last_error());
+    return 1;
+  }
+  return 0;
+}
+
 static int run(const char *spec, const char *ext) {
   kiln_device *device;
   if (kiln_device_open(spec, &device) != 0) {
@@ -104,6 +113,30 @@ static int run(const char *spec, const char *ext) {
     printf("FAIL %s: wrong dtype accepted or message wrong: %s\n", spec, kiln_last_error());
     failed = 1;
   }
+  /* A NULL handle or pointer is an error naming it, not a crash. */
+  failed |= refused(kiln_launch(NULL, module, "vector_add", args, 3), spec,
+                    "kiln_launch: device is NULL");
+  failed |= refused(kiln_launch(device, NULL, "vector_add", args, 3), spec,
+                    "kiln_launch: module is NULL");
+  failed |= refused(kiln_stream_launch(NULL, module, "vector_add", args, 3), spec,
+                    "kiln_stream_launch: stream is NULL");
+  failed |= refused(kiln_buffer_write(device, NULL, x, sizeof x), spec,
+                    "kiln_buffer_write: buffer is NULL");
+  failed |= refused(kiln_buffer_read(device, bz, NULL, sizeof z), spec,
+                    "kiln_buffer_read: data is NULL");
+  failed |= refused(kiln_buffer_alloc(device, 16, NULL), spec, "kiln_buffer_alloc: out is NULL");
+  failed |= refused(kiln_module_load(device, NULL, 64, json, &module), spec,
+                    "kiln_module_load: binary is NULL");
+  failed |= refused(kiln_module_load_bundle(NULL, bin, binSize, &module), spec,
+                    "kiln_module_load_bundle: device is NULL");
+  failed |= refused(kiln_stream_record(NULL, &t0), spec, "kiln_stream_record: stream is NULL");
+  failed |= refused(kiln_synchronize(NULL), spec, "kiln_synchronize: device is NULL");
+  failed |= refused(kiln_device_open("cpu", NULL), spec, "kiln_device_open: out is NULL");
+  if (strcmp(kiln_device_target(NULL), "") != 0 || kiln_device_processors(NULL) != 0) {
+    printf("FAIL %s: a NULL device has a target or processors\n", spec);
+    failed = 1;
+  }
+  kiln_stream_destroy(NULL);
   /* Buffers and modules may outlive their device (they share its driver). */
   kiln_device_close(device);
   kiln_buffer_free(bx);
