@@ -479,7 +479,7 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     if (!checkTileSize(*shape, e.loc))
       return std::nullopt;
     DType dt = promote(a->type, b->type);
-    if (!constantFits(*a, dt, e.loc) || !constantFits(*b, dt, e.loc))
+    if (!operandsFit(*a, *b, dt, e.loc))
       return std::nullopt;
     TValue cc = convert(*c, DType::I1, *shape, e.loc);
     TValue aa = convert(*a, dt, *shape, e.loc), bb = convert(*b, dt, *shape, e.loc);

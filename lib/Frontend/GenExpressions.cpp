@@ -183,7 +183,7 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   DType dt = promote(l.type, r.type);
   if (!compare && rejectF8(dt, at, llvm::Twine("arithmetic '") + binOpSpelling(op) + "'"))
     return std::nullopt;
-  if (!constantFits(l, dt, at, bitwise) || !constantFits(r, dt, at, bitwise))
+  if (!operandsFit(l, r, dt, at, bitwise))
     return std::nullopt;
   DType resultType = compare ? DType::I1 : dt;
   mlir::Location loc_ = loc(at);

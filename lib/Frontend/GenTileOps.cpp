@@ -292,7 +292,7 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   if (!checkTileSize(*shape, e.loc))
     return std::nullopt;
   DType dt = promote(a->type, b->type);
-  if (!constantFits(*a, dt, e.loc) || !constantFits(*b, dt, e.loc))
+  if (!operandsFit(*a, *b, dt, e.loc))
     return std::nullopt;
   mlir::Location l = loc(e.loc);
   if (a->cst && b->cst && shape->empty()) {
@@ -895,7 +895,7 @@ MaybeValue Generator::genJoin(const CallExpr &e) {
   if (!b)
     return std::nullopt;
   DType dt = promote(a->type, b->type);
-  if (!constantFits(*a, dt, e.loc) || !constantFits(*b, dt, e.loc))
+  if (!operandsFit(*a, *b, dt, e.loc))
     return std::nullopt;
   mlir::Location l = loc(e.loc);
   if (name != "join" && (a->type.kind != SType::Tile || b->type.kind != SType::Tile))

@@ -425,12 +425,27 @@ private:
     return true;
   }
 
-  /// Errors when a weak integer constant would change value in dtype `dt`
-  /// (`x_i8 + 1000` must not silently become `x + (-24)`). With `asBits` (the
-  /// operand of `&`, `|`, `^`) a constant is a bit pattern: one that fits the
-  /// width unsigned is taken (`x_i32 ^ 0x80000000` flips the sign bit).
+  /// Errors when a weak constant would change value in dtype `dt`: an integer
+  /// (`x_i8 + 1000` must not silently become `x + (-24)`), or a float beyond the
+  /// range of a float `dt` or that rounds to zero there (`x_f16 * 1e5` must not
+  /// become `x * inf`). With `asBits` (the operand of `&`, `|`, `^`) a constant
+  /// is a bit pattern: one that fits the width unsigned is taken
+  /// (`x_i32 ^ 0x80000000` flips the sign bit).
   bool constantFits(const TValue &v, DType dt, SMLoc at, bool asBits = false) {
-    if (!v.cst || !v.type.weak || isFloat(dt) || v.cst->isFloat || dt == DType::I1)
+    if (!v.cst || !v.type.weak || dt == DType::I1)
+      return true;
+    auto value = [&] {
+      return v.cst->isFloat     ? shortestDouble(v.cst->f)
+             : v.cst->isUnsigned ? std::to_string(uint64_t(v.cst->i))
+                                 : std::to_string(v.cst->i);
+    };
+    if (isFloat(dt)) {
+      std::string loss = floatConstantLoss(v.cst->asDouble(), dt);
+      if (!loss.empty())
+        error(at, "constant " + value() + " " + loss);
+      return loss.empty();
+    }
+    if (v.cst->isFloat)
       return true;
     // As bits: any value of the width, unsigned (0x80000000) or signed (~0xF).
     unsigned width = dtypeBits(dt);
@@ -444,10 +459,16 @@ private:
     bool signChanges = v.cst->i < 0 && v.cst->isUnsigned != isUnsigned(dt);
     if (convertConst(*v.cst, dt).i == v.cst->i && !signChanges)
       return true;
-    std::string value = v.cst->isUnsigned ? std::to_string(uint64_t(v.cst->i))
-                                          : std::to_string(v.cst->i);
-    error(at, "constant " + value + " does not fit in " + dtypeName(dt));
+    error(at, "constant " + value() + " does not fit in " + dtypeName(dt));
     return false;
+  }
+  /// constantFits for the two operands of an operation at dtype `dt`. Two weak
+  /// operands give a weak result, which keeps its exact value until it meets
+  /// a typed one: their float range is checked there.
+  bool operandsFit(const TValue &a, const TValue &b, DType dt, SMLoc at, bool asBits = false) {
+    if (a.type.weak && b.type.weak && isFloat(dt))
+      return true;
+    return constantFits(a, dt, at, asBits) && constantFits(b, dt, at, asBits);
   }
   /// Errors when a broadcast result exceeds the tile size limit.
   bool checkTileSize(const Shape &shape, SMLoc at) {

@@ -745,6 +745,14 @@ ExprPtr Parser::parsePrimary() {
       errorHere("number " + tok.text + " is too large for f64; write inf for infinity", false);
       return nullptr;
     }
+    llvm::StringRef mantissa = llvm::StringRef(digits).take_until([](char c) {
+      return c == 'e' || c == 'E';
+    });
+    if (value == 0 && mantissa.find_first_of("123456789") != llvm::StringRef::npos) {
+      errorHere("number " + tok.text + " is too small for f64 (it rounds to 0); write 0.0 for zero",
+                false);
+      return nullptr;
+    }
     advance();
     return std::make_unique<FloatLitExpr>(loc, value);
   }

@@ -3,10 +3,13 @@
 #include "lib/Frontend/Sema.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace kiln;
 
@@ -80,28 +83,32 @@ bool kiln::assignable(const SType &from, const SType &to) {
   return shape && *shape == to.shape;
 }
 
+/// The semantics of float type `dt` (f64 for anything else).
+static const llvm::fltSemantics &floatSemantics(DType dt) {
+  switch (dt) {
+  case DType::F16: return llvm::APFloat::IEEEhalf();
+  case DType::BF16: return llvm::APFloat::BFloat();
+  case DType::F32: return llvm::APFloat::IEEEsingle();
+  case DType::F8E4M3: return llvm::APFloat::Float8E4M3FN();
+  case DType::F8E5M2: return llvm::APFloat::Float8E5M2();
+  default: return llvm::APFloat::IEEEdouble();
+  }
+}
+
 /// `v` rounded to the float type `dt` as every target converts: to nearest even;
 /// past the largest finite value f16, bf16 and f32 give infinity and fp8 saturates
 /// to it (docs/language.md, 4.1); NaN stays NaN.
 static double roundToFloatType(double v, DType dt) {
-  const llvm::fltSemantics *semantics = nullptr;
-  switch (dt) {
-  case DType::F16: semantics = &llvm::APFloat::IEEEhalf(); break;
-  case DType::BF16: semantics = &llvm::APFloat::BFloat(); break;
-  case DType::F32: semantics = &llvm::APFloat::IEEEsingle(); break;
-  case DType::F8E4M3: semantics = &llvm::APFloat::Float8E4M3FN(); break;
-  case DType::F8E5M2: semantics = &llvm::APFloat::Float8E5M2(); break;
-  default: return v; // f64
-  }
-  if (std::isnan(v))
+  if (dt == DType::F64 || std::isnan(v))
     return v;
+  const llvm::fltSemantics &semantics = floatSemantics(dt);
   if (isF8(dt)) {
-    double largest = llvm::APFloat::getLargest(*semantics).convertToDouble();
+    double largest = llvm::APFloat::getLargest(semantics).convertToDouble();
     v = std::clamp(v, -largest, largest);
   }
   llvm::APFloat f(v);
   bool losesInfo = false;
-  f.convert(*semantics, llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  f.convert(semantics, llvm::APFloat::rmNearestTiesToEven, &losesInfo);
   f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
   return f.convertToDouble();
 }
@@ -135,6 +142,43 @@ Const kiln::convertConst(const Const &c, DType dt) {
     v = static_cast<int64_t>(u);
   }
   return isUnsigned(dt) ? Const::ofUnsigned(static_cast<uint64_t>(v)) : Const::ofInt(v);
+}
+
+std::string kiln::shortestDouble(double v) {
+  char text[32];
+  if (v == std::trunc(v) && std::abs(v) < 1e16) { // 100000, not 1e+05
+    std::snprintf(text, sizeof text, "%.0f", v);
+    return text;
+  }
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v)
+      break;
+  }
+  return text;
+}
+
+std::string kiln::floatConstantLoss(double x, DType dt) {
+  if (!std::isfinite(x) || x == 0)
+    return "";
+  const llvm::fltSemantics &semantics = floatSemantics(dt);
+  llvm::APFloat f(x);
+  bool losesInfo = false;
+  llvm::APFloat::opStatus status =
+      f.convert(semantics, llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  auto limit = [&](llvm::APFloat v) {
+    llvm::SmallString<24> text;
+    v.toString(text);
+    return std::string(text);
+  };
+  if (status & llvm::APFloat::opOverflow)
+    return std::string("does not fit in ") + dtypeName(dt) + " (largest " +
+           limit(llvm::APFloat::getLargest(semantics)) +
+           (dt == DType::F8E4M3 ? ", and it has no infinity)" : "); write inf for infinity");
+  if (f.isZero())
+    return std::string("rounds to 0 in ") + dtypeName(dt) + " (smallest nonzero " +
+           limit(llvm::APFloat::getSmallest(semantics)) + ")";
+  return "";
 }
 
 std::optional<Const> kiln::foldBinary(BinOp op, const Const &l, const Const &r,

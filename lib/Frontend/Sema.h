@@ -96,6 +96,16 @@ std::optional<Const> foldBinary(BinOp op, const Const &lhs, const Const &rhs, DT
 /// unsigned ones are held zero-extended).
 Const convertConst(const Const &c, DType dt);
 
+/// Why the constant `x` cannot take the float type `dt` without losing it, to
+/// follow "constant X": its magnitude passes the type's largest finite value, or
+/// it is nonzero and rounds to zero. Empty when it can: rounding to the nearest
+/// value of `dt` is no loss.
+std::string floatConstantLoss(double x, DType dt);
+
+/// `v` in the fewest significant digits that read back as the same double
+/// (an integer below 1e16 in all its digits).
+std::string shortestDouble(double v);
+
 /// Whether `name` is a builtin the language reserves.
 bool isBuiltin(llvm::StringRef name);
 
