@@ -350,6 +350,8 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     if (v->type.kind != SType::Scalar)
       return error(e.args[1]->loc, "the fill value must be a scalar, got " + v->type.str());
     DType dt = e.typeArg ? *e.typeArg : v->type.dtype;
+    if (!constantFits(*v, dt, e.args[1]->loc))
+      return std::nullopt;
     return convert(*v, dt, *shape, e.loc);
   }
   if (name == "zeros_like" || name == "ones_like" || name == "full_like") {
@@ -366,7 +368,10 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       return std::nullopt;
     if (v->type.kind != SType::Scalar)
       return error(e.args[1]->loc, "the fill value must be a scalar, got " + v->type.str());
-    TValue out = convert(*v, e.typeArg ? *e.typeArg : like->type.dtype, like->type.shape, e.loc);
+    DType dt = e.typeArg ? *e.typeArg : like->type.dtype;
+    if (full && !constantFits(*v, dt, e.args[1]->loc))
+      return std::nullopt;
+    TValue out = convert(*v, dt, like->type.shape, e.loc);
     out.type.weak = false;
     return out;
   }
@@ -511,6 +516,9 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       dt = DType::F32;
     if (rejectF8(dt, e.loc, "'fma'"))
       return std::nullopt;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (!constantFits(ops[i], dt, e.args[i]->loc))
+        return std::nullopt;
     Value a = convert(ops[0], dt, shape, e.loc).value;
     Value b = convert(ops[1], dt, shape, e.loc).value;
     Value c = convert(ops[2], dt, shape, e.loc).value;
