@@ -47,10 +47,20 @@ struct kiln::rt::BufferAccess {
 
 size_t Buffer::size() const { return impl_ ? impl_->bytes : 0; }
 
-const std::vector<KernelInfo> &Module::kernels() const { return impl_->metadata.kernels; }
-const std::string &Module::target() const { return impl_->metadata.target; }
+/// What an empty (default-constructed) Module reports: no kernels, no target.
+static const ModuleMetadata &noMetadata() {
+  static const ModuleMetadata none;
+  return none;
+}
+
+const std::vector<KernelInfo> &Module::kernels() const {
+  return (impl_ ? impl_->metadata : noMetadata()).kernels;
+}
+const std::string &Module::target() const {
+  return (impl_ ? impl_->metadata : noMetadata()).target;
+}
 const KernelInfo *Module::find(const std::string &name) const {
-  for (const KernelInfo &k : impl_->metadata.kernels)
+  for (const KernelInfo &k : kernels())
     if (k.name == name)
       return &k;
   return nullptr;
@@ -170,9 +180,13 @@ Result<Buffer> Device::allocate(size_t bytes) {
   return b;
 }
 
-static Status checkRange(const Buffer &buffer, size_t bytes, size_t offset) {
+/// A copy between the host and `buffer` on the device of `driver`: the buffer
+/// must be that device's, and the bytes inside it.
+static Status checkCopy(const Driver *driver, const Buffer &buffer, size_t bytes, size_t offset) {
   if (!buffer.valid())
     return Status::failure("the buffer is empty (not allocated)");
+  if (BufferAccess::get(buffer)->driver.get() != driver)
+    return Status::failure("the buffer was allocated on another device");
   if (offset > buffer.size() || bytes > buffer.size() - offset)
     return Status::failure("copy of " + std::to_string(bytes) + " bytes at offset " +
                            std::to_string(offset) + " exceeds the buffer's " +
@@ -188,7 +202,7 @@ static bool nothingToCopy(const void *host, size_t bytes, Status &error) {
 }
 
 Status Device::write(Buffer &buffer, const void *data, size_t bytes, size_t offset) {
-  if (Status s = checkRange(buffer, bytes, offset); !s)
+  if (Status s = checkCopy(driver_.get(), buffer, bytes, offset); !s)
     return s;
   if (Status s; nothingToCopy(data, bytes, s))
     return s;
@@ -196,7 +210,7 @@ Status Device::write(Buffer &buffer, const void *data, size_t bytes, size_t offs
 }
 
 Status Device::read(const Buffer &buffer, void *data, size_t bytes, size_t offset) {
-  if (Status s = checkRange(buffer, bytes, offset); !s)
+  if (Status s = checkCopy(driver_.get(), buffer, bytes, offset); !s)
     return s;
   if (Status s; nothingToCopy(data, bytes, s))
     return s;

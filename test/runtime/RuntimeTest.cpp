@@ -822,6 +822,25 @@ TEST_P(OnDevice, CopiesCheckTheirRangeAndHostPointer) {
   // An empty copy is fine, whatever its pointer.
   EXPECT_TRUE(device->write(b, nullptr, 0).ok());
   EXPECT_TRUE(device->read(b, nullptr, 0).ok());
+  // A buffer of another device (another open of the same one, even) is an
+  // error; the Vulkan driver wrote through the other device's mapping.
+  auto other = Device::open(GetParam());
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  auto theirs = (*other)->allocate(16);
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_EQ(device->write(*theirs, host, 16).message(),
+            "the buffer was allocated on another device");
+  EXPECT_EQ(device->read(*theirs, host, 16).message(),
+            "the buffer was allocated on another device");
+  EXPECT_TRUE((*other)->write(*theirs, host, 16).ok());
+}
+
+TEST_P(OnDevice, AnEmptyModuleHasNoKernels) {
+  Module empty;
+  EXPECT_TRUE(empty.kernels().empty());
+  EXPECT_EQ(empty.target(), "");
+  EXPECT_EQ(empty.find("vector_add"), nullptr);
+  EXPECT_EQ(device->launch(empty, "vector_add", {}).message(), "the module is empty (not loaded)");
 }
 
 TEST_P(OnDevice, DeviceAssertStopsTheKernel) {
