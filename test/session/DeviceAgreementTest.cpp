@@ -2295,6 +2295,33 @@ std::string remainderKernel(const std::string &dtype) {
          "}\n";
 }
 
+/// Runs `x % y` on `type` (f32 or f64) tensors on every device and expects C's
+/// fmod, bit for bit (a NaN for a NaN); reports the first ten pairs that differ.
+template <typename F>
+void expectFmodOnEveryDevice(const std::string &type, const std::vector<F> &xs,
+                             const std::vector<F> &ys) {
+  const std::string source = remainderKernel(type);
+  const int64_t n = xs.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor x = s.upload(xs, {n}), y = s.upload(ys, {n}), r = s.upload(std::vector<F>(n), {n});
+    ASSERT_TRUE(k(x, y, r).ok()) << device;
+    std::vector<F> out(n);
+    ASSERT_TRUE(r.download(out.data()).ok());
+    int mismatches = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      F want = std::fmod(xs[i], ys[i]);
+      bool same = std::isnan(want) ? std::isnan(out[i])
+                                   : std::memcmp(&want, &out[i], sizeof(F)) == 0;
+      if (!same && ++mismatches <= 10)
+        ADD_FAILURE() << device << ": " << xs[i] << " % " << ys[i] << " is " << out[i]
+                      << ", fmod gives " << want;
+    }
+    EXPECT_EQ(mismatches, 0) << device;
+  });
+}
+
 TEST_F(DeviceAgreement, HalfRemainderIsExactOnEveryDevice) {
   // Float `%` is fmod, whose result is exact in the operands' type. Vulkan's
   // f16 OpFRem is x - y * trunc(x / y) in f16 (lavapipe's differed by 0.02
@@ -2326,7 +2353,6 @@ TEST_F(DeviceAgreement, FloatRemainderIsExactOnEveryDevice) {
   // lavapipe -7.7 % 0.11 was 0 instead of -0.11, and quotients past 2^24 lost
   // every bit. Operands cover quotients from below 1 to 2^276 (the long
   // division's loop), subnormals, signed zeros, infinities and NaN.
-  const std::string source = remainderKernel("f32");
   auto bitsToFloat = [](uint32_t bits) {
     float f;
     std::memcpy(&f, &bits, 4);
@@ -2351,25 +2377,7 @@ TEST_F(DeviceAgreement, FloatRemainderIsExactOnEveryDevice) {
     xs.push_back(-7.7f + 0.37f * float(i));
     ys.push_back(0.11f + 0.013f * float(i % 17));
   }
-  const int64_t n = xs.size();
-  forEachDevice([&](Session &s, const std::string &device) {
-    Kernel k = s.compile(source, "k");
-    ASSERT_TRUE(k.ok()) << k.status().message();
-    Tensor x = s.upload(xs, {n}), y = s.upload(ys, {n}), r = s.empty(DType::F32, {n});
-    ASSERT_TRUE(k(x, y, r).ok()) << device;
-    std::vector<float> out(n);
-    ASSERT_TRUE(r.download(out.data()).ok());
-    int mismatches = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      float want = std::fmod(xs[i], ys[i]);
-      bool same = std::isnan(want) ? std::isnan(out[i])
-                                   : std::memcmp(&want, &out[i], 4) == 0;
-      if (!same && ++mismatches <= 10)
-        ADD_FAILURE() << device << ": " << xs[i] << " % " << ys[i] << " is " << out[i]
-                      << ", fmodf gives " << want;
-    }
-    EXPECT_EQ(mismatches, 0) << device;
-  });
+  expectFmodOnEveryDevice("f32", xs, ys);
 }
 
 TEST_F(DeviceAgreement, DoubleRemainderIsExactOnEveryDevice) {
@@ -2378,7 +2386,6 @@ TEST_F(DeviceAgreement, DoubleRemainderIsExactOnEveryDevice) {
   // f32 remainder's long division on 64-bit significands, 11 bits a step.
   // Quotients reach 2^2046 (the longest loop), with subnormals, signed zeros,
   // infinities and NaN.
-  const std::string source = remainderKernel("f64");
   auto bitsToDouble = [](uint64_t bits) {
     double d;
     std::memcpy(&d, &bits, 8);
@@ -2404,24 +2411,7 @@ TEST_F(DeviceAgreement, DoubleRemainderIsExactOnEveryDevice) {
     xs.push_back(-7.7 + 0.37 * i);
     ys.push_back(0.11 + 0.013 * (i % 17));
   }
-  const int64_t n = xs.size();
-  forEachDevice([&](Session &s, const std::string &device) {
-    Kernel k = s.compile(source, "k");
-    ASSERT_TRUE(k.ok()) << k.status().message();
-    Tensor x = s.upload(xs, {n}), y = s.upload(ys, {n}), r = s.empty(DType::F64, {n});
-    ASSERT_TRUE(k(x, y, r).ok()) << device;
-    std::vector<double> out(n);
-    ASSERT_TRUE(r.download(out.data()).ok());
-    int mismatches = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      double want = std::fmod(xs[i], ys[i]);
-      bool same = std::isnan(want) ? std::isnan(out[i]) : std::memcmp(&want, &out[i], 8) == 0;
-      if (!same && ++mismatches <= 10)
-        ADD_FAILURE() << device << ": " << xs[i] << " % " << ys[i] << " is " << out[i]
-                      << ", fmod gives " << want;
-    }
-    EXPECT_EQ(mismatches, 0) << device;
-  });
+  expectFmodOnEveryDevice("f64", xs, ys);
 }
 
 TEST_F(DeviceAgreement, NarrowIntegerReductionsOfSmallTilesOnEveryDevice) {
