@@ -277,8 +277,8 @@ std::string kiln::devicePipeline(const Target &target) {
     // their bits (kiln-retype-unsupported-floats).
     return llvm::formatv("kiln-attach-spirv-target{{client={0}},"
                          "gpu.module(math-legalize-to-f32,kiln-keep-float-roundings),"
+                         "kiln-spirv-remainders," // before: its ctlz are expanded there
                          "kiln-approximate-math{{target=spirv},"
-                         "kiln-spirv-remainders,"
                          "gpu.module(arith-emulate-unsupported-floats{{source-types=bf16,"
                          "f8E4M3FN,f8E5M2 target-type=f32},kiln-keep-float-roundings,"
                          "kiln-expand-f8,"

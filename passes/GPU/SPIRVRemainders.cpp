@@ -39,24 +39,6 @@ struct SignedRemainder : OpRewritePattern<arith::RemSIOp> {
   }
 };
 
-/// ctlz of an i32 or i64: SPIR-V counts in 32 bits (GLSL FindUMsb), so an i64
-/// is counted in its high word, or 32 plus its low word's count.
-Value countLeadingZeros(ImplicitLocOpBuilder &b, Value v) {
-  if (v.getType().isInteger(32))
-    return b.create<math::CountLeadingZerosOp>(v);
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  Value hi = b.create<arith::TruncIOp>(i32, b.create<arith::ShRUIOp>(
-                                                v, b.create<arith::ConstantIntOp>(32, 64)));
-  Value lo = b.create<arith::TruncIOp>(i32, v);
-  Value zero = b.create<arith::ConstantIntOp>(0, 32);
-  Value inLow = b.create<arith::AddIOp>(b.create<math::CountLeadingZerosOp>(lo),
-                                        b.create<arith::ConstantIntOp>(32, 32));
-  Value count = b.create<arith::SelectOp>(
-      b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, hi, zero),
-      b.create<math::CountLeadingZerosOp>(hi), inLow);
-  return b.create<arith::ExtUIOp>(i64, count);
-}
-
 /// remf(x, y) of scalar f32 or f64 as C's fmodf or fmod, exactly; see the pass
 /// description.
 struct ExactFloatRemainder : OpRewritePattern<arith::RemFOp> {
@@ -121,7 +103,7 @@ struct ExactFloatRemainder : OpRewritePattern<arith::RemFOp> {
 
     // The result r * 2^(ey - bias - fraction), normalized (the implicit bit set,
     // exponent ey - lz) or, where that exponent would be below 1, subnormal.
-    Value lz = b.create<arith::SubIOp>(countLeadingZeros(b, r), c(step));
+    Value lz = b.create<arith::SubIOp>(b.create<math::CountLeadingZerosOp>(r), c(step));
     Value e = b.create<arith::SubIOp>(ey1, lz);
     Value normal = b.create<arith::OrIOp>(
         b.create<arith::ShLIOp>(e, c(fraction)),
