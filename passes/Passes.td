@@ -388,6 +388,14 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
     for which MLIR 19's math-to-spirv has no pattern) a scaled `math.log`;
     `math.exp2` becomes `math.exp(x * ln 2)`. `asin` and `acos` are expanded
     as for NVIDIA below: GLSL's own may be much less accurate than its `atan`.
+    `expm1` and `log1p` (of any type) take series near 0
+    (passes/AccurateMath.h): MLIR's exp(x) - 1 and log(1 + x) gave 0 for
+    1e-10. GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other
+    transcendental function: for f64 they are computed from arithmetic
+    (passes/GPU/F64Math.h), each within 2.5 ulp of the correctly rounded
+    result: exact argument reductions (Cody and Waite's for sin, cos and tan
+    below 2^26 pi, Payne and Hanek's beyond, in an `scf.if`), Taylor series,
+    double-double where the reduction cancels (pow's log).
 
     With `target=nvvm`: MLIR 19's GPU-to-NVVM lowering calls libdevice for most
     functions but not `asin`, `acos`, `sinh` and `cosh`: `asin(x)` becomes
@@ -397,7 +405,8 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"spirv\"",
            "spirv (Vulkan and Metal) or nvvm (NVIDIA)">
-  ];
+  ];  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def KilnSPIRVRemainders : Pass<"kiln-spirv-remainders", "mlir::ModuleOp"> {
@@ -449,6 +458,20 @@ def KilnSPIRVInt64Atomics : Pass<"kiln-spirv-int64-atomics", "mlir::ModuleOp"> {
     64-bit integers, and spirv-val rejects such a module without it. Run after
     `spirv-update-vce`, this pass adds the capability to each `spirv.module`
     that has one (Vulkan devices expose it as shaderBufferInt64Atomics).
+  }];
+}
+
+def KilnSPIRVExactFloats : Pass<"kiln-spirv-exact-floats", "mlir::ModuleOp"> {
+  let summary = "Decorate SPIR-V float arithmetic NoContraction";
+  let description = [{
+    Without the decoration a Vulkan driver may contract `a * b + c` into one
+    fma and reassociate float arithmetic as if it were exact (Mesa's NIR folds
+    `(1 + x) - 1` to `x`). Kiln's float operations round as written, as on
+    the CPU; the f64 math expansions and exact remainders depend on it (their
+    error terms, `(a - (s - v)) + (b - v)`, are zero in exact arithmetic).
+    This pass marks every `spirv.FAdd`, `FSub`, `FMul`, `FDiv`, `FRem`,
+    `FMod` and `FNegate` with `NoContraction`; products that should fuse are
+    written as `fma`.
   }];
 }
 
@@ -509,7 +532,9 @@ def KilnCPUVectorMath : Pass<"kiln-cpu-vector-math"> {
     ulp of the correctly rounded result in the normal range, 4 near exp's
     overflow, tanh within 4 ulp). Lanes whose exp result or log argument is
     subnormal, which the approximations flush, go through a scaled argument
-    (`x + 64 ln 2`, `x * 2^64`). Scalar math still calls libm.
+    (`x + 64 ln 2`, `x * 2^64`). Scalar math still calls libm. First, `expm1`
+    and `log1p` of every type take series near 0 (passes/AccurateMath.h):
+    convert-math-to-llvm's exp(x) - 1 and log(1 + x) gave 0 for 1e-10.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::vector::VectorDialect"];

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/AccurateMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -62,6 +63,11 @@ Operation *widenSubnormalRange(OpBuilder &b, Operation *op) {
 
 struct VectorMath : kiln::impl::KilnCPUVectorMathBase<VectorMath> {
   void runOnOperation() override {
+    // convert-math-to-llvm takes expm1 and log1p as exp(x) - 1 and log(1 + x).
+    RewritePatternSet accurate(&getContext());
+    kiln::populateAccurateExpm1Log1pPatterns(accurate);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(accurate))))
+      return signalPassFailure();
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
       if (!isa<math::ExpOp, math::LogOp, math::TanhOp>(op))

@@ -287,7 +287,7 @@ std::string kiln::devicePipeline(const Target &target) {
                          "kiln-gpu-to-spirv,"
                          "spirv.module(spirv-lower-abi-attrs,spirv-update-vce),"
                          "kiln-spirv-int64-atomics,"
-                         "kiln-spirv-unbind-push-constants",
+                         "kiln-spirv-unbind-push-constants,kiln-spirv-exact-floats",
                          target.chip)
         .str();
   case Target::Kind::CPU:
@@ -339,14 +339,6 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
       return "f64 is not supported on the metal target (Metal has no double precision)";
     return nullptr;
   };
-  // GLSL.std.450 computes transcendental functions (exp, log, sin, pow, ...) in
-  // 16- and 32-bit floats only; of the math ops on f64 SPIR-V keeps these.
-  auto vulkanF64 = [](mlir::Operation *op) {
-    static const llvm::StringRef kept[] = {"sqrt",  "rsqrt", "floor", "ceil",     "round",
-                                           "roundeven", "trunc", "absf", "fma", "copysign",
-                                           "isnan", "isinf", "isfinite"};
-    return llvm::is_contained(kept, op->getName().stripDialect());
-  };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
     // PTX identifiers are `[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`, and
     // WARP_SZ is its one predefined name without `%`: ptxas rejects both kernel names.
@@ -363,16 +355,6 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
         mlir::getElementTypeOrSelf(op->getResult(0)).getIntOrFloatBitWidth() == 64) {
       op->emitError("64-bit atomics are not supported on the metal target (Metal has 32-bit "
                     "atomics only)");
-      return mlir::WalkResult::interrupt();
-    }
-    if (target.kind == Target::Kind::Vulkan && op->getName().getDialectNamespace() == "math" &&
-        op->getNumOperands() && mlir::getElementTypeOrSelf(op->getOperand(0)).isF64() &&
-        !vulkanF64(op)) {
-      llvm::StringRef name = op->getName().stripDialect();
-      if (name == "powf")
-        name = "pow";
-      op->emitError() << name << " of f64 is not supported on the vulkan target (GLSL.std.450 "
-                      << "computes it in 16- and 32-bit floats only); cast to f32 first";
       return mlir::WalkResult::interrupt();
     }
     auto check = [&](mlir::Type t) {

@@ -1,9 +1,12 @@
 //===- ApproximateMath.cpp - expansions of math functions a target lacks --===//
 
 #include "passes/Passes.h"
+#include "passes/AccurateMath.h"
+#include "passes/GPU/F64Math.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -169,13 +172,12 @@ struct ExpandAcos : OpRewritePattern<math::AcosOp> {
 
 /// pow(x, y) with C's powf special cases from pow(|x|, y) on a positive finite
 /// base (all GLSL's Pow defines): zero and infinite bases and exponents, the
-/// sign of a negative base raised to an odd integer, NaN for a negative base
-/// and a non-integer exponent, pow(x, 0) = pow(1, y) = 1 even for NaN.
+/// sign of a negative base raised to an odd integer, NaN for a finite negative
+/// base and a non-integer exponent, pow(x, 0) = pow(1, y) = 1 even for NaN.
 struct ExpandPow : OpRewritePattern<math::PowFOp> {
-  static constexpr llvm::StringLiteral kPositiveBase = "kiln.positive_base";
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(math::PowFOp op, PatternRewriter &rewriter) const override {
-    if (op->hasAttr(kPositiveBase))
+    if (op->hasAttr(kiln::kPositiveBaseAttr))
       return failure();
     Location loc = op.getLoc();
     Value x = op.getLhs(), y = op.getRhs();
@@ -186,7 +188,7 @@ struct ExpandPow : OpRewritePattern<math::PowFOp> {
     // |x|^y for a positive finite base, then zero and infinite bases and exponents.
     Value finite = f.both(f.cmp(P::OGT, ax, f.c(0)), f.cmp(P::OLT, ax, f.c(INFINITY)));
     auto positive = rewriter.create<math::PowFOp>(loc, f.select(finite, ax, f.c(1)), y);
-    positive->setAttr(kPositiveBase, rewriter.getUnitAttr());
+    positive->setAttr(kiln::kPositiveBaseAttr, rewriter.getUnitAttr());
     Value mag = positive;
     mag = f.select(f.cmp(P::OEQ, ax, f.c(0)), f.select(yPositive, f.c(0), f.c(INFINITY)), mag);
     mag = f.select(f.cmp(P::OEQ, ax, f.c(INFINITY)), f.select(yPositive, f.c(INFINITY), f.c(0)),
@@ -203,7 +205,8 @@ struct ExpandPow : OpRewritePattern<math::PowFOp> {
                                                half)),
                         f.cmp(P::OLT, ay, f.c(INFINITY)));
     Value r = f.select(f.both(f.signBit(x), yOdd), rewriter.create<arith::NegFOp>(loc, mag), mag);
-    r = f.select(f.both(f.cmp(P::OLT, x, f.c(0)), f.cmp(P::UNE, floorY, y)), f.c(NAN), r);
+    Value finiteNegative = f.both(f.cmp(P::OLT, x, f.c(0)), f.cmp(P::OGT, x, f.c(-INFINITY)));
+    r = f.select(f.both(finiteNegative, f.cmp(P::UNE, floorY, y)), f.c(NAN), r);
     r = f.select(f.cmp(P::UNO, x, y), f.c(NAN), r);
     rewriter.replaceOp(
         op, f.select(f.either(f.cmp(P::OEQ, y, f.c(0)), f.cmp(P::OEQ, x, f.c(1))), f.c(1), r));
@@ -327,6 +330,10 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
       // Bit counts of any width (Vulkan's OpBitCount and FindUMsb are 32-bit).
       populateExpandCtlzPattern(patterns);
       patterns.add<ExpandCtPop>(&getContext());
+      // MLIR's math-to-spirv takes expm1 and log1p as exp(x) - 1 and log(1 + x).
+      kiln::populateAccurateExpm1Log1pPatterns(patterns);
+      // GLSL.std.450's exp, log, sin, ... take no f64.
+      kiln::populateF64MathPatterns(patterns);
     } else if (target == "nvvm") {
       populateExpandSinhPattern(patterns);
       populateExpandCoshPattern(patterns);
