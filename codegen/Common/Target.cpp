@@ -287,8 +287,11 @@ std::string kiln::devicePipeline(const Target &target) {
                          "kiln-gpu-to-spirv,"
                          "spirv.module(spirv-lower-abi-attrs,spirv-update-vce),"
                          "kiln-spirv-int64-atomics,"
-                         "kiln-spirv-unbind-push-constants,kiln-spirv-exact-floats",
-                         target.chip)
+                         "kiln-spirv-unbind-push-constants{1}",
+                         target.chip,
+                         // Metal's SPIRV-Cross writes NoContraction arithmetic as
+                         // calls of [[clang::optnone]] helpers.
+                         target.kind == Target::Kind::Vulkan ? ",kiln-spirv-exact-floats" : "")
         .str();
   case Target::Kind::CPU:
     break;
