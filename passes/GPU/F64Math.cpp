@@ -174,9 +174,13 @@ double inverseFactorial(int n) {
 
 /// e^r for |r| <= ln 2 / 2 (1 + r + r^2/2! + ... + r^13/13!; the next term is
 /// below 2^-57).
-const llvm::SmallVector<double> kExp = series(0, 1, 14, inverseFactorial);
+llvm::SmallVector<double> expSeries() {
+  return series(0, 1, 14, inverseFactorial);
+}
 /// (e^r - 1 - r) / r^2 = 1/2! + r/3! + ... + r^12/14!.
-const llvm::SmallVector<double> kExpm1Tail = series(2, 1, 13, inverseFactorial);
+llvm::SmallVector<double> expm1Tail() {
+  return series(2, 1, 13, inverseFactorial);
+}
 
 /// e^(hi + lo) * 2^shift, for |lo| < 2^-40 |hi| or so. hi = k ln 2 + r exactly
 /// (k * kLn2Hi is exact and the subtraction cancels exactly); r - lo - k kLn2Lo
@@ -191,7 +195,7 @@ Value expOf(F64 &f, Value hi, Value lo, double shift = 0) {
   Value rl = f.sub(f.mul(k, f.c(kLn2Lo)), lo);
   Value r = f.sub(rh, rl);
   Value c = f.sub(f.sub(rh, r), rl);
-  Value p = f.poly(r, kExp);
+  Value p = f.poly(r, expSeries());
   return f.scale(f.fma(p, c, p), f.add(k, f.c(shift)));
 }
 
@@ -204,7 +208,7 @@ Value expandExp2(F64 &f, ValueRange ops) {
   Value r = f.sub(x, k);
   DD t = f.twoProd(r, f.c(kLn2));
   Value lo = f.fma(r, f.c(kLn2Tail), t.lo);
-  Value p = f.poly(t.hi, kExp);
+  Value p = f.poly(t.hi, expSeries());
   return f.scale(f.fma(p, lo, p), k);
 }
 
@@ -214,7 +218,7 @@ Value expandExp2(F64 &f, ValueRange ops) {
 /// -1 below (to the nearest double) and overflows above.
 Value expandExpm1(F64 &f, ValueRange ops) {
   Value x = ops[0];
-  auto expm1Series = [&](Value r) { return f.fma(f.mul(r, r), f.poly(r, kExpm1Tail), r); };
+  auto expm1Series = [&](Value r) { return f.fma(f.mul(r, r), f.poly(r, expm1Tail()), r); };
   Value small = expm1Series(x);
   Value xc = f.clamp(x, -40, 710);
   Value k = f.rint(f.mul(xc, f.c(kInvLn2)));
@@ -252,14 +256,15 @@ LogReduced reduceLog(F64 &f, Value x) {
 
 /// 2 (z/3 + z^2/5 + ... + z^11/23) / z: log(1 + m) = 2s + s R for s = m / (2 + m),
 /// z = s^2 <= 0.0295, the next term below 2^-58.
-const llvm::SmallVector<double> kLogTail =
-    series(3, 2, 11, [](int n) { return 2.0 / n; });
+llvm::SmallVector<double> logTail() {
+  return series(3, 2, 11, [](int n) { return 2.0 / n; });
+}
 
 /// log(1 + m) for |m| < sqrt(2) - 1, as m - (m^2/2 - s (m^2/2 + R)).
 Value logOnePlus(F64 &f, Value m) {
   Value s = f.div(m, f.add(f.c(2), m));
   Value z = f.mul(s, s);
-  Value r = f.mul(z, f.poly(z, kLogTail));
+  Value r = f.mul(z, f.poly(z, logTail()));
   Value halfSquare = f.mul(f.mul(f.c(0.5), m), m);
   return f.sub(m, f.sub(halfSquare, f.mul(s, f.add(halfSquare, r))));
 }
@@ -307,7 +312,8 @@ Value expandPositivePow(F64 &f, ValueRange ops) {
   // log(1 + m) = s (2 + z (2/3 + z (2/5 + ...))), z = s^2.
   DD z = f.mul(s, s);
   DD twoThirds{f.c(0.6666666666666666), f.c(3.700743415417188e-17)};
-  Value rest = f.mul(z.hi, f.poly(z.hi, llvm::ArrayRef<double>(kLogTail).drop_front()));
+  llvm::SmallVector<double> tail = logTail();
+  Value rest = f.mul(z.hi, f.poly(z.hi, llvm::ArrayRef<double>(tail).drop_front()));
   DD inner = f.add(twoThirds, DD{rest, f.c(0)});
   DD series = f.add(f.mul(z, inner), DD{f.c(2), f.c(0)});
   DD logX = f.add(f.mul(DD{f.c(kLn2), f.c(kLn2Tail)}, r.k), f.mul(s, series));
@@ -435,17 +441,19 @@ TrigReduced reduceTrig(F64 &f, Value x) {
 
 /// (sin(r) - r) / r^3 = -1/3! + z/5! - ... + z^8/19!, z = r^2 (|r| <= pi/4:
 /// the next term is below 2^-62).
-const llvm::SmallVector<double> kSinTail =
-    series(3, 2, 9, [](int n) { return (n % 4 == 3 ? -1 : 1) * inverseFactorial(n); });
+llvm::SmallVector<double> sinTail() {
+  return series(3, 2, 9, [](int n) { return (n % 4 == 3 ? -1 : 1) * inverseFactorial(n); });
+}
 /// (cos(r) - 1 + z/2) / z^2 = 1/4! - z/6! + ... + z^8/20!.
-const llvm::SmallVector<double> kCosTail =
-    series(4, 2, 9, [](int n) { return (n % 4 == 0 ? 1 : -1) * inverseFactorial(n); });
+llvm::SmallVector<double> cosTail() {
+  return series(4, 2, 9, [](int n) { return (n % 4 == 0 ? 1 : -1) * inverseFactorial(n); });
+}
 
 /// sin(rh + rl) = sin(rh) + rl cos(rh), with cos(rh) ~ 1 - rh^2/2.
 Value sinKernel(F64 &f, Value rh, Value rl) {
   Value z = f.mul(rh, rh);
   Value cosFactor = f.fma(f.c(-0.5), z, f.c(1));
-  return f.add(rh, f.fma(f.mul(rh, z), f.poly(z, kSinTail), f.mul(rl, cosFactor)));
+  return f.add(rh, f.fma(f.mul(rh, z), f.poly(z, sinTail()), f.mul(rl, cosFactor)));
 }
 
 /// cos(rh + rl) = cos(rh) - rl sin(rh), with 1 - z/2 split as w + ((1 - w) - z/2).
@@ -453,7 +461,7 @@ Value cosKernel(F64 &f, Value rh, Value rl) {
   Value z = f.mul(rh, rh);
   Value halfZ = f.mul(f.c(0.5), z);
   Value w = f.sub(f.c(1), halfZ);
-  Value tail = f.sub(f.mul(f.mul(z, z), f.poly(z, kCosTail)), f.mul(rh, rl));
+  Value tail = f.sub(f.mul(f.mul(z, z), f.poly(z, cosTail())), f.mul(rh, rl));
   return f.add(w, f.add(f.sub(f.sub(f.c(1), w), halfZ), tail));
 }
 
@@ -492,8 +500,9 @@ Value expandTan(F64 &f, ValueRange x) {
 
 /// (atan(u) - u) / u^3 = -1/3 + z/5 - ... + z^8/19, z = u^2 <= tan(pi/24)^2:
 /// the next term is below 2^-57.
-const llvm::SmallVector<double> kAtanTail =
-    series(3, 2, 9, [](int n) { return (n % 4 == 3 ? -1.0 : 1.0) / n; });
+llvm::SmallVector<double> atanTail() {
+  return series(3, 2, 9, [](int n) { return (n % 4 == 3 ? -1.0 : 1.0) / n; });
+}
 
 /// atan(x): a = |x|, or 1/a past 1 (atan = pi/2 - atan(1/a)); then
 /// atan(a) = j pi/12 + atan(u), u = (a - t) / (1 + a t) for t = tan(j pi/12)
@@ -519,7 +528,7 @@ Value expandAtan(F64 &f, ValueRange ops) {
   Value t = pick(tanHi);
   Value u = f.div(f.sub(f.sub(a, t), pick(tanLo)), f.fma(a, t, f.c(1)));
   Value z = f.mul(u, u);
-  Value atanU = f.fma(f.mul(u, z), f.poly(z, kAtanTail), u);
+  Value atanU = f.fma(f.mul(u, z), f.poly(z, atanTail()), u);
   Value angle = f.add(pick(angleHi), f.add(pick(angleLo), atanU));
   Value turned = f.add(f.sub(f.c(kHalfPi), angle), f.c(kHalfPiTail));
   Value result = f.copysign(f.select(inverted, turned, angle), x);
@@ -575,9 +584,11 @@ Value expandCbrt(F64 &f, ValueRange ops) {
 
 /// erf(a) / a = 2/sqrt(pi) (1 - z/3 + z^2/(2! 5) - ...), z = a^2 <= 1: twenty
 /// terms, the next below 2^-57.
-const llvm::SmallVector<double> kErfSeries = series(0, 1, 20, [](int n) {
-  return (n % 2 ? -1 : 1) * 1.1283791670955126 * inverseFactorial(n) / (2 * n + 1);
-});
+llvm::SmallVector<double> erfSeries() {
+  return series(0, 1, 20, [](int n) {
+    return (n % 2 ? -1 : 1) * 1.1283791670955126 * inverseFactorial(n) / (2 * n + 1);
+  });
+}
 
 /// erfc(a) e^(a^2) on [lo, hi], as a polynomial of u = (a - mid) / half in
 /// [-1, 1] (degree-15 Chebyshev fits by mpmath's chebyfit, relative error below
@@ -623,7 +634,7 @@ constexpr ErfcInterval kErfcFits[4] = {
 /// 2e-17). x's sign; NaN stays NaN.
 Value expandErf(F64 &f, ValueRange ops) {
   Value x = ops[0], a = f.abs(x);
-  Value small = f.mul(a, f.poly(f.mul(a, a), kErfSeries));
+  Value small = f.mul(a, f.poly(f.mul(a, a), erfSeries()));
   auto pick = [&](auto field) {
     Value v = f.c(field(kErfcFits[0]));
     for (const ErfcInterval &fit : llvm::ArrayRef(kErfcFits).drop_front())
