@@ -48,49 +48,48 @@ struct Floats {
 /// s = x / (2 + x), |s| < 1/7, which needs no log: a driver's log may be off by
 /// 2^-21 near 1 (Vulkan allows it). Beyond, log(u) * (x / (u - 1)) for
 /// u = 1 + x, which cancels u's rounding; x where u is infinite.
-struct AccurateLog1p : OpRewritePattern<math::Log1pOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(math::Log1pOp op, PatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Floats f{b, op.getType()};
-    Value x = op.getOperand();
-    Value s = f.div(x, f.add(f.c(2), x));
-    Value z = f.mul(s, s);
-    Value odd = f.series(z, f.isF64() ? 10 : 5, [](int k) { return 2.0 / (2 * k + 1); });
-    Value small = f.mul(s, odd);
-    Value u = f.add(f.c(1), x);
-    Value log = b.create<math::LogOp>(u);
-    Value large = f.select(f.eq(u, INFINITY), x, f.mul(log, f.div(x, f.sub(u, f.c(1)))));
-    Value r = f.select(f.smallerThan(x, 0.25), small, large);
-    rewriter.replaceOp(op, f.select(f.eq(x, 0), x, r)); // -0
-    return success();
-  }
-};
+Value expandLog1p(Floats &f, Value x) {
+  Value s = f.div(x, f.add(f.c(2), x));
+  Value z = f.mul(s, s);
+  Value odd = f.series(z, f.isF64() ? 10 : 5, [](int k) { return 2.0 / (2 * k + 1); });
+  Value small = f.mul(s, odd);
+  Value u = f.add(f.c(1), x);
+  Value log = f.b.create<math::LogOp>(u);
+  Value large = f.select(f.eq(u, INFINITY), x, f.mul(log, f.div(x, f.sub(u, f.c(1)))));
+  return f.select(f.smallerThan(x, 0.25), small, large);
+}
 
 /// expm1(x): below |x| = 1/2, x + x^2 (1/2! + x/3! + ...), which needs no
 /// exp; beyond, e^x - 1 (the subtraction loses at most a factor
 /// e^0.5 / (e^0.5 - 1) = 2.5 of e^x's error).
-struct AccurateExpm1 : OpRewritePattern<math::ExpM1Op> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(math::ExpM1Op op, PatternRewriter &rewriter) const override {
+Value expandExpm1(Floats &f, Value x) {
+  Value tail = f.series(x, f.isF64() ? 16 : 9, [](int k) {
+    double factorial = 1;
+    for (int i = 2; i <= k + 2; ++i)
+      factorial *= i;
+    return 1 / factorial;
+  });
+  Value small = f.add(x, f.mul(f.mul(x, x), tail));
+  Value large = f.sub(f.b.create<math::ExpOp>(x), f.c(1));
+  return f.select(f.smallerThan(x, 0.5), small, large);
+}
+
+/// Replaces `Op` of x by `expand(x)`, and by x itself at +-0 (whose sign the
+/// series would lose).
+template <typename Op, Value (*expand)(Floats &, Value)>
+struct Accurate : OpRewritePattern<Op> {
+  using OpRewritePattern<Op>::OpRewritePattern;
+  LogicalResult matchAndRewrite(Op op, PatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Floats f{b, op.getType()};
     Value x = op.getOperand();
-    Value tail = f.series(x, f.isF64() ? 16 : 9, [](int k) {
-      double factorial = 1;
-      for (int i = 2; i <= k + 2; ++i)
-        factorial *= i;
-      return 1 / factorial;
-    });
-    Value small = f.add(x, f.mul(f.mul(x, x), tail));
-    Value large = f.sub(b.create<math::ExpOp>(x), f.c(1));
-    Value r = f.select(f.smallerThan(x, 0.5), small, large);
-    rewriter.replaceOp(op, f.select(f.eq(x, 0), x, r)); // -0
+    rewriter.replaceOp(op, f.select(f.eq(x, 0), x, expand(f, x)));
     return success();
   }
 };
 } // namespace
 
 void kiln::populateAccurateExpm1Log1pPatterns(RewritePatternSet &patterns) {
-  patterns.add<AccurateLog1p, AccurateExpm1>(patterns.getContext());
+  patterns.add<Accurate<math::Log1pOp, expandLog1p>, Accurate<math::ExpM1Op, expandExpm1>>(
+      patterns.getContext());
 }
