@@ -44,19 +44,25 @@ struct Floats {
   }
 };
 
-/// log1p(x): below |x| = 1/4, 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...) for
-/// s = x / (2 + x), |s| < 1/7, which needs no log: a driver's log may be off by
-/// 2^-21 near 1 (Vulkan allows it). Beyond, log(u) * (x / (u - 1)) for
-/// u = 1 + x, which cancels u's rounding; x where u is infinite.
+/// log1p(x): near 0, 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...) for
+/// s = x / (2 + x), which needs no log; elsewhere log(u) * (x / (u - 1)) for
+/// u = 1 + x, which cancels u's rounding (x where u is infinite). f64 takes the
+/// series below |x| = 1/4 (|s| < 1/7, ten terms). Narrower types take it over
+/// (-1/2, 1) (|s| <= 1/3, nine terms): Vulkan lets a driver's f32 log be off by
+/// 2^-21 anywhere in [1/2, 2], which is some 30 ulps of log1p there.
 Value expandLog1p(Floats &f, Value x) {
+  bool f64 = f.isF64();
   Value s = f.div(x, f.add(f.c(2), x));
   Value z = f.mul(s, s);
-  Value odd = f.series(z, f.isF64() ? 10 : 5, [](int k) { return 2.0 / (2 * k + 1); });
+  Value odd = f.series(z, f64 ? 10 : 9, [](int k) { return 2.0 / (2 * k + 1); });
   Value small = f.mul(s, odd);
   Value u = f.add(f.c(1), x);
   Value log = f.b.create<math::LogOp>(u);
   Value large = f.select(f.eq(u, INFINITY), x, f.mul(log, f.div(x, f.sub(u, f.c(1)))));
-  return f.select(f.smallerThan(x, 0.25), small, large);
+  Value near = f64 ? f.smallerThan(x, 0.25)
+                   : f.b.create<arith::AndIOp>(f.cmp(arith::CmpFPredicate::OGT, x, f.c(-0.5)),
+                                               f.cmp(arith::CmpFPredicate::OLT, x, f.c(1)));
+  return f.select(near, small, large);
 }
 
 /// expm1(x): below |x| = 1/2, x + x^2 (1/2! + x/3! + ...), which needs no

@@ -392,10 +392,10 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
     (passes/AccurateMath.h): MLIR's exp(x) - 1 and log(1 + x) gave 0 for
     1e-10. GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other
     transcendental function: for f64 they are computed from arithmetic
-    (passes/GPU/F64Math.h), each within 2.5 ulp of the correctly rounded
-    result: exact argument reductions (Cody and Waite's for sin, cos and tan
-    below 2^26 pi, Payne and Hanek's beyond, in an `scf.if`), Taylor series,
-    double-double where the reduction cancels (pow's log).
+    (passes/GPU/F64Math.h), each within 2.5 ulps of the exact result: exact
+    argument reductions (Cody and Waite's for sin, cos and tan below 2^26 pi,
+    Payne and Hanek's beyond, in an `scf.if`), Taylor series, double-double
+    where the reduction cancels (pow's log).
 
     With `target=nvvm`: MLIR 19's GPU-to-NVVM lowering calls libdevice for most
     functions but not `asin`, `acos`, `sinh` and `cosh`: `asin(x)` becomes
@@ -405,7 +405,8 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"spirv\"",
            "spirv (Vulkan and Metal) or nvvm (NVIDIA)">
-  ];  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::scf::SCFDialect"];
 }
 
@@ -470,8 +471,10 @@ def KilnSPIRVExactFloats : Pass<"kiln-spirv-exact-floats", "mlir::ModuleOp"> {
     the CPU; the f64 math expansions and exact remainders depend on it (their
     error terms, `(a - (s - v)) + (b - v)`, are zero in exact arithmetic).
     This pass marks every `spirv.FAdd`, `FSub`, `FMul`, `FDiv`, `FRem`,
-    `FMod` and `FNegate` with `NoContraction`; products that should fuse are
-    written as `fma`.
+    `FMod`, `FNegate` and `GL.Fma` with `NoContraction`. (GLSL.std.450 still
+    lets an `fma` round twice, as lavapipe's f64 one does; nothing relies on
+    it rounding once.) Vulkan only: SPIRV-Cross writes decorated arithmetic in
+    MSL as calls of `[[clang::optnone]]` helpers.
   }];
 }
 

@@ -342,6 +342,18 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
       return "f64 is not supported on the metal target (Metal has no double precision)";
     return nullptr;
   };
+  // GLSL.std.450 has no f64 transcendental functions; kiln-approximate-math
+  // computes these for f64 (passes/GPU/F64Math.h: each thread's scalars), and
+  // SPIR-V has the rest of the list. Other f64 math would be invalid SPIR-V.
+  auto vulkanF64 = [](mlir::Operation *op) {
+    static const llvm::StringRef handled[] = {
+        "exp",   "exp2",  "expm1",  "log",   "log2",      "log10", "log1p", "sin",
+        "cos",   "tan",   "atan",   "atan2", "asin",      "acos",  "sinh",  "cosh",
+        "tanh",  "asinh", "acosh",  "atanh", "cbrt",      "erf",   "powf",  "sqrt",
+        "rsqrt", "floor", "ceil",   "round", "roundeven", "trunc", "absf",  "fma",
+        "copysign", "isnan", "isinf", "isfinite"};
+    return llvm::is_contained(handled, op->getName().stripDialect());
+  };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
     // PTX identifiers are `[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`, and
     // WARP_SZ is its one predefined name without `%`: ptxas rejects both kernel names.
@@ -358,6 +370,13 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
         mlir::getElementTypeOrSelf(op->getResult(0)).getIntOrFloatBitWidth() == 64) {
       op->emitError("64-bit atomics are not supported on the metal target (Metal has 32-bit "
                     "atomics only)");
+      return mlir::WalkResult::interrupt();
+    }
+    if (target.kind == Target::Kind::Vulkan && op->getName().getDialectNamespace() == "math" &&
+        op->getNumOperands() && mlir::getElementTypeOrSelf(op->getOperand(0)).isF64() &&
+        !vulkanF64(op)) {
+      op->emitError() << op->getName().stripDialect()
+                      << " of f64 is not supported on the vulkan target; cast to f32 first";
       return mlir::WalkResult::interrupt();
     }
     auto check = [&](mlir::Type t) {

@@ -76,8 +76,8 @@ void collectLaunchInfo(mlir::ModuleOp module, std::vector<KernelInfo> &kernels);
 std::string targetPipeline(const Target &target);
 
 /// Reports (at the .kiln location) the first element type or operation `target`
-/// cannot handle: f64 and 64-bit atomics on Metal, the kernel names PTX cannot
-/// declare on CUDA.
+/// cannot handle: f64 and 64-bit atomics on Metal, f64 math Vulkan has no
+/// expansion for, the kernel names PTX cannot declare on CUDA.
 mlir::LogicalResult checkTargetSupport(mlir::ModuleOp module, const Target &target);
 
 /// Runs a `builtin.module(...)` pipeline string on `module`.
