@@ -63,10 +63,17 @@ Operation *widenSubnormalRange(OpBuilder &b, Operation *op) {
 
 struct VectorMath : kiln::impl::KilnCPUVectorMathBase<VectorMath> {
   void runOnOperation() override {
+    GreedyRewriteConfig config;
+    config.strictMode = GreedyRewriteStrictness::ExistingAndNewOps;
     // convert-math-to-llvm takes expm1 and log1p as exp(x) - 1 and log(1 + x).
+    SmallVector<Operation *> nearZero;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<math::ExpM1Op, math::Log1pOp>(op))
+        nearZero.push_back(op);
+    });
     RewritePatternSet accurate(&getContext());
     kiln::populateAccurateExpm1Log1pPatterns(accurate);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(accurate))))
+    if (!nearZero.empty() && failed(applyOpPatternsAndFold(nearZero, std::move(accurate), config)))
       return signalPassFailure();
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
@@ -86,8 +93,6 @@ struct VectorMath : kiln::impl::KilnCPUVectorMathBase<VectorMath> {
     }
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(patterns);
-    GreedyRewriteConfig config;
-    config.strictMode = GreedyRewriteStrictness::ExistingAndNewOps;
     if (failed(applyOpPatternsAndFold(ops, std::move(patterns), config)))
       signalPassFailure();
   }

@@ -96,7 +96,7 @@ public:
   Value imul(Value x, Value y) { return b.create<arith::MulIOp>(x, y); }
   Value icmp(arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(p, x, y); }
   Value udiv(Value x, Value y) { return b.create<arith::DivUIOp>(x, y); }
-  Value ieq(Value x, int64_t y) { return b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, x, ci(y)); }
+  Value ieq(Value x, int64_t y) { return icmp(arith::CmpIPredicate::eq, x, ci(y)); }
 
   /// c[0] + x (c[1] + x (c[2] + ...)), by fma.
   Value poly(Value x, llvm::ArrayRef<double> coefficients) {
