@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/GPU/F64Math.h"
+#include "passes/FloatBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -46,42 +47,15 @@ struct DD {
   Value hi, lo;
 };
 
-/// Builds f64 (and i64) arithmetic at one location.
-class F64 {
+/// Builds f64 arithmetic, the i64 arithmetic on its bits, and double-double
+/// arithmetic at one location.
+class F64 : public kiln::FloatBuilder {
 public:
-  explicit F64(ImplicitLocOpBuilder &b) : b(b) {}
+  explicit F64(ImplicitLocOpBuilder &b) : FloatBuilder(b, b.getF64Type()) {}
+  using FloatBuilder::add;
+  using FloatBuilder::mul;
 
-  Value c(double v) { return b.create<arith::ConstantOp>(b.getF64FloatAttr(v)); }
   Value ci(int64_t v) { return b.create<arith::ConstantIntOp>(v, 64); }
-  Value add(Value x, Value y) { return b.create<arith::AddFOp>(x, y); }
-  Value sub(Value x, Value y) { return b.create<arith::SubFOp>(x, y); }
-  Value mul(Value x, Value y) { return b.create<arith::MulFOp>(x, y); }
-  Value div(Value x, Value y) { return b.create<arith::DivFOp>(x, y); }
-  Value neg(Value x) { return b.create<arith::NegFOp>(x); }
-  Value fma(Value x, Value y, Value z) { return b.create<math::FmaOp>(x, y, z); }
-  Value abs(Value x) { return b.create<math::AbsFOp>(x); }
-  Value floor(Value x) { return b.create<math::FloorOp>(x); }
-  Value rint(Value x) { return b.create<math::RoundEvenOp>(x); }
-  Value sqrt(Value x) { return b.create<math::SqrtOp>(x); }
-  Value copysign(Value x, Value sign) { return b.create<math::CopySignOp>(x, sign); }
-  /// Another math function of f64, expanded in turn by these patterns.
-  template <typename Op> Value call(Value x) { return b.create<Op>(x); }
-
-  Value cmp(arith::CmpFPredicate p, Value x, Value y) { return b.create<arith::CmpFOp>(p, x, y); }
-  Value lt(Value x, double y) { return cmp(arith::CmpFPredicate::OLT, x, c(y)); }
-  Value gt(Value x, double y) { return cmp(arith::CmpFPredicate::OGT, x, c(y)); }
-  Value le(Value x, double y) { return cmp(arith::CmpFPredicate::OLE, x, c(y)); }
-  Value eq(Value x, double y) { return cmp(arith::CmpFPredicate::OEQ, x, c(y)); }
-  Value isNaN(Value x) { return cmp(arith::CmpFPredicate::UNO, x, x); }
-  Value either(Value x, Value y) { return b.create<arith::OrIOp>(x, y); }
-  Value both(Value x, Value y) { return b.create<arith::AndIOp>(x, y); }
-  Value differ(Value x, Value y) { return b.create<arith::XOrIOp>(x, y); }
-  Value select(Value cond, Value x, Value y) { return b.create<arith::SelectOp>(cond, x, y); }
-  /// x clamped to [lo, hi]; NaN stays NaN.
-  Value clamp(Value x, double lo, double hi) {
-    return select(gt(x, hi), c(hi), select(lt(x, lo), c(lo), x));
-  }
-
   Value bits(Value x) { return b.create<arith::BitcastOp>(b.getI64Type(), x); }
   Value fromBits(Value i) { return b.create<arith::BitcastOp>(b.getF64Type(), i); }
   Value toInt(Value x) { return b.create<arith::FPToSIOp>(b.getI64Type(), x); }
@@ -97,14 +71,6 @@ public:
   Value icmp(arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(p, x, y); }
   Value udiv(Value x, Value y) { return b.create<arith::DivUIOp>(x, y); }
   Value ieq(Value x, int64_t y) { return icmp(arith::CmpIPredicate::eq, x, ci(y)); }
-
-  /// c[0] + x (c[1] + x (c[2] + ...)), by fma.
-  Value poly(Value x, llvm::ArrayRef<double> coefficients) {
-    Value p = c(coefficients.back());
-    for (double k : llvm::reverse(coefficients.drop_back()))
-      p = fma(p, x, c(k));
-    return p;
-  }
 
   /// 2^n for an integral n in [-1022, 1023].
   Value pow2(Value n) { return fromBits(shl(iadd(toInt(n), ci(1023)), ci(52))); }
@@ -152,8 +118,6 @@ public:
     DD p = twoProd(x.hi, y);
     return fastTwoSum(p.hi, fma(x.lo, y, p.lo));
   }
-
-  ImplicitLocOpBuilder &b;
 };
 
 /// Taylor coefficients term(n) for n = first, first + step, ... (count terms).

@@ -1,0 +1,109 @@
+//===- FloatBuilder.h - float arithmetic for the math expansions -*- C++ -*-===//
+//
+// The math expansions (AccurateMath, ApproximateMath, F64Math) write formulas
+// as chains of arith and math ops. FloatBuilder builds them at one location for
+// one float type, a scalar or a shaped type whose constants are splats, so an
+// expansion reads like the formula it implements:
+//
+//   FloatBuilder f(b, x.getType());
+//   Value r = f.select(f.lt(f.abs(x), 0.5), f.mul(x, f.c(2)), x);
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace kiln {
+
+class FloatBuilder {
+public:
+  using P = mlir::arith::CmpFPredicate;
+
+  FloatBuilder(mlir::ImplicitLocOpBuilder &b, mlir::Type type) : b(b), type(type) {}
+
+  /// The constant v of the builder's type.
+  mlir::Value c(double v) {
+    mlir::TypedAttr attr = b.getFloatAttr(mlir::getElementTypeOrSelf(type), v);
+    if (auto shaped = mlir::dyn_cast<mlir::ShapedType>(type))
+      attr = mlir::SplatElementsAttr::get(shaped, attr);
+    return b.create<mlir::arith::ConstantOp>(attr);
+  }
+  bool isF64() { return mlir::getElementTypeOrSelf(type).isF64(); }
+
+  mlir::Value add(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::AddFOp>(x, y); }
+  mlir::Value sub(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::SubFOp>(x, y); }
+  mlir::Value mul(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MulFOp>(x, y); }
+  mlir::Value div(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::DivFOp>(x, y); }
+  mlir::Value neg(mlir::Value x) { return b.create<mlir::arith::NegFOp>(x); }
+  mlir::Value fma(mlir::Value x, mlir::Value y, mlir::Value z) {
+    return b.create<mlir::math::FmaOp>(x, y, z);
+  }
+  mlir::Value abs(mlir::Value x) { return b.create<mlir::math::AbsFOp>(x); }
+  mlir::Value floor(mlir::Value x) { return b.create<mlir::math::FloorOp>(x); }
+  mlir::Value rint(mlir::Value x) { return b.create<mlir::math::RoundEvenOp>(x); }
+  mlir::Value sqrt(mlir::Value x) { return b.create<mlir::math::SqrtOp>(x); }
+  mlir::Value copysign(mlir::Value x, mlir::Value sign) {
+    return b.create<mlir::math::CopySignOp>(x, sign);
+  }
+  /// Another math function (which the running patterns may expand in turn).
+  template <typename Op> mlir::Value call(mlir::Value x) { return b.create<Op>(x); }
+
+  mlir::Value cmp(P p, mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::CmpFOp>(p, x, y);
+  }
+  mlir::Value lt(mlir::Value x, double y) { return cmp(P::OLT, x, c(y)); }
+  mlir::Value gt(mlir::Value x, double y) { return cmp(P::OGT, x, c(y)); }
+  mlir::Value le(mlir::Value x, double y) { return cmp(P::OLE, x, c(y)); }
+  mlir::Value ge(mlir::Value x, double y) { return cmp(P::OGE, x, c(y)); }
+  mlir::Value eq(mlir::Value x, double y) { return cmp(P::OEQ, x, c(y)); }
+  mlir::Value isNaN(mlir::Value x) { return cmp(P::UNO, x, x); }
+  /// x < 0, or x is -0.0 (NaN's sign bit does not count).
+  mlir::Value signBit(mlir::Value x) {
+    return either(lt(x, 0), both(eq(x, 0), lt(div(c(1), x), 0))); // 1 / -0.0 is -inf
+  }
+  /// |magnitude| with the sign of `sign` (-0.0 included).
+  mlir::Value withSignOf(mlir::Value magnitude, mlir::Value sign) {
+    mlir::Value mag = abs(magnitude);
+    return select(signBit(sign), neg(mag), mag);
+  }
+  /// x clamped to [lo, hi]; NaN stays NaN.
+  mlir::Value clamp(mlir::Value x, double lo, double hi) {
+    return select(gt(x, hi), c(hi), select(lt(x, lo), c(lo), x));
+  }
+
+  mlir::Value both(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::AndIOp>(x, y); }
+  mlir::Value either(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::OrIOp>(x, y); }
+  mlir::Value differ(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::XOrIOp>(x, y); }
+  mlir::Value select(mlir::Value cond, mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::SelectOp>(cond, x, y);
+  }
+
+  /// c[0] + x (c[1] + x (c[2] + ...)), by fma.
+  mlir::Value poly(mlir::Value x, llvm::ArrayRef<double> coefficients) {
+    mlir::Value p = c(coefficients.back());
+    for (double k : llvm::reverse(coefficients.drop_back()))
+      p = fma(p, x, c(k));
+    return p;
+  }
+  /// The sum of coefficient(k) x^k for k < count, by Horner's rule with
+  /// separate multiplies and adds (for types and targets without a fast fma).
+  template <typename Coefficient>
+  mlir::Value horner(mlir::Value x, int count, Coefficient coefficient) {
+    mlir::Value p = c(coefficient(count - 1));
+    for (int k = count - 2; k >= 0; --k)
+      p = add(mul(p, x), c(coefficient(k)));
+    return p;
+  }
+
+  mlir::ImplicitLocOpBuilder &b;
+  mlir::Type type;
+};
+
+} // namespace kiln
