@@ -70,19 +70,18 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
     }
     return need(a, a.getNumElements() + b.getNumElements());
   }
+  SmallVector<Need, 2> needs;
   // A float atomic on SPIR-V retries its swaps while any thread of the program
   // has one to make: an i32 flag per thread (MemoryToGPU.cpp, updateBySwaps).
   auto rmw = dyn_cast<AtomicRMWOp>(op);
-  if (rmw && integerAtomicsOnly && layout &&
-      isa<FloatType>(getElementTypeOrSelf(rmw.getValue().getType()))) {
-    Type flag = sharedStorageType(IntegerType::get(op->getContext(), 32));
-    return {Need(flag, layout.getThreads())};
-  }
+  if (rmw && integerAtomicsOnly && isa<FloatType>(getElementTypeOrSelf(rmw.getValue().getType())))
+    needs.push_back(Need(sharedStorageType(IntegerType::get(op->getContext(), 32)),
+                         layout.getThreads()));
   // A scalar atomic's old value goes from thread 0 to every thread.
   if (isa<AtomicRMWOp, AtomicSwapOp>(op) && !isa<RankedTensorType>(op->getResult(0).getType()) &&
       !op->getResult(0).use_empty())
-    return {Need(sharedStorageType(op->getResult(0).getType()), 1)};
-  return {};
+    needs.push_back(Need(sharedStorageType(op->getResult(0).getType()), 1));
+  return needs;
 }
 
 namespace {
@@ -92,8 +91,7 @@ struct AllocateSharedMemory
   void runOnOperation() override {
     Builder b(&getContext());
     for (auto func : getOperation().getOps<func::FuncOp>()) {
-      // Null for a kernel without tiles; only ops on tiles consult it.
-      auto layout = kiln::gpu::getKernelLayout(func);
+      auto layout = kiln::gpu::getKernelThreads(func);
       llvm::MapVector<Type, int64_t> elements;
       Operation *largest = nullptr;
       int64_t largestBytes = 0;

@@ -48,6 +48,12 @@ kiln::gpu::BlockedEncodingAttr kiln::gpu::getKernelLayout(func::FuncOp func) {
   return found;
 }
 
+kiln::gpu::BlockedEncodingAttr kiln::gpu::getKernelThreads(func::FuncOp func) {
+  if (BlockedEncodingAttr layout = getKernelLayout(func))
+    return layout;
+  return BlockedEncodingAttr::get(func.getContext(), 1, 32, 1);
+}
+
 namespace {
 struct Coalesce : kiln::impl::KilnGPUCoalesceBase<Coalesce> {
   using Base::Base;

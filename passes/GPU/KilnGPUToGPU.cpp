@@ -671,9 +671,7 @@ struct ConvertKilnGPUToGPUPass
         kernel.erase(); // grid functions run on the host from the rule's text
         continue;
       }
-      BlockedEncodingAttr layout = getKernelLayout(kernel);
-      if (!layout) // a kernel without tiles still runs one warp's worth of threads
-        layout = BlockedEncodingAttr::get(ctx, 1, 32, 1);
+      BlockedEncodingAttr layout = getKernelThreads(kernel);
       auto threadsAttr = kernel->getAttrOfType<IntegerAttr>(kThreadsAttr);
       int64_t threads = threadsAttr ? threadsAttr.getInt() : layout.getThreads();
 

@@ -11,7 +11,13 @@ namespace kiln::gpu {
 /// attributes) to carry `layout`. Kiln uses one layout per kernel.
 void setLayout(mlir::func::FuncOp func, BlockedEncodingAttr layout);
 
-/// The layout the kernel's tiles carry, or null before convert-kiln-to-kiln-gpu.
+/// The layout the kernel's tiles carry, or null before convert-kiln-to-kiln-gpu
+/// and for a kernel without tiles.
 BlockedEncodingAttr getKernelLayout(mlir::func::FuncOp func);
+
+/// The threads a kernel runs as: its tiles' layout, or one warp of 32 threads
+/// for a kernel without tiles (whose scalar atomics still exchange flags and
+/// old values between them).
+BlockedEncodingAttr getKernelThreads(mlir::func::FuncOp func);
 
 } // namespace kiln::gpu

@@ -596,6 +596,12 @@ kernel mixed(h: tensor<f32>[M], y: tensor<f32>[K]) params(K: i32 = 64) grid(1) {
   store(y[c], load(h[c]) - old);
   store(h[c + K], old * 2.0);
 }
+kernel tickets(count: tensor<f32>[2], out: tensor<f32>[N]) grid(N) {
+  // No tiles at all: the program's threads still share the swap loop's flags
+  // and thread 0's old value through shared memory.
+  store(out[program_id(0)], atomic_add(count[0], 1.0));
+  atomic_max(count[1], cast<f32>(program_id(0)));
+}
 )";
   const int64_t n = 5000, bins = 10;
   std::vector<int32_t> x(n);
@@ -606,8 +612,8 @@ kernel mixed(h: tensor<f32>[M], y: tensor<f32>[K]) params(K: i32 = 64) grid(1) {
   }
   forEachDevice([&](Session &s, const std::string &device) {
     Kernel counts = s.compile(source, "counts"), totals = s.compile(source, "totals"),
-           mixed = s.compile(source, "mixed");
-    for (Kernel *k : {&counts, &totals, &mixed})
+           mixed = s.compile(source, "mixed"), tickets = s.compile(source, "tickets");
+    for (Kernel *k : {&counts, &totals, &mixed, &tickets})
       ASSERT_TRUE(k->ok()) << device << ": " << k->status().message();
 
     Tensor h = s.upload(std::vector<float>(bins, 100.0f), {bins}), tx = s.upload(x, {n}),
@@ -650,6 +656,17 @@ kernel mixed(h: tensor<f32>[M], y: tensor<f32>[K]) params(K: i32 = 64) grid(1) {
       ASSERT_EQ(after[i], start[i] + 1.5f) << device << " at " << i;
       ASSERT_EQ(after[64 + i], start[i] * 2.0f) << device << " at " << i;
     }
+
+    const int64_t programs = 300;
+    Tensor count = s.upload(std::vector<float>{0.0f, -1.0f}, {2}),
+           tickets_out = s.empty<float>({programs});
+    ASSERT_TRUE(tickets(count, tickets_out).ok()) << device;
+    std::vector<float> counted, issued;
+    ASSERT_TRUE(count.download(counted).ok() && tickets_out.download(issued).ok());
+    EXPECT_EQ(counted, (std::vector<float>{float(programs), float(programs - 1)})) << device;
+    std::sort(issued.begin(), issued.end());
+    for (int64_t i = 0; i < programs; ++i)
+      ASSERT_EQ(issued[i], float(i)) << device << ": every program gets its own ticket";
   });
 }
 
