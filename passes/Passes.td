@@ -475,7 +475,20 @@ def KilnSPIRVExactFloats : Pass<"kiln-spirv-exact-floats", "mlir::ModuleOp"> {
     lets an `fma` round twice, as lavapipe's f64 one does; nothing relies on
     it rounding once.) Vulkan only: SPIRV-Cross writes decorated arithmetic in
     MSL as calls of `[[clang::optnone]]` helpers.
+
+    With `preserve-specials` (the default) each entry point also declares the
+    `SignedZeroInfNanPreserve` execution mode for every float width the module
+    computes in, so that infinities, NaNs and the sign of zero survive as IEEE
+    754 says: without it a driver may fold `x * 0.0` to `0.0` for an infinite
+    or NaN `x` (lavapipe does). The mode (SPV_KHR_float_controls) is core in Vulkan 1.2;
+    modules for older targets are left without it, and the runtime asks for
+    `preserve-specials=0` (the `:loose-specials` target) on a device that does
+    not support it.
   }];
+  let options = [
+    Option<"preserveSpecials", "preserve-specials", "bool", /*default=*/"true",
+           "Declare SignedZeroInfNanPreserve for the float widths used (Vulkan 1.2+)">,
+  ];
 }
 
 def KilnSPIRVUnbindPushConstants : Pass<"kiln-spirv-unbind-push-constants", "mlir::ModuleOp"> {

@@ -105,7 +105,14 @@ bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
       size_t at = rest.find("shared=");
       return at == std::string::npos ? 16 * 1024 : std::atoll(rest.c_str() + at + 7);
     };
-    return bv.substr(0, 3) <= dv.substr(0, 3) && shared(bv) <= shared(dv);
+    // Code for Vulkan 1.2 and later asks for IEEE special values unless built
+    // for a `loose-specials` device, and only such code runs on one.
+    auto loose = [](const std::string &rest) {
+      return rest.find("loose-specials") != std::string::npos;
+    };
+    bool asksForSpecials = bv.substr(0, 3) >= "1.2" && !loose(bv);
+    return bv.substr(0, 3) <= dv.substr(0, 3) && shared(bv) <= shared(dv) &&
+           !(asksForSpecials && loose(dv));
   }
   if (bk == "cuda" && bv.size() > 3 && dv.size() > 3) {
     int b = std::atoi(bv.c_str() + 3), d = std::atoi(dv.c_str() + 3);

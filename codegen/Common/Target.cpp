@@ -52,8 +52,12 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
   }
   if (name == "vulkan" || name == "metal") {
     t.kind = name == "vulkan" ? Kind::Vulkan : Kind::Metal;
-    // vulkan[:VERSION][:cpu][:shared=BYTES]; `cpu` tunes for an implementation on
-    // the host CPU, `shared` is the device's maxComputeSharedMemorySize.
+    // vulkan[:VERSION][:cpu][:shared=BYTES][:loose-specials]; `cpu` tunes for an
+    // implementation on the host CPU, `shared` is the device's
+    // maxComputeSharedMemorySize, `loose-specials` a device that cannot
+    // preserve infinities, NaNs and signed zeros on request.
+    if (t.kind == Kind::Metal && !chip.empty())
+      return targetError("unknown target '" + spec + "' (metal takes no version or options)");
     llvm::StringRef version, rest = chip;
     while (!rest.empty()) {
       auto [part, tail] = rest.split(':');
@@ -61,16 +65,19 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
       llvm::StringRef bytes = part;
       if (t.kind == Kind::Vulkan && part == "cpu") {
         t.vulkanOnCPU = true;
+      } else if (t.kind == Kind::Vulkan && part == "loose-specials") {
+        t.vulkanLooseSpecials = true;
       } else if (t.kind == Kind::Vulkan && bytes.consume_front("shared=")) {
         if (bytes.getAsInteger(10, t.vulkanSharedBytes) || t.vulkanSharedBytes < 16 * 1024 ||
             t.vulkanSharedBytes > 1024 * 1024)
           return targetError("shared memory '" + part +
                              "' must be shared=BYTES, from 16384 (Vulkan's guarantee) to 1 MiB");
-      } else if (version.empty() && !t.vulkanOnCPU && !t.vulkanSharedBytes) {
+      } else if (version.empty() && !t.vulkanOnCPU && !t.vulkanSharedBytes &&
+                 !t.vulkanLooseSpecials) {
         version = part;
       } else {
         return targetError("unknown " + name + " target '" + spec +
-                           "' (expected vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES])");
+                           "' (expected vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES][:loose-specials])");
       }
     }
     if (version.empty())
@@ -95,7 +102,8 @@ std::string Target::str() const {
   case Kind::AMDGPU: return "amdgpu:" + chip;
   case Kind::Vulkan:
     return "vulkan:" + chip.substr(6) + (vulkanOnCPU ? ":cpu" : "") +
-           (vulkanSharedBytes ? ":shared=" + std::to_string(vulkanSharedBytes) : "");
+           (vulkanSharedBytes ? ":shared=" + std::to_string(vulkanSharedBytes) : "") +
+           (vulkanLooseSpecials ? ":loose-specials" : "");
   case Kind::Metal: return "metal";
   }
   return "?";
@@ -291,7 +299,10 @@ std::string kiln::devicePipeline(const Target &target) {
                          target.chip,
                          // Metal's SPIRV-Cross writes NoContraction arithmetic as
                          // calls of [[clang::optnone]] helpers.
-                         target.kind == Target::Kind::Vulkan ? ",kiln-spirv-exact-floats" : "")
+                         target.kind != Target::Kind::Vulkan ? ""
+                         : target.vulkanLooseSpecials
+                             ? ",kiln-spirv-exact-floats{preserve-specials=0}"
+                             : ",kiln-spirv-exact-floats")
         .str();
   case Target::Kind::CPU:
     break;

@@ -14,7 +14,7 @@ namespace kiln {
 
 /// A code generation target as written on the command line: `cpu`,
 /// `cuda:sm_90`, `amdgpu:gfx942`, `vulkan` (or `vulkan:1.3`, `vulkan:1.3:cpu`,
-/// `vulkan:1.3:shared=49152`), `metal`.
+/// `vulkan:1.3:shared=49152`, `vulkan:1.2:loose-specials`), `metal`.
 struct Target {
   enum class Kind { CPU, CUDA, AMDGPU, Vulkan, Metal };
   Kind kind = Kind::CPU;
@@ -25,6 +25,10 @@ struct Target {
   /// `vulkan:...:shared=BYTES`: the device's maxComputeSharedMemorySize; 0 for
   /// the 16 KiB every Vulkan device has.
   int64_t vulkanSharedBytes = 0;
+  /// `vulkan:...:loose-specials`: a device without shaderSignedZeroInfNanPreserve,
+  /// whose kernels cannot ask for IEEE infinities, NaNs and signed zeros
+  /// (kiln-spirv-exact-floats' preserve-specials).
+  bool vulkanLooseSpecials = false;
   /// `matrix-units` chosen by the user (kilnc --matrix-units, KILN_MATRIX_UNITS
   /// for the JIT); empty picks the chip's best.
   std::string matrixUnitsOverride;

@@ -1145,6 +1145,12 @@ TEST(Bundle, RoundTripAndDamage) {
   EXPECT_TRUE(targetRuns("vulkan:1.2:shared=32768", "vulkan:1.3:shared=49152"));
   EXPECT_FALSE(targetRuns("vulkan:1.3:shared=49152", "vulkan:1.3:cpu:shared=32768"));
   EXPECT_FALSE(targetRuns("vulkan:1.2:shared=32768", "vulkan:1.3"));
+  // Vulkan 1.2+ code asks for IEEE special values; a device that cannot keep
+  // them runs only code built for it (or for Vulkan 1.1, which does not ask).
+  EXPECT_FALSE(targetRuns("vulkan:1.2", "vulkan:1.3:loose-specials"));
+  EXPECT_TRUE(targetRuns("vulkan:1.2:loose-specials", "vulkan:1.3:shared=32768:loose-specials"));
+  EXPECT_TRUE(targetRuns("vulkan:1.1", "vulkan:1.2:loose-specials"));
+  EXPECT_TRUE(targetRuns("vulkan:1.2:loose-specials", "vulkan:1.2"));
 
   EXPECT_FALSE(readBundle(bytes.substr(0, bytes.size() - 5), back, error));
   EXPECT_NE(error.find("checksum mismatch"), std::string::npos) << error;

@@ -180,6 +180,7 @@ public:
       return false;
     }
     vkGetDeviceQueue(device, queueFamily, 0, &queue);
+    looseSpecials = !preservesSpecials(e12.shaderFloat16, enabled.features.shaderFloat64);
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pci.queueFamilyIndex = queueFamily;
@@ -198,7 +199,22 @@ public:
     uint32_t shared = props.limits.maxComputeSharedMemorySize;
     return "vulkan:1." + std::to_string(minor) +
            (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ":cpu" : "") +
-           (shared > 16 * 1024 ? ":shared=" + std::to_string(shared) : "");
+           (shared > 16 * 1024 ? ":shared=" + std::to_string(shared) : "") +
+           (looseSpecials ? ":loose-specials" : "");
+  }
+
+  /// Whether kernels may declare SignedZeroInfNanPreserve (Vulkan 1.2 float
+  /// controls) for f32 and for the f16 and f64 the device computes in.
+  bool preservesSpecials(bool float16, bool float64) const {
+    if (VK_API_VERSION_MINOR(props.apiVersion) < 2)
+      return true; // Vulkan 1.1 kernels do not declare it
+    VkPhysicalDeviceVulkan12Properties p12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES};
+    VkPhysicalDeviceProperties2 p{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p.pNext = &p12;
+    vkGetPhysicalDeviceProperties2(physical, &p);
+    return p12.shaderSignedZeroInfNanPreserveFloat32 &&
+           (!float16 || p12.shaderSignedZeroInfNanPreserveFloat16) &&
+           (!float64 || p12.shaderSignedZeroInfNanPreserveFloat64);
   }
 
   int64_t processors() const override { return processorCount; }
@@ -745,6 +761,7 @@ public:
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memory{};
   int64_t processorCount = 1;
+  bool looseSpecials = false; // see preservesSpecials
 };
 
 VkModule::~VkModule() {
