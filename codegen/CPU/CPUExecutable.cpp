@@ -126,6 +126,7 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
     internalizeKernels(*m, kernels);
     if (llvm::Error err = optimizeLLVM(m))
       return err;
+    moveBF16AsBits(*m);
     llvm::raw_string_ostream os(exe->bitcode);
     llvm::WriteBitcodeToFile(*m, os);
     return llvm::Error::success();

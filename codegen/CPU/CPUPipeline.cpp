@@ -8,6 +8,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -103,6 +104,87 @@ std::unique_ptr<llvm::TargetMachine> kiln::cpu::createHostTargetMachine() {
       triple, llvm::sys::getHostCPUName(), features.getString(), {}, std::nullopt));
 }
 
+void kiln::cpu::moveBF16AsBits(llvm::Module &m) {
+  auto bitsOf = [](llvm::Type *type) -> llvm::Type * {
+    if (!type->getScalarType()->isBFloatTy())
+      return nullptr;
+    llvm::Type *i16 = llvm::Type::getInt16Ty(type->getContext());
+    if (auto *vector = llvm::dyn_cast<llvm::VectorType>(type))
+      return llvm::VectorType::get(i16, vector->getElementCount());
+    return i16;
+  };
+  for (llvm::Function &f : m)
+    for (llvm::BasicBlock &block : f)
+      for (llvm::Instruction &inst : llvm::make_early_inc_range(block)) {
+        llvm::IRBuilder<> b(&inst);
+        // Each operand as bits: bf16 values through a bitcast, others as they are.
+        auto asBits = [&](llvm::Value *v) -> llvm::Value * {
+          llvm::Type *bits = bitsOf(v->getType());
+          return bits ? b.CreateBitCast(v, bits) : v;
+        };
+        llvm::Type *bits = bitsOf(inst.getType());
+        llvm::Value *raw = nullptr;
+        if (auto *load = llvm::dyn_cast<llvm::LoadInst>(&inst)) {
+          if (!bits || load->isAtomic())
+            continue;
+          raw = b.CreateAlignedLoad(bits, load->getPointerOperand(), load->getAlign(),
+                                    load->isVolatile());
+        } else if (auto *store = llvm::dyn_cast<llvm::StoreInst>(&inst)) {
+          if (!bitsOf(store->getValueOperand()->getType()) || store->isAtomic())
+            continue;
+          b.CreateAlignedStore(asBits(store->getValueOperand()), store->getPointerOperand(),
+                               store->getAlign(), store->isVolatile())
+              ->copyMetadata(*store);
+          store->eraseFromParent();
+          continue;
+        } else if (!bits) {
+          continue;
+        } else if (auto *phi = llvm::dyn_cast<llvm::PHINode>(&inst)) {
+          llvm::PHINode *bitsPhi = b.CreatePHI(bits, phi->getNumIncomingValues());
+          for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) {
+            llvm::IRBuilder<> atEdge(phi->getIncomingBlock(i)->getTerminator());
+            bitsPhi->addIncoming(atEdge.CreateBitCast(phi->getIncomingValue(i), bits),
+                                 phi->getIncomingBlock(i));
+          }
+          b.SetInsertPoint(block.getFirstNonPHIOrDbg());
+          raw = bitsPhi;
+        } else if (auto *select = llvm::dyn_cast<llvm::SelectInst>(&inst)) {
+          raw = b.CreateSelect(select->getCondition(), asBits(select->getTrueValue()),
+                               asBits(select->getFalseValue()));
+        } else if (auto *extract = llvm::dyn_cast<llvm::ExtractElementInst>(&inst)) {
+          raw = b.CreateExtractElement(asBits(extract->getVectorOperand()),
+                                       extract->getIndexOperand());
+        } else if (auto *insert = llvm::dyn_cast<llvm::InsertElementInst>(&inst)) {
+          raw = b.CreateInsertElement(asBits(insert->getOperand(0)),
+                                      asBits(insert->getOperand(1)), insert->getOperand(2));
+        } else if (auto *shuffle = llvm::dyn_cast<llvm::ShuffleVectorInst>(&inst)) {
+          raw = b.CreateShuffleVector(asBits(shuffle->getOperand(0)),
+                                      asBits(shuffle->getOperand(1)), shuffle->getShuffleMask());
+        } else {
+          continue; // arithmetic and conversions (none reach here: arith-expand)
+        }
+        if (auto *rawInst = llvm::dyn_cast<llvm::Instruction>(raw))
+          rawInst->copyMetadata(inst);
+        inst.replaceAllUsesWith(b.CreateBitCast(raw, inst.getType()));
+        inst.eraseFromParent();
+      }
+  // Bits cast to bf16 and back are the bits: no bf16 value is left to cross a
+  // block boundary or to be moved.
+  for (llvm::Function &f : m)
+    for (llvm::BasicBlock &block : f)
+      for (llvm::Instruction &inst : llvm::make_early_inc_range(block))
+        if (auto *outer = llvm::dyn_cast<llvm::BitCastInst>(&inst)) {
+          if (auto *inner = llvm::dyn_cast<llvm::BitCastInst>(outer->getOperand(0));
+              inner && inner->getSrcTy() == outer->getDestTy())
+            outer->replaceAllUsesWith(inner->getOperand(0));
+        }
+  for (llvm::Function &f : m)
+    for (llvm::BasicBlock &block : f)
+      for (llvm::Instruction &inst : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (llvm::isa<llvm::BitCastInst>(inst) && inst.use_empty())
+          inst.eraseFromParent();
+}
+
 std::unique_ptr<llvm::Module> kiln::cpu::translateToLLVMIR(ModuleOp module,
                                                            llvm::LLVMContext &llvmContext,
                                                            unsigned optLevel) {
@@ -122,5 +204,6 @@ std::unique_ptr<llvm::Module> kiln::cpu::translateToLLVMIR(ModuleOp module,
     llvm::errs() << "error: LLVM optimization failed: " << llvm::toString(std::move(err)) << "\n";
     return nullptr;
   }
+  moveBF16AsBits(*llvmModule);
   return llvmModule;
 }

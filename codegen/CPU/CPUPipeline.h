@@ -23,6 +23,14 @@ mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, bool timePasses = 
 /// Initializes the host target once (idempotent).
 void initializeHostTarget();
 
+/// Rewrites each load, store, phi, select and vector element move of bf16
+/// values (scalars or vectors) in `m` as the same on their bits (i16), with
+/// bitcasts around. LLVM's x86 backend keeps bf16 values in float registers and,
+/// where the CPU has AVX512_BF16, narrows them back with vcvtneps2bf16, which
+/// flushes subnormal inputs to zero: a plain copy lost bf16 subnormals. Run after
+/// the optimizer, which would fold the bitcasts back.
+void moveBF16AsBits(llvm::Module &m);
+
 /// A target machine for the host CPU (its name and features), for the LLVM
 /// optimization pipeline's cost models: without one the loop vectorizer sees no
 /// vector registers. Null, with an error printed, if the host has no target.
