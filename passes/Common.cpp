@@ -145,8 +145,15 @@ std::string kiln::printFormat(llvm::StringRef prefix, unsigned rank, Type elemen
 
 Value kiln::printArgument(OpBuilder &b, Location loc, Value element, bool isUnsigned) {
   Type type = element.getType();
-  if (isa<FloatType>(type))
-    return type.isF64() ? element : b.create<arith::ExtFOp>(loc, b.getF64Type(), element);
+  if (isa<FloatType>(type)) {
+    if (type.isF64())
+      return element;
+    // Narrow floats through f32: the bf16 -> f32 widening is the one that
+    // arith-expand turns into bit operations (AMD's lowering keeps bf16 as i16).
+    if (type.getIntOrFloatBitWidth() < 32)
+      element = b.create<arith::ExtFOp>(loc, b.getF32Type(), element);
+    return b.create<arith::ExtFOp>(loc, b.getF64Type(), element);
+  }
   if (type.isInteger(1) || (isUnsigned && type.getIntOrFloatBitWidth() < 32)) // true prints as 1
     return b.create<arith::ExtUIOp>(loc, b.getI32Type(), element);
   if (type.getIntOrFloatBitWidth() < 32)
