@@ -53,7 +53,8 @@ struct Target {
   /// The CUDA compute capability as a number (90 for sm_90), 0 for other kinds.
   unsigned smVersion() const;
   /// The architecture PTX is generated for: sm_90a for sm_90 (wgmma needs the
-  /// architecture-specific target), else the chip.
+  /// architecture-specific target), sm_90 for newer chips (LLVM 19 knows none
+  /// of them; ptxas compiles that PTX for them), else the chip.
   std::string ptxChip() const;
   /// The `--emit` kinds this target produces, for help and error messages.
   std::vector<std::string> emits() const;

@@ -5,7 +5,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 
@@ -40,21 +44,55 @@ llvm::Expected<GPUBinary> kiln::extractGPUBinary(mlir::ModuleOp module, bool isT
   return out;
 }
 
+/// A cubin for `chip` from `ptx`, by the toolkit's ptxas (for chips newer than
+/// the PTX's own target, which MLIR would assemble for that target).
+static llvm::Expected<GPUBinary> assemble(const std::string &toolkit, const std::string &ptx,
+                                          const std::string &chip) {
+  llvm::SmallString<128> in, out;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("kiln", "ptx", fd, in))
+    return makeError("cannot create a temporary file for ptxas");
+  llvm::FileRemover removeIn(in);
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << ptx;
+  }
+  if (llvm::sys::fs::createTemporaryFile("kiln", "cubin", out))
+    return makeError("cannot create a temporary file for ptxas");
+  llvm::FileRemover removeOut(out);
+  std::string ptxas = toolkit + "/bin/ptxas", arch = "-arch=" + chip, message;
+  llvm::StringRef args[] = {ptxas, arch, in, "-o", out};
+  if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, {}, 0, 0, &message) != 0)
+    return makeError("ptxas -arch=" + chip + " failed" + (message.empty() ? "" : ": " + message));
+  auto buffer = llvm::MemoryBuffer::getFile(out);
+  if (!buffer)
+    return makeError("cannot read ptxas's output");
+  GPUBinary binary;
+  binary.isText = false;
+  binary.bytes = (*buffer)->getBuffer().str();
+  return binary;
+}
+
 llvm::Expected<GPUBinary> nvptx::serialize(mlir::ModuleOp module, const Target &target,
                                            llvm::StringRef format) {
   std::string toolkit = findToolkit();
   if (format == "cubin" && toolkit.empty())
     return makeError("--emit=cubin needs ptxas from the CUDA toolkit; none found in "
                      "CUDA_HOME, CUDA_PATH or /usr/local/cuda (use --emit=ptx instead)");
+  // PTX made for an older architecture than the chip is assembled here, for the chip.
+  bool newerChip = format == "cubin" && target.ptxChip() != target.chip &&
+                   target.ptxChip() != target.chip + "a";
   std::string pipeline = "builtin.module(gpu-module-to-binary{format=" +
-                         std::string(format == "cubin" ? "bin" : "isa") +
+                         std::string(format == "cubin" && !newerChip ? "bin" : "isa") +
                          (toolkit.empty() ? "" : " toolkit=" + toolkit) + "})";
   if (mlir::failed(runPipeline(module, pipeline)))
     return makeError("PTX generation failed for " + target.str());
-  auto binary = extractGPUBinary(module, format == "ptx");
+  auto binary = extractGPUBinary(module, format == "ptx" || newerChip);
   // The PTX text comes with the C string's terminator.
   if (binary && binary->isText)
     while (!binary->bytes.empty() && binary->bytes.back() == '\0')
       binary->bytes.pop_back();
+  if (binary && newerChip)
+    return assemble(toolkit, binary->bytes, target.chip);
   return binary;
 }
