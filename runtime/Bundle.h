@@ -15,7 +15,8 @@
 
 namespace kiln::rt {
 
-inline constexpr uint32_t kBundleVersion = 1;
+/// 2: the checksum is standard FNV-1a (version 1's basis lacked a digit).
+inline constexpr uint32_t kBundleVersion = 2;
 
 struct BundleEntry {
   std::string target;   // e.g. "cuda:sm_90", "vulkan:1.2", "cpu"

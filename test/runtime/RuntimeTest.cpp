@@ -1152,6 +1152,19 @@ TEST(Bundle, RoundTripAndDamage) {
   EXPECT_TRUE(targetRuns("vulkan:1.1", "vulkan:1.2:loose-specials"));
   EXPECT_TRUE(targetRuns("vulkan:1.2:loose-specials", "vulkan:1.2"));
 
+  // The trailer is standard 64-bit FNV-1a (docs/runtime.md), so other tools can
+  // write and check bundles: the known answer for "a" first, then the file's.
+  auto fnv1a = [](const std::string &data) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : data)
+      h = (h ^ c) * 0x100000001b3ull;
+    return h;
+  };
+  EXPECT_EQ(fnv1a("a"), 0xaf63dc4c8601ec8cull);
+  uint64_t trailer;
+  std::memcpy(&trailer, bytes.data() + bytes.size() - 8, 8);
+  EXPECT_EQ(trailer, fnv1a(bytes.substr(0, bytes.size() - 8)));
+
   EXPECT_FALSE(readBundle(bytes.substr(0, bytes.size() - 5), back, error));
   EXPECT_NE(error.find("checksum mismatch"), std::string::npos) << error;
   for (size_t flip : {size_t(20), bytes.size() / 2, bytes.size() - 9}) {
@@ -1159,10 +1172,14 @@ TEST(Bundle, RoundTripAndDamage) {
     bad[flip] ^= 0x40;
     EXPECT_FALSE(readBundle(bad, back, error)) << "bit flip at " << flip << " accepted";
   }
-  std::string newer = bytes;
-  newer[8] = 2;
-  EXPECT_FALSE(readBundle(newer, back, error));
-  EXPECT_NE(error.find("version 2"), std::string::npos) << error;
+  for (uint32_t version : {kBundleVersion + 1, 1u}) { // newer; version 1 (old checksum)
+    std::string other = bytes;
+    other[8] = char(version);
+    EXPECT_FALSE(readBundle(other, back, error));
+    EXPECT_NE(error.find("version " + std::to_string(version) + ", but this runtime reads"),
+              std::string::npos)
+        << error;
+  }
   EXPECT_FALSE(readBundle("KILNK", back, error));
   EXPECT_NE(error.find("too short"), std::string::npos) << error;
   EXPECT_FALSE(readBundle(std::string(64, 'x'), back, error));
