@@ -26,6 +26,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <set>
 
 #include <unistd.h>
 
@@ -333,6 +334,8 @@ int main(int argc, char **argv) {
   }
   std::map<std::string, int64_t> sizes;
   for (llvm::StringRef item : llvm::split(shapeSpec, ',')) {
+    if (item.empty() && !shapeSpec.empty())
+      return fail("--shape " + shapeSpec + ": an empty item (expected NAME=SIZE,...)");
     if (item.empty())
       continue;
     auto [name, value] = item.split('=');
@@ -424,6 +427,9 @@ int main(int argc, char **argv) {
     if (!a.isTensor) {
       auto it = scalarValues.find(a.name);
       std::string text = it != scalarValues.end() ? it->second : isFloat(a.dtype) ? "1e-5" : "1";
+      if (it == scalarValues.end()) // a convenience, said out loud
+        llvm::errs() << "kiln-run: note: scalar '" << a.name << "' is not given; using " << text
+                     << " (--arg " << a.name << "=VALUE)\n";
       auto value = parseScalar(text, a.dtype);
       if (!value)
         return fail("--arg " + a.name + "=" + text + ": not " +
@@ -446,6 +452,21 @@ int main(int argc, char **argv) {
       n *= size;
     }
     elements[i] = n;
+  }
+  for (const auto &[name, size] : sizes) {
+    bool used = llvm::any_of(info.args, [&](const ArgInfo &a) {
+      return llvm::is_contained(a.dims, name);
+    }) || llvm::is_contained(llvm::split(flopsSpec, '*'), name);
+    if (!used) {
+      std::set<std::string> known;
+      for (const ArgInfo &a : info.args)
+        for (const std::string &d : a.dims)
+          if (!d.empty() && !isdigit(static_cast<unsigned char>(d[0])))
+            known.insert(d);
+      return fail("--shape " + name + "=" + std::to_string(size) + ": kernel '" + info.name +
+                  "' has no size '" + name + "' (its sizes: " +
+                  (known.empty() ? std::string("none") : llvm::join(known, ", ")) + ")");
+    }
   }
   // Each tensor lives on the host and on the device (host memory too for the CPU
   // device, and for lavapipe), and once more as the CPU's result under --check.
@@ -526,10 +547,20 @@ int main(int argc, char **argv) {
   double ms = 0;
   if (rt::Status st = runOn(session, k, info, in, out, bench ? &ms : nullptr); !st)
     return fail(st.message());
-  std::fflush(stdout); // what the kernel printed (C stdio) comes before kiln-run's lines
-  llvm::outs() << llvm::formatv("{0} on {1} ({2})", kernel, session.device().name(),
-                                session.device().target());
-
+  // The CPU reference runs first: what either run prints (C stdio) comes before
+  // kiln-run's lines.
+  std::string checkLine, mismatches;
+  auto shortest = [](double v) { // enough digits for any element type, none more
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.17g", v);
+    for (int digits = 1; digits < 17; ++digits) {
+      char shorter[32];
+      std::snprintf(shorter, sizeof(shorter), "%.*g", digits, v);
+      if (std::strtod(shorter, nullptr) == v || std::isnan(v))
+        return std::string(shorter);
+    }
+    return std::string(text);
+  };
   int status = 0;
   if (check) {
     Session cpu("cpu");
@@ -548,6 +579,7 @@ int main(int argc, char **argv) {
       auto [rtol, atol] = tolerance(dt);
       int64_t n = static_cast<int64_t>(out[i].size() / dtypeBytes(dt));
       size_t width = dtypeBytes(dt);
+      int64_t badHere = 0, first = -1;
       for (int64_t e = 0; e < n; ++e) {
         double g = elementAt(out[i], dt, e), w = elementAt(want[i], dt, e);
         bool same = withinTolerance(g, w, rtol, atol);
@@ -559,18 +591,33 @@ int main(int argc, char **argv) {
         if (!isFloat(dt))
           same = std::memcmp(out[i].data() + e * width, want[i].data() + e * width, width) == 0;
         worst = std::max(worst, std::isnan(diff) ? INFINITY : diff);
-        bad += !same;
+        if (!same && first < 0)
+          first = e;
+        badHere += !same;
       }
+      if (badHere) // which tensor, how much of it, and where it starts
+        mismatches += llvm::formatv("\n  {0}: {1} of {2} elements differ; first at flat index "
+                                    "{3}: got {4}, want {5} (rtol {6:e}, atol {7:e})",
+                                    info.args[i].name, badHere, n, first,
+                                    shortest(elementAt(out[i], dt, first)),
+                                    shortest(elementAt(want[i], dt, first)), rtol, atol)
+                          .str();
+      bad += badHere;
     }
-    llvm::outs() << llvm::formatv("  check vs cpu: {0} (max |diff| {1:e})", bad ? "FAILED" : "ok",
-                                  worst);
+    checkLine = llvm::formatv("  check vs cpu: {0} (max |diff| {1:e})", bad ? "FAILED" : "ok",
+                              worst)
+                    .str();
     status = bad ? 1 : 0;
   }
+  std::fflush(stdout);
+  llvm::outs() << llvm::formatv("{0} on {1} ({2})", kernel, session.device().name(),
+                                session.device().target())
+               << checkLine;
   if (bench) {
     llvm::outs() << llvm::formatv("  {0:f3} ms  {1:f1} GB/s", ms, bytesMoved / ms / 1e6);
     if (flopsPerLaunch > 0)
       llvm::outs() << llvm::formatv("  {0:f3} TFLOP/s", flopsPerLaunch / ms / 1e9);
   }
-  llvm::outs() << "\n";
+  llvm::outs() << mismatches << "\n";
   return status;
 }
