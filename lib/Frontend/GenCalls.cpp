@@ -15,8 +15,16 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
   if (e.args.size() < min || e.args.size() > max) {
     std::string expected = min == max ? std::to_string(min)
                                       : std::to_string(min) + " to " + std::to_string(max);
+    std::string hint;
+    // Triton's positional axis and mask (`tl.sum(x, 1)`, `tl.store(p, v, m)`)
+    // are keywords here.
+    if (e.args.size() > max && !keywords.empty()) {
+      hint = "; give the others by keyword:";
+      for (llvm::StringRef k : keywords)
+        hint += (k == keywords.front() ? " " : ", ") + k.str() + " = ...";
+    }
     error(e.loc, "'" + e.callee + "' takes " + expected + " argument" +
-                     (max == 1 ? "" : "s") + ", got " + llvm::Twine(e.args.size()));
+                     (max == 1 ? "" : "s") + ", got " + llvm::Twine(e.args.size()) + hint);
     return false;
   }
   for (const KeywordArg &kw : e.kwargs)
@@ -108,6 +116,12 @@ MaybeValue Generator::genCall(const CallExpr &e) {
   }
   if (module.findKernel(e.callee))
     return error(e.loc, "'" + e.callee + "' is a kernel; kernels cannot be called from kernels");
+  // Triton's spellings of Kiln builtins.
+  static const std::pair<llvm::StringRef, llvm::StringRef> triton[] = {
+      {"maximum", "max"}, {"minimum", "min"}, {"static_range", "range"}};
+  for (auto [theirs, ours] : triton)
+    if (e.callee == theirs)
+      return error(e.loc, "unknown function '" + e.callee + "'; Kiln spells it '" + ours + "'");
   return error(e.loc, "unknown function '" + e.callee + "'");
 }
 

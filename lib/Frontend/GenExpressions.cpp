@@ -87,6 +87,9 @@ MaybeValue Generator::genName(const NameExpr &e) {
         return error(e.loc, "param defaults are compile-time constants; '" + e.name +
                                 "' is known only at launch");
   }
+  if (e.name == "tl")
+    return error(e.loc, "unknown name 'tl'; Kiln's builtins take no module prefix "
+                        "(Triton's tl.arange is arange)");
   return error(e.loc, "unknown name '" + e.name + "'");
 }
 
@@ -400,6 +403,8 @@ MaybeValue Generator::genNewAxes(const IndexExpr &e, const TValue &tile) {
 }
 
 MaybeValue Generator::genMethod(const MethodExpr &e) {
+  if (e.name == "to") // Triton's x.to(tl.float16)
+    return error(e.nameLoc, "Kiln has no '.to' method; convert with cast<TYPE>(value)");
   MaybeValue base = genExpr(*e.base);
   if (!base)
     return std::nullopt;
