@@ -43,22 +43,18 @@ Value expandExpm1(FloatBuilder &f, Value x) {
   return f.select(f.lt(f.abs(x), 0.5), small, large);
 }
 
-/// Replaces `Op` of x by `expand(x)`, and by x itself at +-0 (whose sign the
-/// series would lose).
+/// `expand` of Op's operand x, and x itself at +-0 (whose sign the series
+/// would lose).
 template <typename Op, Value (*expand)(FloatBuilder &, Value)>
-struct Accurate : OpRewritePattern<Op> {
-  using OpRewritePattern<Op>::OpRewritePattern;
-  LogicalResult matchAndRewrite(Op op, PatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    FloatBuilder f(b, op.getType());
-    Value x = op.getOperand();
-    rewriter.replaceOp(op, f.select(f.eq(x, 0), x, expand(f, x)));
-    return success();
-  }
-};
+Value keepingZeros(FloatBuilder &f, Op op) {
+  Value x = op.getOperand();
+  return f.select(f.eq(x, 0), x, expand(f, x));
+}
 } // namespace
 
 void kiln::populateAccurateExpm1Log1pPatterns(RewritePatternSet &patterns) {
-  patterns.add<Accurate<math::Log1pOp, expandLog1p>, Accurate<math::ExpM1Op, expandExpm1>>(
+  patterns.add<
+      kiln::FloatExpansion<math::Log1pOp, keepingZeros<math::Log1pOp, expandLog1p>>,
+      kiln::FloatExpansion<math::ExpM1Op, keepingZeros<math::ExpM1Op, expandExpm1>>>(
       patterns.getContext());
 }

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -104,6 +105,23 @@ public:
 
   mlir::ImplicitLocOpBuilder &b;
   mlir::Type type;
+};
+
+/// A pattern that replaces `Op` by the value `expand` builds for it with a
+/// FloatBuilder of the op's type; no match where `expand` returns a null value
+/// (having built nothing).
+template <typename Op, mlir::Value (*expand)(FloatBuilder &, Op)>
+struct FloatExpansion : mlir::OpRewritePattern<Op> {
+  using mlir::OpRewritePattern<Op>::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter &rewriter) const override {
+    mlir::ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    FloatBuilder f(b, op.getType());
+    mlir::Value result = expand(f, op);
+    if (!result)
+      return mlir::failure();
+    rewriter.replaceOp(op, result);
+    return mlir::success();
+  }
 };
 
 } // namespace kiln

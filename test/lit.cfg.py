@@ -29,6 +29,13 @@ cuda_bin = "/usr/local/cuda/bin"
 if shutil.which("ptxas") or os.path.exists(os.path.join(cuda_bin, "ptxas")):
     config.available_features.add("ptxas")
     config.environment["PATH"] += os.pathsep + cuda_bin
+    # Blackwell (sm_100, sm_120) needs ptxas from CUDA 12.8 or later.
+    import re, subprocess
+    ptxas = shutil.which("ptxas") or os.path.join(cuda_bin, "ptxas")
+    release = re.search(r"release (\d+)\.(\d+)",
+                        subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout)
+    if release and (int(release.group(1)), int(release.group(2))) >= (12, 8):
+        config.available_features.add("ptxas-blackwell")
 for tool in ["spirv-val", "spirv-dis"]:
     if shutil.which(tool):
         config.available_features.add(tool)
@@ -42,6 +49,11 @@ try:
     if subprocess.run(["vulkaninfo", "--summary"], stdout=subprocess.DEVNULL,
                       stderr=subprocess.DEVNULL, timeout=60).returncode == 0:
         config.available_features.add("vulkan")
+        # lavapipe's processors are its LP_NUM_THREADS (a test sets them).
+        summary = subprocess.run(["vulkaninfo", "--summary"], capture_output=True, text=True,
+                                 timeout=60).stdout
+        if "llvmpipe" in summary:
+            config.available_features.add("lavapipe")
 except (OSError, subprocess.TimeoutExpired):
     pass
 # Kernel caches of the tests stay inside the build tree.

@@ -140,13 +140,22 @@ void kiln::cpu::moveBF16AsBits(llvm::Module &m) {
         } else if (!bits) {
           continue;
         } else if (auto *phi = llvm::dyn_cast<llvm::PHINode>(&inst)) {
+          // An invoke's result is defined only on its edges: no cast can
+          // precede that block's terminator (Kiln's kernels have no invokes).
+          if (llvm::any_of(phi->incoming_values(),
+                           [](llvm::Value *v) { return llvm::isa<llvm::InvokeInst>(v); }))
+            continue;
           llvm::PHINode *bitsPhi = b.CreatePHI(bits, phi->getNumIncomingValues());
+          llvm::DenseMap<llvm::BasicBlock *, llvm::Value *> castIn; // one per block
           for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) {
-            llvm::IRBuilder<> atEdge(phi->getIncomingBlock(i)->getTerminator());
-            bitsPhi->addIncoming(atEdge.CreateBitCast(phi->getIncomingValue(i), bits),
-                                 phi->getIncomingBlock(i));
+            llvm::BasicBlock *from = phi->getIncomingBlock(i);
+            llvm::Value *&cast = castIn[from];
+            if (!cast)
+              cast = llvm::IRBuilder<>(from->getTerminator())
+                         .CreateBitCast(phi->getIncomingValue(i), bits);
+            bitsPhi->addIncoming(cast, from);
           }
-          b.SetInsertPoint(block.getFirstNonPHIOrDbg());
+          b.SetInsertPoint(&*block.getFirstInsertionPt());
           raw = bitsPhi;
         } else if (auto *select = llvm::dyn_cast<llvm::SelectInst>(&inst)) {
           raw = b.CreateSelect(select->getCondition(), asBits(select->getTrueValue()),
@@ -178,11 +187,16 @@ void kiln::cpu::moveBF16AsBits(llvm::Module &m) {
               inner && inner->getSrcTy() == outer->getDestTy())
             outer->replaceAllUsesWith(inner->getOperand(0));
         }
-  for (llvm::Function &f : m)
-    for (llvm::BasicBlock &block : f)
-      for (llvm::Instruction &inst : llvm::make_early_inc_range(llvm::reverse(block)))
-        if (llvm::isa<llvm::BitCastInst>(inst) && inst.use_empty())
-          inst.eraseFromParent();
+  for (bool erased = true; erased;) { // an inner cast may come in an earlier block
+    erased = false;
+    for (llvm::Function &f : m)
+      for (llvm::BasicBlock &block : f)
+        for (llvm::Instruction &inst : llvm::make_early_inc_range(llvm::reverse(block)))
+          if (llvm::isa<llvm::BitCastInst>(inst) && inst.use_empty()) {
+            inst.eraseFromParent();
+            erased = true;
+          }
+  }
 }
 
 std::unique_ptr<llvm::Module> kiln::cpu::translateToLLVMIR(ModuleOp module,

@@ -28,7 +28,10 @@ void initializeHostTarget();
 /// bitcasts around. LLVM's x86 backend keeps bf16 values in float registers and,
 /// where the CPU has AVX512_BF16, narrows them back with vcvtneps2bf16, which
 /// flushes subnormal inputs to zero: a plain copy lost bf16 subnormals. Run after
-/// the optimizer, which would fold the bitcasts back.
+/// the optimizer, which would fold the bitcasts back. (The loop vectorizer's
+/// masked loads and stores keep their bf16 vectors, which the backend moves
+/// without converting: the partly masked blocks of
+/// DeviceAgreement.BFloat16MovesKeepEveryBitOnEveryDevice go through them.)
 void moveBF16AsBits(llvm::Module &m);
 
 /// A target machine for the host CPU (its name and features), for the LLVM

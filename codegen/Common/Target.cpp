@@ -36,7 +36,8 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
     static const unsigned known[] = {70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121};
     unsigned sm;
     if (!llvm::StringRef(t.chip).consume_front("sm_") ||
-        llvm::StringRef(t.chip).drop_front(3).getAsInteger(10, sm) || !llvm::is_contained(known, sm))
+        llvm::StringRef(t.chip).drop_front(3).getAsInteger(10, sm) ||
+        !llvm::is_contained(known, sm))
       return targetError("unknown CUDA architecture '" + t.chip +
                          "' (expected sm_70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120 or "
                          "121, e.g. cuda:sm_90)");
@@ -59,7 +60,7 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
     // maxComputeSharedMemorySize, `loose-specials` a device that cannot
     // preserve infinities, NaNs and signed zeros on request.
     if (t.kind == Kind::Metal && !chip.empty())
-      return targetError("unknown target '" + spec + "' (metal takes no version or options)");
+      return targetError("unknown metal target '" + spec + "' (it takes no version or options)");
     llvm::StringRef version, rest = chip;
     while (!rest.empty()) {
       auto [part, tail] = rest.split(':');
@@ -78,23 +79,24 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
                  !t.vulkanLooseSpecials) {
         version = part;
       } else {
-        return targetError("unknown " + name + " target '" + spec +
-                           "' (expected vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES][:loose-specials])");
+        return targetError(
+            "unknown " + name + " target '" + spec +
+            "' (expected vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES][:loose-specials])");
       }
     }
     if (version.empty())
       version = "1.2";
     if (version != "1.1" && version != "1.2" && version != "1.3")
       return targetError("unknown Vulkan version '" + version +
-                         "' (expected 1.1, 1.2 or 1.3, optionally followed by :cpu)");
+                         "' (expected 1.1, 1.2 or 1.3)");
     if (t.vulkanSharedBytes == 16 * 1024)
       t.vulkanSharedBytes = 0; // the default, spelled the default way
     t.chip = ("vulkan" + version).str();
     return t;
   }
   return targetError("unknown target '" + spec +
-                     "' (expected cpu, cuda:sm_XX, amdgpu:gfxXXX, vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES], "
-                     "metal)");
+                     "' (expected cpu, cuda:sm_XX, amdgpu:gfxXXX, "
+                     "vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES][:loose-specials], metal)");
 }
 
 std::string Target::str() const {

@@ -112,7 +112,10 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
   if (kind == ArtifactKind::Default) {
     switch (target.kind) {
     case Target::Kind::CUDA:
-      kind = nvptx::findToolkit().empty() ? ArtifactKind::PTX : ArtifactKind::Cubin;
+      // Blackwell's sm_90 PTX goes to the driver's JIT: a cubin for it needs a
+      // ptxas from CUDA 12.8 or later.
+      kind = nvptx::findToolkit().empty() || target.smVersion() > 90 ? ArtifactKind::PTX
+                                                                      : ArtifactKind::Cubin;
       break;
     case Target::Kind::AMDGPU: kind = ArtifactKind::Hsaco; break;
     case Target::Kind::Vulkan: kind = ArtifactKind::SPIRV; break;

@@ -20,8 +20,8 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
     // are keywords here.
     if (e.args.size() > max && !keywords.empty()) {
       hint = "; give the others by keyword:";
-      for (llvm::StringRef k : keywords)
-        hint += (k == keywords.front() ? " " : ", ") + k.str() + " = ...";
+      for (size_t i = 0; i < keywords.size(); ++i)
+        hint += (i == 0 ? " " : ", ") + keywords[i].str() + " = ...";
     }
     error(e.loc, "'" + e.callee + "' takes " + expected + " argument" +
                      (max == 1 ? "" : "s") + ", got " + llvm::Twine(e.args.size()) + hint);

@@ -24,21 +24,8 @@ using namespace mlir;
 using kiln::FloatBuilder;
 
 namespace {
-/// Replaces `Op` by the value `expand` builds for it (no match where `expand`
-/// returns a null value, having built nothing).
 template <typename Op, Value (*expand)(FloatBuilder &, Op)>
-struct Expand : OpRewritePattern<Op> {
-  using OpRewritePattern<Op>::OpRewritePattern;
-  LogicalResult matchAndRewrite(Op op, PatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    FloatBuilder f(b, op.getType());
-    Value result = expand(f, op);
-    if (!result)
-      return failure();
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
+using Expand = kiln::FloatExpansion<Op, expand>;
 
 /// log2(x) = log(x) * (1 / ln 2) and log10(x) = log(x) * (1 / ln 10): MLIR 19's
 /// math-to-spirv has neither.

@@ -51,7 +51,13 @@ kiln::gpu::BlockedEncodingAttr kiln::gpu::getKernelLayout(func::FuncOp func) {
 kiln::gpu::BlockedEncodingAttr kiln::gpu::getKernelThreads(func::FuncOp func) {
   if (BlockedEncodingAttr layout = getKernelLayout(func))
     return layout;
-  return BlockedEncodingAttr::get(func.getContext(), 1, 32, 1);
+  // No tile carries a layout: the threads AssignLayouts chose for the kernel
+  // (kiln_gpu.threads), as warps of 32; one warp before it ran.
+  int64_t threads = 32;
+  if (auto attr = func->getAttrOfType<IntegerAttr>(kThreadsAttr))
+    threads = attr.getInt();
+  return BlockedEncodingAttr::get(func.getContext(), 1, 32,
+                                  std::max<int64_t>(1, threads / 32));
 }
 
 namespace {

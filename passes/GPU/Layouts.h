@@ -15,9 +15,9 @@ void setLayout(mlir::func::FuncOp func, BlockedEncodingAttr layout);
 /// and for a kernel without tiles.
 BlockedEncodingAttr getKernelLayout(mlir::func::FuncOp func);
 
-/// The threads a kernel runs as: its tiles' layout, or one warp of 32 threads
-/// for a kernel without tiles (whose scalar atomics still exchange flags and
-/// old values between them).
+/// The threads a kernel runs as: its tiles' layout, or for a kernel without
+/// tiles (whose scalar atomics still exchange flags and old values between its
+/// threads) its `kiln_gpu.threads` as warps of 32.
 BlockedEncodingAttr getKernelThreads(mlir::func::FuncOp func);
 
 } // namespace kiln::gpu
