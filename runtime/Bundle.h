@@ -16,7 +16,8 @@
 namespace kiln::rt {
 
 /// 2: the checksum is standard FNV-1a (version 1's basis lacked a digit).
-inline constexpr uint32_t kBundleVersion = 2;
+/// 3: Vulkan kernels take the grid words first in their push constants.
+inline constexpr uint32_t kBundleVersion = 3;
 
 struct BundleEntry {
   std::string target;   // e.g. "cuda:sm_90", "vulkan:1.2", "cpu"

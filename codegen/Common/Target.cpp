@@ -487,11 +487,14 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
       {"abi", target.isGPU()
                   ? (target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal
                          ? "one program per workgroup; each tensor argument is a storage buffer "
-                           "binding in set 0, in order; its sizes and strides (i32, elements) and "
-                           "every scalar argument are push constants: 32-bit words in argument "
-                           "order, 64-bit scalars as two words, low first; a kernel with asserts "
-                           "or prints takes one more binding after the tensors: its debug "
-                           "buffer (kiln/KernelInfo.h)"
+                           "binding in set 0, in order; the push constants start with six i32 "
+                           "grid words: the program ids of the dispatch's first workgroup (x, y, "
+                           "z), then the whole grid (x, y, z); each tensor's sizes and strides "
+                           "(i32, elements) and every scalar argument follow as 32-bit words in "
+                           "argument order, 64-bit scalars as two words, low first, in the push "
+                           "constants while all fit in 128 bytes, else in an argument buffer "
+                           "bound last; a kernel with asserts or prints takes one more binding "
+                           "after the tensors: its debug buffer (kiln/KernelInfo.h)"
                          : "one program per block; each tensor argument is passed as its base "
                            "pointer followed by its sizes (i32) and strides (i32, in elements); "
                            "i1 scalars are passed as i32")

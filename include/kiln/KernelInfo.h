@@ -61,12 +61,19 @@ struct PrintInfo {
 ///    words from kDebugHeaderWords + r * kPrintRecordWords: which print, the
 ///    program's ids, the flat index, the value's low and high words. Records
 ///    past kPrintRecords are dropped (and counted).
-/// A Vulkan kernel receives every size, stride and scalar argument as 32-bit
-/// words in argument order (64-bit values take two, low word first). Up to
-/// kMaxPushConstantBytes (what every Vulkan device provides) they are push
-/// constants; a kernel that needs more reads them from one more storage buffer,
-/// its argument buffer, bound last (after the tensors and the debug buffer).
+/// A Vulkan kernel's push constants start with kGridWords 32-bit words: the
+/// program ids of the dispatch's first workgroup (x, y, z), then the whole
+/// grid (x, y, z). A grid wider than the device's maxComputeWorkGroupCount
+/// runs as several dispatches, each with its own first ids; program_id is the
+/// workgroup id plus the first id, num_programs the whole grid's count.
+/// Every size, stride and scalar argument follows as 32-bit words in argument
+/// order (64-bit values take two, low word first), in the push constants too
+/// while all of them fit in kMaxPushConstantBytes (what every Vulkan device
+/// provides); a kernel that needs more reads its argument words from one more
+/// storage buffer, its argument buffer, bound last (after the tensors and the
+/// debug buffer).
 inline constexpr int kMaxPushConstantBytes = 128;
+inline constexpr int kGridWords = 6;
 
 inline constexpr int kAssertReportWords = 6;
 inline constexpr int kPrintCountWord = 6;

@@ -204,16 +204,29 @@ SmallVector<Type> ThreadEmitter::abiTypes(func::FuncOp kernel, MemoryModel memor
   }
   if (takesDebugBuffer(kernel, memory))
     types.push_back(MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32)));
-  // Vulkan: every size, stride and scalar travels in one block of words, push
-  // constants while they fit, else the argument buffer (a storage buffer).
-  if (memory == MemoryModel::SPIRVBuffers)
-    if (int64_t words = argumentWords(kernel.getArgumentTypes())) {
-      Attribute space;
-      if (words * 4 <= kMaxPushConstantBytes)
-        space = spirv::StorageClassAttr::get(ctx, spirv::StorageClass::PushConstant);
-      types.push_back(MemRefType::get({words}, i32Type, AffineMap(), space));
+  // Vulkan: the grid words, then every size, stride and scalar in push
+  // constants while they fit, else the argument words in the argument buffer
+  // (a storage buffer) before the push constants (kiln/KernelInfo.h).
+  if (memory == MemoryModel::SPIRVBuffers) {
+    int64_t words = argumentWords(kernel.getArgumentTypes());
+    auto push = spirv::StorageClassAttr::get(ctx, spirv::StorageClass::PushConstant);
+    if (argumentsArePushed(words)) {
+      types.push_back(MemRefType::get({kGridWords + words}, i32Type, AffineMap(), push));
+    } else {
+      types.push_back(MemRefType::get({words}, i32Type));
+      types.push_back(MemRefType::get({kGridWords}, i32Type, AffineMap(), push));
     }
+  }
   return types;
+}
+
+bool ThreadEmitter::argumentsArePushed(int64_t words) {
+  return (kGridWords + words) * 4 <= kMaxPushConstantBytes;
+}
+
+Value ThreadEmitter::gridWord(int64_t word) {
+  Value index = b.create<arith::ConstantIndexOp>(loc, word);
+  return b.create<memref::LoadOp>(loc, gridWords, index);
 }
 
 Value ThreadEmitter::decodeWords(Value block, int64_t &word, Type type) {
@@ -255,10 +268,17 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
 
   unsigned next = 0;
   bool inWords = memory == MemoryModel::SPIRVBuffers; // see abiTypes
-  Value words = inWords && argumentWords(kernel.getArgumentTypes())
-                    ? entry.getArgument(entry.getNumArguments() - 1)
-                    : Value();
+  Value words;
   int64_t word = 0;
+  if (inWords) {
+    gridWords = entry.getArgument(entry.getNumArguments() - 1);
+    words = gridWords;
+    word = kGridWords;
+    if (!argumentsArePushed(argumentWords(kernel.getArgumentTypes()))) {
+      words = entry.getArgument(entry.getNumArguments() - 2);
+      word = 0;
+    }
+  }
   auto scalarArg = [&](Type type) -> Value {
     return inWords ? decodeWords(words, word, type) : entry.getArgument(next++);
   };
@@ -535,10 +555,17 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
     return emitWhile(o);
   if (auto o = dyn_cast<ProgramIdOp>(op)) {
     Value id = b.create<mlir::gpu::BlockIdOp>(loc, mlir::gpu::Dimension(o.getAxis()));
-    scalars.map(o.getResult(), b.create<arith::IndexCastOp>(loc, b.getI32Type(), id));
+    id = b.create<arith::IndexCastOp>(loc, b.getI32Type(), id);
+    if (gridWords) // this dispatch's first program id (kiln/KernelInfo.h)
+      id = b.create<arith::AddIOp>(loc, id, gridWord(o.getAxis()));
+    scalars.map(o.getResult(), id);
     return success();
   }
   if (auto o = dyn_cast<NumProgramsOp>(op)) {
+    if (gridWords) {
+      scalars.map(o.getResult(), gridWord(3 + o.getAxis()));
+      return success();
+    }
     Value n = b.create<mlir::gpu::GridDimOp>(loc, mlir::gpu::Dimension(o.getAxis()));
     scalars.map(o.getResult(), b.create<arith::IndexCastOp>(loc, b.getI32Type(), n));
     return success();

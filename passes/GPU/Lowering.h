@@ -53,8 +53,8 @@ llvm::SmallVector<mlir::Type> sharedBufferTypes(mlir::func::FuncOp kernel,
 llvm::SmallVector<int64_t> dynamicSharedLayout(mlir::func::FuncOp kernel);
 
 /// SPIR-V kernels receive every size, stride and scalar argument in one block of
-/// 32-bit words (64-bit values take two, low first): push constants, or an
-/// argument buffer when they pass kMaxPushConstantBytes (kiln/KernelInfo.h).
+/// 32-bit words (64-bit values take two, low first): push constants after the
+/// grid words, or an argument buffer when they do not fit (kiln/KernelInfo.h).
 int64_t argumentWords(mlir::TypeRange kernelArgs);
 
 /// A tile as one thread sees it: the registers it holds, one scalar each.
@@ -151,6 +151,11 @@ private:
 
   /// Reads a value of `type` from the push-constant block at `word`, advancing it.
   mlir::Value decodeWords(mlir::Value block, int64_t &word, mlir::Type type);
+  /// SPIR-V: word `word` of the grid words (first program ids, then the grid).
+  mlir::Value gridWord(int64_t word);
+  /// SPIR-V: whether the grid words and `words` argument words fit in push
+  /// constants together (else the argument words take the argument buffer).
+  static bool argumentsArePushed(int64_t words);
 
   // MemoryToGPU.cpp
   mlir::LogicalResult emitLoad(mlir::Operation *op);
@@ -320,6 +325,7 @@ private:
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::Value threadId; // i32
   mlir::Value debugBuffer; // memref<?xi32>, SPIR-V kernels with asserts or prints
+  mlir::Value gridWords;   // memref<Nxi32> push constants, SPIR-V kernels
   mlir::IRMapping scalars;
   llvm::DenseMap<mlir::Value, Registers> tiles;
   llvm::DenseMap<mlir::Value, TensorArg> tensors;

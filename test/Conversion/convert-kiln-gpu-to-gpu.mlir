@@ -26,10 +26,10 @@
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
 // CHECK: gpu.return
 // On SPIR-V, tensors are buffers and all sizes and strides share one push-constant
-// block of i32 words: x's size and stride, then y's.
-// SPIRV: gpu.func @copy(%[[SX:.*]]: memref<?xf32>, %[[SY:.*]]: memref<?xf32>, %[[PC:.*]]: memref<4xi32, #spirv.storage_class<PushConstant>>) kernel
-// SPIRV: %[[C0:.*]] = arith.constant 0 : index
-// SPIRV: %[[NX:.*]] = memref.load %[[PC]][%[[C0]]]
+// block of i32 words after the 6 grid words: x's size and stride, then y's.
+// SPIRV: gpu.func @copy(%[[SX:.*]]: memref<?xf32>, %[[SY:.*]]: memref<?xf32>, %[[PC:.*]]: memref<10xi32, #spirv.storage_class<PushConstant>>) kernel
+// SPIRV: %[[C6:.*]] = arith.constant 6 : index
+// SPIRV: %[[NX:.*]] = memref.load %[[PC]][%[[C6]]]
 // SPIRV-NOT: vector<4xf32>
 // SPIRV: arith.cmpi ult, %{{.*}}, %[[NX]] : i32
 // SPIRV: memref.load %[[SX]]
@@ -114,5 +114,35 @@ func.func @narrow_min(%x: !mem, %y: !mem) attributes {kiln.kernel, kiln_gpu.thre
   %v = kiln.load %x[%i] : !mem[tensor<16xi32, #l>] -> tensor<16xi8, #l>
   %s = kiln.reduce min %v, 0 : tensor<16xi8, #l> -> i8
   kiln.store %y[%c0], %s : !mem[i32], i8
+  return
+}
+
+// -----
+
+!mem = memref<?xi32, strided<[?], offset: ?>>
+
+// Program ids: the block id on LLVM targets. On SPIR-V, the block id plus the
+// dispatch's first id (grid word 0-2: a grid past the device's workgroup count
+// runs as several dispatches) and num_programs is the whole grid (words 3-5).
+// CHECK-LABEL: gpu.func @ids
+// CHECK: %[[B:.*]] = gpu.block_id  y
+// CHECK: arith.index_cast %[[B]] : index to i32
+// CHECK: gpu.grid_dim  x
+// SPIRV-LABEL: gpu.func @ids
+// SPIRV-SAME: %[[PC:[^ ]*]]: memref<8xi32, #spirv.storage_class<PushConstant>>
+// SPIRV: %[[B:.*]] = gpu.block_id  y
+// SPIRV: %[[ID:.*]] = arith.index_cast %[[B]] : index to i32
+// SPIRV: %[[C1:.*]] = arith.constant 1 : index
+// SPIRV: %[[FIRST:.*]] = memref.load %[[PC]][%[[C1]]]
+// SPIRV: %[[PID:.*]] = arith.addi %[[ID]], %[[FIRST]] : i32
+// SPIRV: %[[C3:.*]] = arith.constant 3 : index
+// SPIRV: %[[N:.*]] = memref.load %[[PC]][%[[C3]]]
+// SPIRV: arith.muli %[[PID]]
+// SPIRV: memref.store %[[N]]
+// SPIRV-NOT: gpu.grid_dim
+func.func @ids(%x: !mem) attributes {kiln.kernel, kiln_gpu.threads = 32 : i32} {
+  %p = kiln.program_id 1 : i32
+  %n = kiln.num_programs 0 : i32
+  kiln.store %x[%p], %n : !mem[i32], i32
   return
 }

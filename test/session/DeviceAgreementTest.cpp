@@ -1733,6 +1733,65 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N]) params(B: i32 = 4, SKIP: i1 = fal
   });
 }
 
+TEST_F(DeviceAgreement, GridsPastTheWorkgroupLimitOnEveryDevice) {
+  // Vulkan devices may count workgroups only to 65535 per axis (lavapipe
+  // does): a wider grid runs as several dispatches, and program_id and
+  // num_programs still give the whole grid's coordinates. `ids` takes three
+  // dispatches along x (the last partial), `ids3` two along y.
+  const char *source = R"(
+kernel ids(out: tensor<i32>[N], counts: tensor<i32>[N]) grid(N) {
+  let pid = program_id(0);
+  store(out[pid], pid);
+  store(counts[pid], num_programs(0));
+}
+
+kernel ids3(out: tensor<i32>[Z, Y, X], counts: tensor<i32>[Z, Y, X]) grid(X, Y, Z) {
+  let x = program_id(0);
+  let y = program_id(1);
+  let z = program_id(2);
+  store(out[z, y, x], (z * num_programs(1) + y) * num_programs(0) + x);
+  store(counts[z, y, x], num_programs(0) * 1000000 + num_programs(1) * 10 + num_programs(2));
+}
+)";
+  forEachDevice([&](Session &s, const std::string &device) {
+    const int64_t n = 2 * 65535 + 1234;
+    Kernel ids = s.compile(source, "ids");
+    ASSERT_TRUE(ids.ok()) << ids.status().message();
+    Tensor out = s.upload(std::vector<int32_t>(n, -1), {n});
+    Tensor counts = s.upload(std::vector<int32_t>(n, -1), {n});
+    ASSERT_TRUE(ids(out, counts).ok()) << device;
+    std::vector<int32_t> got, gotCounts;
+    ASSERT_TRUE(out.download(got).ok());
+    ASSERT_TRUE(counts.download(gotCounts).ok());
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (got[i] != i || gotCounts[i] != n) {
+        if (++wrong <= 3)
+          ADD_FAILURE() << device << " ids: program " << i << " saw id " << got[i]
+                        << " and num_programs " << gotCounts[i];
+      }
+    EXPECT_EQ(wrong, 0) << device;
+
+    const int64_t x = 3, y = 65535 + 17, z = 2;
+    Kernel ids3 = s.compile(source, "ids3");
+    ASSERT_TRUE(ids3.ok()) << ids3.status().message();
+    Tensor out3 = s.upload(std::vector<int32_t>(x * y * z, -1), {z, y, x});
+    Tensor counts3 = s.upload(std::vector<int32_t>(x * y * z, -1), {z, y, x});
+    ASSERT_TRUE(ids3(out3, counts3).ok()) << device;
+    ASSERT_TRUE(out3.download(got).ok());
+    ASSERT_TRUE(counts3.download(gotCounts).ok());
+    wrong = 0;
+    const int32_t wantCount = int32_t(x * 1000000 + y * 10 + z);
+    for (int64_t i = 0; i < x * y * z; ++i)
+      if (got[i] != i || gotCounts[i] != wantCount) {
+        if (++wrong <= 3)
+          ADD_FAILURE() << device << " ids3: program " << i << " saw flat id " << got[i]
+                        << " and counts " << gotCounts[i];
+      }
+    EXPECT_EQ(wrong, 0) << device;
+  });
+}
+
 TEST_F(DeviceAgreement, BreakAndContinueOnEveryDevice) {
   // The first negative element's index (break), the sum of the others
   // (continue), `while true` left by a break, and a break in a nested loop that

@@ -7,6 +7,7 @@ layout(set = 0, binding = 1) readonly buffer W { float w[]; };
 layout(set = 0, binding = 2) readonly buffer B { float b[]; };
 layout(set = 0, binding = 3) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Params {
+  uint first[3]; uint grid[3]; // Kiln's grid words (kiln/KernelInfo.h)
   int m; int n; int sxr; int sxc; int nw; int sw; int nb; int sb;
   int my; int ny; int syr; int syc; float eps;
 } p;
@@ -23,7 +24,8 @@ float rowSum(float v, uint t) {
   return total;
 }
 void main() {
-  uint row = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+  uint row = gl_WorkGroupID.x + p.first[0];
+  uint t = gl_LocalInvocationID.x;
   float s = 0.0;
   for (uint c = t; c < uint(p.n); c += 128u)
     s += x[row * p.sxr + c * p.sxc];

@@ -8,6 +8,7 @@ layout(set = 0, binding = 0) readonly buffer A { float a[]; };
 layout(set = 0, binding = 1) readonly buffer B { float b[]; };
 layout(set = 0, binding = 2) writeonly buffer C { float c[]; };
 layout(push_constant) uniform Params {
+  uint first[3]; uint grid[3]; // Kiln's grid words (kiln/KernelInfo.h)
   int m; int k; int sam; int sak; int kb; int n; int sbk; int sbn; int mc; int nc; int scm; int scn;
 } p;
 shared float as[16][64];
@@ -15,7 +16,7 @@ shared float bs[16][64];
 void main() {
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   uint t = ty * 16u + tx;
-  uint m0 = gl_WorkGroupID.x * 64u, n0 = gl_WorkGroupID.y * 64u;
+  uint m0 = (gl_WorkGroupID.x + p.first[0]) * 64u, n0 = (gl_WorkGroupID.y + p.first[1]) * 64u;
   float acc[4][4];
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j)

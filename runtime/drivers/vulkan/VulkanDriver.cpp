@@ -44,14 +44,18 @@ struct VkBuf {
   size_t size = 0;
 };
 
+/// The most dispatches one launch may take (a grid beyond the device's
+/// workgroup counts runs as several).
+constexpr int64_t kMaxDispatches = 1 << 20;
+
 struct Pipeline {
   VkShaderModule shader = VK_NULL_HANDLE;
   VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t bindings = 0;  // storage buffers: tensors, then debug and argument buffers
-  uint32_t pushBytes = 0; // the argument words as push constants...
-  uint32_t argBytes = 0;  // ...or in the argument buffer
+  uint32_t pushBytes = 0; // the grid words, and the argument words when they fit...
+  uint32_t argBytes = 0;  // ...else the argument words in the argument buffer
 };
 
 /// A kernel's storage-buffer bindings and where its argument words travel.
@@ -68,10 +72,11 @@ void kernelABI(const KernelInfo &k, Pipeline &p) {
   if (k.hasDebugBuffer())
     ++bindings;
   p.bindings = bindings;
-  p.pushBytes = words * 4;
+  p.pushBytes = (kGridWords + words) * 4;
   if (p.pushBytes > kMaxPushConstantBytes) {
     ++p.bindings;
-    std::swap(p.pushBytes, p.argBytes);
+    p.pushBytes = kGridWords * 4;
+    p.argBytes = words * 4;
   }
 }
 
@@ -441,12 +446,17 @@ public:
                       Dispatch &out) {
     auto *module = static_cast<VkModule *>(moduleHandle);
     Pipeline &p = module->pipelines.at(kernel.name);
+    // Past maxComputeWorkGroupCount the grid runs as several dispatches (record).
+    int64_t dispatches = 1;
     for (int d = 0; d < 3; ++d)
-      if (grid[d] > props.limits.maxComputeWorkGroupCount[d])
-        return Status::failure("kernel '" + kernel.name + "': grid of " + std::to_string(grid[d]) +
-                               " programs along axis " + std::to_string(d) + " exceeds " +
-                               name() + "'s limit of " +
-                               std::to_string(props.limits.maxComputeWorkGroupCount[d]));
+      dispatches *= (grid[d] + props.limits.maxComputeWorkGroupCount[d] - 1) /
+                    props.limits.maxComputeWorkGroupCount[d];
+    if (dispatches > kMaxDispatches)
+      return Status::failure("kernel '" + kernel.name + "': a grid of " +
+                             std::to_string(grid[0]) + " x " + std::to_string(grid[1]) + " x " +
+                             std::to_string(grid[2]) + " programs would take " +
+                             std::to_string(dispatches) + " dispatches on " + name() +
+                             " (at most " + std::to_string(kMaxDispatches) + ")");
 
     // Tensors bind storage buffers; sizes, strides and scalars become words.
     std::vector<VkDescriptorBufferInfo> infos;
@@ -516,7 +526,7 @@ public:
       }
     }
     if (infos.size() + kernel.hasDebugBuffer() + (p.argBytes > 0) != p.bindings ||
-        words.size() * 4 != p.pushBytes + p.argBytes)
+        (kGridWords + words.size()) * 4 != p.pushBytes + p.argBytes)
       return Status::failure("kernel '" + kernel.name + "': the arguments do not match the "
                              "pipeline's bindings and push constants");
     auto bindNew = [&](size_t bytes, VkBuf *&slot) -> Status {
@@ -566,7 +576,13 @@ public:
     vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
     out.pool = pool;
-    out.record = [this, &p, set, words, grid](VkCommandBuffer cmd) {
+    // The grid words, then the argument words where they are pushed too.
+    std::vector<uint32_t> pushed(kGridWords);
+    for (int d = 0; d < 3; ++d)
+      pushed[3 + d] = static_cast<uint32_t>(grid[d]);
+    if (!p.argBytes)
+      pushed.insert(pushed.end(), words.begin(), words.end());
+    out.record = [this, &p, set, pushed, grid](VkCommandBuffer cmd) mutable {
       // Earlier work on the queue (any submission) finishes its writes first.
       VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
       barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -577,11 +593,22 @@ public:
       vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
       vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
                               nullptr);
-      if (p.pushBytes)
-        vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes,
-                           words.data());
-      vkCmdDispatch(cmd, static_cast<uint32_t>(grid[0]), static_cast<uint32_t>(grid[1]),
-                    static_cast<uint32_t>(grid[2]));
+      // A grid wider than the device's limit on an axis runs as several
+      // dispatches, each told the program ids of its first workgroup.
+      const uint32_t *limit = props.limits.maxComputeWorkGroupCount;
+      auto chunk = [&](int d, int64_t first) {
+        return static_cast<uint32_t>(std::min<int64_t>(grid[d] - first, limit[d]));
+      };
+      for (int64_t z = 0; z < grid[2]; z += limit[2])
+        for (int64_t y = 0; y < grid[1]; y += limit[1])
+          for (int64_t x = 0; x < grid[0]; x += limit[0]) {
+            pushed[0] = static_cast<uint32_t>(x);
+            pushed[1] = static_cast<uint32_t>(y);
+            pushed[2] = static_cast<uint32_t>(z);
+            vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.pushBytes,
+                               pushed.data());
+            vkCmdDispatch(cmd, chunk(0, x), chunk(1, y), chunk(2, z));
+          }
       // The host reads results (and the debug buffer) through mapped memory
       // once the fence signals: make the kernel's writes visible to it.
       VkMemoryBarrier toHost{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
