@@ -46,7 +46,8 @@ def driver_entries():
                  os.path.join(ROOT, "test", "kilnc", "matrix-units.test"),
                  os.path.join(ROOT, "test", "Target", "target-errors.test"),
                  os.path.join(ROOT, "test", "Target", "NVPTX", "dynamic-shared-memory.test"),
-                 os.path.join(ROOT, "test", "tools", "kiln-run-errors.test")]:
+                 os.path.join(ROOT, "test", "tools", "kiln-run-errors.test"),
+                 os.path.join(ROOT, "test", "tools", "kiln-run-npy.test")]:
         for line in open(path).read().splitlines():
             m = re.match(r"# [A-Z0-9-]+: (.*error: .*)", line)
             if m:

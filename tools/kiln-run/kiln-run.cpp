@@ -1,20 +1,24 @@
 //===- kiln-run.cpp - run one Kiln kernel on a device, checked and timed ---===//
 //
 //   kiln-run FILE.kiln --kernel NAME [-D N=V]... --shape M=4096,N=1024
-//            [--arg eps=1e-5] [--device cuda|hip|vulkan|cpu] [--check] [--bench]
+//            [--arg eps=1e-5] [--load x=x.npy] [--save DIR]
+//            [--device cuda|hip|vulkan|cpu] [--check] [--bench]
 //
-// Fills every tensor argument with random data, launches on the device, and with
-// --check runs the same launch through the CPU backend and compares every tensor
-// (tolerances per dtype). --bench times repeated launches.
+// Fills every tensor argument with random data (or reads it from a .npy file),
+// launches on the device, and with --check runs the same launch through the CPU
+// backend and compares every tensor (tolerances per dtype). --bench times
+// repeated launches; --save writes every tensor after the launch as .npy.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/kiln.h"
 #include "lib/Support/Half.h"
 #include "lib/Support/Tolerance.h"
+#include "tools/kiln-run/Npy.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -53,6 +57,16 @@ static cl::list<std::string> fillSpecs(
                      "NAME=START:STEP (START, START + STEP, ...: sorted values, offsets); "
                      "repeatable"),
     cl::cat(category));
+static cl::list<std::string> loadSpecs(
+    "load",
+    cl::desc("Read tensor NAME from a NumPy .npy file: NAME=FILE.npy (its shape gives the "
+             "tensor's sizes); repeatable"),
+    cl::cat(category));
+static cl::opt<std::string> saveDir(
+    "save",
+    cl::desc("Write every tensor after the launch to DIR/NAME.npy (with --check, the CPU's "
+             "as DIR/NAME.cpu.npy too)"),
+    cl::value_desc("DIR"), cl::cat(category));
 static cl::opt<std::string> deviceSpec("device", cl::desc("cuda, hip, vulkan or cpu[:index]"),
                                        cl::cat(category));
 static cl::list<std::string> tuneSpecs(
@@ -353,20 +367,6 @@ int main(int argc, char **argv) {
                 " is used only with --bench");
   if (iterations == 0)
     return fail("--iterations 0: --bench times at least one launch");
-  double flopsPerLaunch = 0; // 0: not given
-  if (!flopsSpec.empty()) {
-    flopsPerLaunch = 1;
-    for (llvm::StringRef factor : llvm::split(flopsSpec, '*')) {
-      long long v;
-      if (!factor.getAsInteger(10, v) && v > 0)
-        flopsPerLaunch *= v;
-      else if (auto it = sizes.find(factor.str()); it != sizes.end())
-        flopsPerLaunch *= it->second;
-      else
-        return fail("--flops " + flopsSpec + ": '" + factor +
-                    "' is neither a number nor a size given with --shape");
-    }
-  }
 
   std::string kernel = kernelName;
   if (kernel.empty()) {
@@ -414,6 +414,67 @@ int main(int argc, char **argv) {
     if (llvm::is_contained(zeroTensors, name) || fills.count(name.str()))
       return fail("--fill " + f + ": '" + name + "' is filled twice");
     fills[name.str()] = spec.str();
+  }
+  // Tensors read from .npy files: their shapes give the sizes --shape leaves out.
+  std::map<std::string, npy::Array> loaded;
+  std::map<std::string, std::string> sizeFrom; // who gave each size, for messages
+  for (const auto &[name, size] : sizes)
+    sizeFrom[name] = "--shape " + name + "=" + std::to_string(size);
+  for (const std::string &l : loadSpecs) {
+    auto [name, path] = llvm::StringRef(l).split('=');
+    if (name.empty() || path.empty())
+      return fail("--load expects NAME=FILE.npy, got '" + l + "'");
+    auto arg = llvm::find_if(info.args,
+                             [&](const ArgInfo &a) { return a.isTensor && a.name == name; });
+    if (arg == info.args.end())
+      return fail("--load " + l + ": kernel '" + info.name + "' has no tensor argument '" +
+                  name + "'");
+    if (loaded.count(name.str()) || fills.count(name.str()) ||
+        llvm::is_contained(zeroTensors, name))
+      return fail("--load " + l + ": '" + name + "' is filled twice");
+    npy::Array array;
+    std::string error;
+    if (!npy::read(path.str(), arg->dtype, array, error))
+      return fail("--load " + l + ": " + error);
+    std::string dims = "[" + llvm::join(arg->dims, ", ") + "]";
+    if (array.shape.size() != arg->dims.size())
+      return fail("--load " + l + ": tensor '" + name + "' is " + dims + ", the file's shape is " +
+                  npy::shapeText(array.shape));
+    for (size_t d = 0; d < arg->dims.size(); ++d) {
+      const std::string &dim = arg->dims[d];
+      int64_t size = array.shape[d];
+      bool fixed = isdigit(static_cast<unsigned char>(dim[0]));
+      if (fixed && std::atoll(dim.c_str()) != size)
+        return fail("--load " + l + ": tensor '" + name + "' is " + dims + ", the file's shape is " +
+                    npy::shapeText(array.shape));
+      if (fixed)
+        continue;
+      if (size >= (1LL << 31))
+        return fail("--load " + l + ": size " + dim + " = " + std::to_string(size) +
+                    " is not below 2^31 (Kiln's indices are 32-bit)");
+      auto [it, fresh] = sizes.emplace(dim, size);
+      if (fresh)
+        sizeFrom[dim] = "--load " + l;
+      else if (it->second != size)
+        return fail("--load " + l + ": the file's shape " + npy::shapeText(array.shape) +
+                    " gives " + dim + " = " + std::to_string(size) + ", but " + sizeFrom[dim] +
+                    " gives " + dim + " = " + std::to_string(it->second));
+    }
+    loaded[name.str()] = std::move(array);
+  }
+  double flopsPerLaunch = 0; // 0: not given
+  if (!flopsSpec.empty()) {
+    flopsPerLaunch = 1;
+    for (llvm::StringRef factor : llvm::split(flopsSpec, '*')) {
+      long long v;
+      if (!factor.getAsInteger(10, v) && v > 0)
+        flopsPerLaunch *= v;
+      else if (auto it = sizes.find(factor.str()); it != sizes.end())
+        flopsPerLaunch *= it->second;
+      else
+        return fail("--flops " + flopsSpec + ": '" + factor +
+                    "' is neither a number nor a size given with --shape or --load");
+    }
   }
   std::mt19937 gen(seed);
   HostArgs in;
@@ -486,7 +547,9 @@ int main(int argc, char **argv) {
       continue;
     size_t n = static_cast<size_t>(elements[i]);
     in.tensors[i].resize(n * dtypeBytes(a.dtype)); // zeros
-    if (auto f = fills.find(a.name); f != fills.end()) {
+    if (auto l = loaded.find(a.name); l != loaded.end()) {
+      in.tensors[i] = std::move(l->second.bytes);
+    } else if (auto f = fills.find(a.name); f != fills.end()) {
       std::string problem = fillSequence(in.tensors[i], a.dtype, n, f->second);
       if (!problem.empty())
         return fail("--fill " + a.name + "=" + f->second + ": " + problem);
@@ -543,10 +606,28 @@ int main(int argc, char **argv) {
     params = tuned.params;
   }
 
+  if (!saveDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(saveDir))
+      return fail("--save " + saveDir + ": " + ec.message());
+  // Every tensor after a launch as DIR/NAME{suffix}.npy.
+  auto save = [&](const std::vector<std::vector<char>> &tensors, const std::string &suffix) {
+    for (size_t i = 0; i < info.args.size(); ++i) {
+      if (!info.args[i].isTensor)
+        continue;
+      std::string path = saveDir + "/" + info.args[i].name + suffix + ".npy", error;
+      if (!npy::write(path, info.args[i].dtype, in.shapes[i], tensors[i], error))
+        return fail("--save: " + error);
+    }
+    return 0;
+  };
+
   std::vector<std::vector<char>> out;
   double ms = 0;
   if (rt::Status st = runOn(session, k, info, in, out, bench ? &ms : nullptr); !st)
     return fail(st.message());
+  if (!saveDir.empty())
+    if (int failed = save(out, ""))
+      return failed;
   // The CPU reference runs first: what either run prints (C stdio) comes before
   // kiln-run's lines.
   std::string checkLine, mismatches;
@@ -570,6 +651,9 @@ int main(int argc, char **argv) {
       return fail(ref.status().message());
     if (rt::Status st = runOn(cpu, ref, info, in, want, nullptr); !st)
       return fail("CPU reference: " + st.message());
+    if (!saveDir.empty())
+      if (int failed = save(want, ".cpu"))
+        return failed;
     double worst = 0;
     int64_t bad = 0;
     for (size_t i = 0; i < info.args.size(); ++i) {
