@@ -127,6 +127,20 @@ static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
   return 0;
 }
 
+/// Element `i` as text: integers exactly (a double loses 64-bit ones past 2^53),
+/// floats with `shortest`'s digits.
+static std::string elementText(const std::vector<char> &bytes, DType dt, int64_t i,
+                               std::string (*shortest)(double)) {
+  const char *p = bytes.data() + i * dtypeBytes(dt);
+  if (dt == DType::I64)
+    return std::to_string(*reinterpret_cast<const int64_t *>(p));
+  if (dt == DType::U64)
+    return std::to_string(*reinterpret_cast<const uint64_t *>(p));
+  if (!isFloat(dt))
+    return std::to_string(static_cast<int64_t>(elementAt(bytes, dt, i)));
+  return shortest(elementAt(bytes, dt, i));
+}
+
 /// Writes `v` to the float element at `p` of type `dt`, rounded to it.
 static void storeFloat(char *p, DType dt, double v) {
   switch (dt) {
@@ -631,7 +645,7 @@ int main(int argc, char **argv) {
   // The CPU reference runs first: what either run prints (C stdio) comes before
   // kiln-run's lines.
   std::string checkLine, mismatches;
-  auto shortest = [](double v) { // enough digits for any element type, none more
+  auto shortest = [](double v) -> std::string { // enough digits for any type, none more
     char text[32];
     std::snprintf(text, sizeof(text), "%.17g", v);
     for (int digits = 1; digits < 17; ++digits) {
@@ -683,8 +697,8 @@ int main(int argc, char **argv) {
         mismatches += llvm::formatv("\n  {0}: {1} of {2} elements differ; first at flat index "
                                     "{3}: got {4}, want {5} (rtol {6:e}, atol {7:e})",
                                     info.args[i].name, badHere, n, first,
-                                    shortest(elementAt(out[i], dt, first)),
-                                    shortest(elementAt(want[i], dt, first)), rtol, atol)
+                                    elementText(out[i], dt, first, shortest),
+                                    elementText(want[i], dt, first, shortest), rtol, atol)
                           .str();
       bad += badHere;
     }
