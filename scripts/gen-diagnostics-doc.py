@@ -47,7 +47,8 @@ def driver_entries():
                  os.path.join(ROOT, "test", "Target", "target-errors.test"),
                  os.path.join(ROOT, "test", "Target", "NVPTX", "dynamic-shared-memory.test"),
                  os.path.join(ROOT, "test", "tools", "kiln-run-errors.test"),
-                 os.path.join(ROOT, "test", "tools", "kiln-run-npy.test")]:
+                 os.path.join(ROOT, "test", "tools", "kiln-run-npy.test"),
+                 os.path.join(ROOT, "test", "tools", "kiln-run-bundle.test")]:
         for line in open(path).read().splitlines():
             m = re.match(r"# [A-Z0-9-]+: (.*error: .*)", line)
             if m:

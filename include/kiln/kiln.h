@@ -153,6 +153,12 @@ public:
                  const std::map<std::string, std::string> &params = {},
                  const std::string &filename = "<source>");
 
+  /// Kernel `kernel` (empty: the first) of a .kbin bundle (`kilnc --target=... -o
+  /// F.kbin`), from its entry for this device; nothing is compiled. An error
+  /// status when the bundle is damaged, has no entry this device runs, or has no
+  /// such kernel.
+  Kernel load(const std::string &bundleBytes, const std::string &kernel = "");
+
   /// Compiles every candidate (in parallel), times each on `args` and returns
   /// the fastest. The choice is stored in the cache, keyed by source, kernel,
   /// candidates, device and shape bucket (each tensor size rounded up to a power

@@ -286,6 +286,31 @@ Kernel Session::compile(const std::string &source, const std::string &kernel,
   return k;
 }
 
+Kernel Session::load(const std::string &bundleBytes, const std::string &kernel) {
+  Kernel k;
+  k.status_ = status_;
+  if (!ok())
+    return k;
+  auto module = device_->loadBundle(bundleBytes);
+  if (!module) {
+    k.status_ = module.status();
+    return k;
+  }
+  k.device_ = device_;
+  k.module_ = *module;
+  k.name_ = kernel;
+  if (kernel.empty() && !module->kernels().empty())
+    k.name_ = module->kernels().front().name;
+  if (!module->find(k.name_)) {
+    std::string names;
+    for (const KernelInfo &info : module->kernels())
+      names += (names.empty() ? "" : ", ") + info.name;
+    k.status_ = rt::Status::failure("the bundle has no kernel '" + kernel + "' (it has " +
+                                    (names.empty() ? "none" : names) + ")");
+  }
+  return k;
+}
+
 Tensor Session::empty(DType dtype, std::vector<int64_t> shape) {
   Tensor t;
   t.dtype_ = dtype;

@@ -195,6 +195,47 @@ TEST_F(SessionTest, DamagedEntryIsRecompiled) {
   EXPECT_EQ(t.cacheStats().diskHits, 1);
 }
 
+TEST_F(SessionTest, LoadsBundlesWithoutCompiling) {
+  // A cache entry is a .kbin bundle: the one the JIT wrote loads through
+  // Session::load, by name or as the first kernel, and runs.
+  {
+    Session s("cpu");
+    ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());
+  }
+  auto files = cacheFiles();
+  ASSERT_EQ(files.size(), 1u);
+  std::ifstream in(files[0], std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+
+  Session s("cpu");
+  for (const char *name : {"softmax", ""}) {
+    Kernel k = s.load(bytes.str(), name);
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    EXPECT_EQ(k.info()->name, "softmax");
+    EXPECT_TRUE(runSoftmax(s, k));
+  }
+  EXPECT_EQ(s.cacheStats().compiles, 0);
+
+  Kernel missing = s.load(bytes.str(), "layernorm");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "the bundle has no kernel 'layernorm' (it has softmax)");
+  std::string damaged = bytes.str();
+  damaged[damaged.size() / 2] ^= 0x5a;
+  Kernel bad = s.load(damaged);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("checksum mismatch"), std::string::npos)
+      << bad.status().message();
+  Session vulkan("vulkan");
+  if (vulkan.ok()) { // the bundle holds only the CPU's code
+    Kernel other = vulkan.load(bytes.str());
+    ASSERT_FALSE(other.ok());
+    EXPECT_NE(other.status().message().find("the bundle has no code for vulkan"),
+              std::string::npos)
+        << other.status().message();
+  }
+}
+
 TEST_F(SessionTest, ConcurrentProcessesShareTheCache) {
   // Two processes compile the same kernel into the same cache at once.
   std::vector<pid_t> children;

@@ -38,7 +38,8 @@ using namespace kiln;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("kiln-run options");
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.kiln>"), cl::Required,
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.kiln | file.kbin>"),
+                                      cl::Required,
                                       cl::cat(category));
 static cl::opt<std::string> kernelName("kernel", cl::desc("Kernel to run (default: the first)"),
                                        cl::cat(category));
@@ -352,6 +353,13 @@ int main(int argc, char **argv) {
   if (!buffer)
     return fail("cannot read '" + inputFile + "'");
   std::string source = (*buffer)->getBuffer().str();
+  // A .kbin bundle (kilnc -o F.kbin) holds compiled kernels: its entry for the
+  // device runs, and --check runs its cpu entry. Nothing is compiled.
+  bool isBundle = llvm::StringRef(source).starts_with("KILNKBIN");
+  if (isBundle && (!defines.empty() || !tuneSpecs.empty() || autotuneDeclared))
+    return fail(std::string(defines.empty() ? "--tune and --autotune need" : "-D needs") +
+                " the kernel's source; '" + inputFile +
+                "' is a bundle, compiled with its params fixed");
   std::map<std::string, std::string> params;
   for (const std::string &d : defines) {
     auto [name, value] = llvm::StringRef(d).split('=');
@@ -383,7 +391,7 @@ int main(int argc, char **argv) {
     return fail("--iterations 0: --bench times at least one launch");
 
   std::string kernel = kernelName;
-  if (kernel.empty()) {
+  if (kernel.empty() && !isBundle) {
     // The first kernel in the file.
     size_t at = source.find("kernel ");
     size_t end = source.find('(', at);
@@ -395,12 +403,16 @@ int main(int argc, char **argv) {
   Session session(deviceSpec);
   if (!session.ok())
     return fail(session.status().message());
-  Kernel k = session.compile(source, kernel, params, inputFile);
+  Kernel k = isBundle ? session.load(source, kernel)
+                      : session.compile(source, kernel, params, inputFile);
+  if (!k.ok() && isBundle)
+    return fail("'" + inputFile + "': " + k.status().message());
   if (!k.ok()) {
     llvm::errs() << k.status().message();
     return 1;
   }
   const KernelInfo &info = *k.info();
+  kernel = info.name;
 
   // Inputs: random tensors shaped by --shape, scalars from --arg.
   std::map<std::string, std::string> scalarValues;
@@ -459,8 +471,8 @@ int main(int argc, char **argv) {
       int64_t size = array.shape[d];
       bool fixed = isdigit(static_cast<unsigned char>(dim[0]));
       if (fixed && std::atoll(dim.c_str()) != size)
-        return fail("--load " + l + ": tensor '" + name + "' is " + dims + ", the file's shape is " +
-                    npy::shapeText(array.shape));
+        return fail("--load " + l + ": tensor '" + name + "' is " + dims +
+                    ", the file's shape is " + npy::shapeText(array.shape));
       if (fixed)
         continue;
       if (size >= (1LL << 31))
@@ -659,8 +671,11 @@ int main(int argc, char **argv) {
   int status = 0;
   if (check) {
     Session cpu("cpu");
-    Kernel ref = cpu.compile(source, kernel, params, inputFile);
+    Kernel ref = isBundle ? cpu.load(source, kernel)
+                          : cpu.compile(source, kernel, params, inputFile);
     std::vector<std::vector<char>> want;
+    if (!ref.ok() && isBundle)
+      return fail("--check runs the bundle's cpu code: " + ref.status().message());
     if (!ref.ok())
       return fail(ref.status().message());
     if (rt::Status st = runOn(cpu, ref, info, in, want, nullptr); !st)
