@@ -10,8 +10,10 @@
 
 #include "bench/peers/Peers.h"
 #include "kiln/kiln.h"
+#include "codegen/Common/GPUBinary.h"
 #include "lib/Compiler/Build.h"
 #include "lib/Support/ThreadPool.h"
+#include "runtime/Metadata.h"
 
 #include <algorithm>
 #include <chrono>
@@ -212,8 +214,23 @@ void vulkanBenchmarks(const std::string &examples, const std::string &peerDir,
     return;
   }
   rt::Device &d = s.device();
-  auto peer = [&](const std::string &name) {
-    auto m = d.load(slurp(peerDir + "/" + name + ".spv"), slurp(peerDir + "/glsl/" + name + ".json"));
+  // A GLSL peer takes Kiln's ABI, and records it as kilnc does (kiln-rt checks
+  // the record against the metadata).
+  auto peer = [&](const std::string &name) -> rt::Result<rt::Module> {
+    std::string spv = slurp(peerDir + "/" + name + ".spv");
+    std::string json = slurp(peerDir + "/glsl/" + name + ".json");
+    rt::ModuleMetadata metadata;
+    std::string error;
+    if (!rt::parseMetadata(json, metadata, error))
+      return rt::Status::failure("GLSL peer " + name + ": " + error);
+    std::vector<uint32_t> words(spv.size() / 4);
+    std::memcpy(words.data(), spv.data(), words.size() * 4);
+    std::vector<std::string> records;
+    for (const KernelInfo &k : metadata.kernels)
+      records.push_back(abiSignature(k));
+    spirv::addStrings(words, records);
+    auto m = d.load(std::string(reinterpret_cast<const char *>(words.data()), words.size() * 4),
+                    json);
     if (!m)
       std::fprintf(stderr, "GLSL peer %s: %s\n", name.c_str(), m.status().message().c_str());
     return m;

@@ -247,3 +247,15 @@ std::string kiln::rt::printedLines(const KernelInfo &kernel, const int32_t *buff
   }
   return out;
 }
+
+std::string kiln::rt::abiMismatch(const KernelInfo &kernel, const std::string *embedded) {
+  std::string want = abiSignature(kernel);
+  if (embedded && *embedded == want)
+    return "";
+  std::string said = "the metadata describes '" + want + "'";
+  if (!embedded)
+    return "kernel '" + kernel.name + "': the binary has no record of the kernel (" + said +
+           "): the metadata belongs to another binary, or a Kiln before ABI records built it";
+  return "kernel '" + kernel.name + "': the binary was built as '" + *embedded + "', but " +
+         said + ": the metadata belongs to another binary, or another Kiln version built it";
+}

@@ -18,6 +18,11 @@ struct ModuleMetadata {
 /// Parses kilnc's metadata JSON; false with `error` set when it is malformed.
 bool parseMetadata(const std::string &json, ModuleMetadata &out, std::string &error);
 
+/// Whether a binary was compiled for `kernel` as its metadata describes it:
+/// `embedded` is the abiSignature the binary carries for that kernel (null when
+/// it carries none). Empty when they match, else the error, naming both.
+std::string abiMismatch(const KernelInfo &kernel, const std::string *embedded);
+
 /// Reads a kernel's assert report (kAssertReportWords words, as the launch left
 /// them): empty when no assert failed, else the failure as the CPU prints it,
 /// `pid (x, y, z) idx (i, j) f.kiln:18:3: device_assert failed: msg`, with how

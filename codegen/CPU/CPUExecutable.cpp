@@ -16,6 +16,8 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/AsmParser/Parser.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
@@ -103,6 +105,16 @@ static void internalizeKernels(llvm::Module &m, const std::vector<KernelInfo> &k
       f->setLinkage(llvm::GlobalValue::InternalLinkage);
 }
 
+/// Adds each kernel's abiSignature as the exported C string
+/// `_kiln_abi_<kernel>`, which kiln-rt checks against the metadata.
+static void addABISignatures(llvm::Module &m, const std::vector<KernelInfo> &kernels) {
+  for (const KernelInfo &k : kernels) {
+    llvm::Constant *text = llvm::ConstantDataArray::getString(m.getContext(), abiSignature(k));
+    new llvm::GlobalVariable(m, text->getType(), /*isConstant=*/true,
+                             llvm::GlobalValue::ExternalLinkage, text, "_kiln_abi_" + k.name);
+  }
+}
+
 Executable::~Executable() = default;
 
 llvm::Expected<std::unique_ptr<Executable>>
@@ -124,6 +136,7 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
     if (llvm::Error err = addBF16Conversions(*m))
       return err;
     internalizeKernels(*m, kernels);
+    addABISignatures(*m, kernels);
     if (llvm::Error err = optimizeLLVM(m))
       return err;
     moveBF16AsBits(*m);

@@ -38,6 +38,10 @@ llvm::Expected<GPUBinary> serialize(mlir::ModuleOp module, const Target &target,
 namespace spirv {
 /// The SPIR-V binary of the (single) spirv.module in `module`.
 llvm::Expected<std::vector<uint32_t>> serialize(mlir::ModuleOp module);
+/// Records `lines` in `words` as OpStrings (debug information that every
+/// consumer may ignore, in SPIR-V 1.0 too): kilnc records each kernel's
+/// abiSignature there (kiln/KernelInfo.h).
+void addStrings(std::vector<uint32_t> &words, const std::vector<std::string> &lines);
 /// Metal Shading Language for a SPIR-V binary of one kernel, through SPIRV-Cross.
 struct MSLSource {
   std::string text;

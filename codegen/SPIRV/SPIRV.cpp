@@ -29,6 +29,33 @@ llvm::Expected<std::vector<uint32_t>> kiln::spirv::serialize(mlir::ModuleOp modu
 /// Names an MSL kernel function cannot take that SPIRV-Cross passes through:
 /// C++14 keywords, MSL's address spaces and function qualifiers, and the names
 /// of MSL's types (a function named `uint` would hide the type in its own body).
+void kiln::spirv::addStrings(std::vector<uint32_t> &words, const std::vector<std::string> &lines) {
+  // Logical layout (SPIR-V 2.4): capabilities, extensions, imports, memory
+  // model, entry points and execution modes come first; the debug section that
+  // follows opens with the OpStrings. Each string takes a fresh id.
+  auto leading = [](uint32_t op) {
+    return op == 10 || op == 11 || op == 14 || // extensions, imports, memory model
+           op == 15 || op == 16 || op == 17 || // entry points, modes, capabilities
+           op == 331;                          // OpExecutionModeId
+  };
+  size_t at = 5; // after the header
+  while (at < words.size() && leading(words[at] & 0xffff) && (words[at] >> 16) > 0)
+    at += words[at] >> 16;
+  std::vector<uint32_t> inserted;
+  for (const std::string &line : lines) {
+    size_t textWords = line.size() / 4 + 1; // with the terminating NUL
+    inserted.push_back(uint32_t((2 + textWords) << 16) | 7u); // OpString
+    inserted.push_back(words[3]++);                            // its id, from the bound
+    for (size_t w = 0; w < textWords; ++w) {
+      uint32_t word = 0;
+      for (size_t b = 0; b < 4 && 4 * w + b < line.size(); ++b)
+        word |= uint32_t(static_cast<unsigned char>(line[4 * w + b])) << (8 * b);
+      inserted.push_back(word);
+    }
+  }
+  words.insert(words.begin() + std::min(at, words.size()), inserted.begin(), inserted.end());
+}
+
 static bool reservedInMSL(llvm::StringRef name) {
   static const llvm::StringSet<> words = {
       // C++14 keywords.

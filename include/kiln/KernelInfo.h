@@ -107,4 +107,25 @@ struct KernelInfo {
   }
 };
 
+/// The kernel binary interface's version: bumped whenever what a kernel binary
+/// expects from its launcher changes (how arguments travel, the push-constant
+/// layout, the debug buffer).
+inline constexpr int kABIVersion = 1;
+
+/// What the binary of kernel `k` takes. kilnc embeds it in every CPU shared
+/// object (the string `_kiln_abi_<kernel>`) and SPIR-V module (an OpString),
+/// and kiln-rt checks it against the metadata when it
+/// loads them: a binary paired with another kernel's metadata, or built by a
+/// Kiln of another ABI version, is an error rather than a wrong launch.
+inline std::string abiSignature(const KernelInfo &k) {
+  std::string s = "kiln-abi " + std::to_string(kABIVersion) + " " + k.name + "(";
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ArgInfo &a = k.args[i];
+    s += (i ? ", " : "") + std::string(dtypeName(a.dtype));
+    if (a.isTensor)
+      s += "[" + std::to_string(a.dims.size()) + "]";
+  }
+  return s + (k.hasDebugBuffer() ? ") debug" : ")");
+}
+
 } // namespace kiln

@@ -163,6 +163,10 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
     if (!words)
       return words.takeError();
     if (kind == ArtifactKind::SPIRV) {
+      std::vector<std::string> signatures;
+      for (const KernelInfo &k : kernels)
+        signatures.push_back(abiSignature(k));
+      spirv::addStrings(*words, signatures);
       binary = GPUBinary{std::string(reinterpret_cast<const char *>(words->data()),
                                      words->size() * sizeof(uint32_t)),
                          false};

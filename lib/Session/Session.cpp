@@ -305,8 +305,9 @@ Kernel Session::load(const std::string &bundleBytes, const std::string &kernel) 
     std::string names;
     for (const KernelInfo &info : module->kernels())
       names += (names.empty() ? "" : ", ") + info.name;
-    k.status_ = rt::Status::failure("the bundle has no kernel '" + kernel + "' (it has " +
-                                    (names.empty() ? "none" : names) + ")");
+    k.status_ = rt::Status::failure(
+        names.empty() ? std::string("the bundle has no kernels")
+                      : "the bundle has no kernel '" + kernel + "' (it has " + names + ")");
   }
   return k;
 }

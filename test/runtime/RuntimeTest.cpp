@@ -797,6 +797,50 @@ TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
   EXPECT_NE(badJson.status().message().find("invalid JSON"), std::string::npos);
 }
 
+TEST_P(OnDevice, RejectsMetadataOfAnotherBinary) {
+  // kilnc records each kernel's abiSignature in the binary; loading it with
+  // metadata that describes other arguments is an error, not a wrong launch.
+  if (GetParam() == "cuda" || GetParam() == "hip")
+    GTEST_SKIP() << "CUDA and HIP binaries carry no ABI record";
+  std::string base = kernelsDir() + "/vector_add." + GetParam() +
+                     (GetParam() == "cpu" ? ".so" : ".spv");
+  std::string binary = readFile(base), json = readFile(base + ".json");
+  ASSERT_TRUE(device->load(binary, json).ok());
+  std::string f32 = "\"dtype\": \"f32\"";
+  size_t at = json.find(f32);
+  ASSERT_NE(at, std::string::npos);
+  std::string halved = json;
+  halved.replace(at, f32.size(), "\"dtype\": \"f16\"");
+  auto wrong = device->load(binary, halved);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message(),
+            "kernel 'vector_add': the binary was built as 'kiln-abi 1 vector_add(f32[1], f32[1], "
+            "f32[1])', but the metadata describes 'kiln-abi 1 vector_add(f16[1], f32[1], "
+            "f32[1])': the metadata belongs to another binary, or another Kiln version built it");
+  if (GetParam() != "vulkan")
+    return;
+  // SPIR-V without the record (a Kiln before ABI records, whose push
+  // constants had no grid words) is refused too.
+  std::vector<uint32_t> words(binary.size() / 4), kept(words.begin(), words.begin());
+  std::memcpy(words.data(), binary.data(), binary.size());
+  for (size_t i = 0; i < words.size();) {
+    size_t n = i < 5 ? 1 : words[i] >> 16;
+    bool record = i >= 5 && (words[i] & 0xffff) == 7 &&
+                  std::strncmp(reinterpret_cast<const char *>(&words[i + 2]), "kiln-abi", 8) == 0;
+    if (!record)
+      kept.insert(kept.end(), words.begin() + i, words.begin() + i + n);
+    i += n;
+  }
+  ASSERT_LT(kept.size(), words.size());
+  auto old = device->load(std::string(reinterpret_cast<const char *>(kept.data()),
+                                      kept.size() * 4),
+                          json);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("the binary has no record of the kernel"),
+            std::string::npos)
+      << old.status().message();
+}
+
 TEST_P(OnDevice, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
   auto huge = device->allocate(size_t(1) << 50);
   ASSERT_FALSE(huge.ok());

@@ -112,8 +112,12 @@ bool npy::read(const std::string &path, DType dtype, Array &out, std::string &er
   }
   unsigned major = static_cast<unsigned char>(bytes[6]);
   size_t lengthBytes = major == 1 ? 2 : 4, headerAt = 8 + lengthBytes;
-  if (major < 1 || major > 3 || bytes.size() < headerAt) {
+  if (major < 1 || major > 3) {
     error = ".npy version " + std::to_string(major) + " (this reads 1 to 3)";
+    return false;
+  }
+  if (bytes.size() < headerAt) {
+    error = "the file ends inside its header";
     return false;
   }
   size_t headerBytes = 0;
@@ -134,6 +138,10 @@ bool npy::read(const std::string &path, DType dtype, Array &out, std::string &er
                ": save its bits, e.g. a.view(np.uint" + (isF8(dtype) ? "8" : "16") + "))";
     return false;
   }
+  if (order.empty()) {
+    error = "its header has no 'fortran_order'";
+    return false;
+  }
   if (order != "False") {
     error = "the array is in Fortran order; save a C-order one (np.ascontiguousarray)";
     return false;
@@ -142,17 +150,34 @@ bool npy::read(const std::string &path, DType dtype, Array &out, std::string &er
     error = "cannot read the shape in its header";
     return false;
   }
-  // The product of the sizes, bounded so that it cannot overflow.
+  // The product of the sizes, checked before each step so that it cannot wrap.
+  const uint64_t kMaxElements = uint64_t(1) << 40;
   uint64_t elements = 1;
-  for (int64_t s : out.shape)
-    elements = s == 0 || elements == 0 ? 0 : std::min<uint64_t>(elements * s, uint64_t(1) << 62);
+  bool tooLarge = false;
+  for (int64_t size : out.shape) {
+    if (size != 0 && elements > kMaxElements / uint64_t(size))
+      tooLarge = true;
+    elements *= uint64_t(size);
+  }
+  if (tooLarge && !llvm::is_contained(out.shape, 0)) {
+    error = "shape " + shapeText(out.shape) + " has more than 2^40 elements";
+    return false;
+  }
   uint64_t want = elements * dtypeBytes(dtype), have = bytes.size() - headerAt - headerBytes;
-  if (elements >= uint64_t(1) << 40 || have != want) {
+  if (have != want) {
     error = "shape " + shapeText(out.shape) + " needs " + std::to_string(want) +
             " bytes of data, the file has " + std::to_string(have);
     return false;
   }
   out.bytes.assign(bytes.begin() + headerAt + headerBytes, bytes.end());
+  if (dtype == DType::I1) // a bool tensor holds bytes 0 and 1 only
+    for (size_t i = 0; i < out.bytes.size(); ++i)
+      if (out.bytes[i] != 0 && out.bytes[i] != 1) {
+        error = "element " + std::to_string(i) + " is " +
+                std::to_string(static_cast<unsigned char>(out.bytes[i])) +
+                ", not a bool (0 or 1)";
+        return false;
+      }
   return true;
 }
 

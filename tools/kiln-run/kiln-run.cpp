@@ -1,12 +1,13 @@
 //===- kiln-run.cpp - run one Kiln kernel on a device, checked and timed ---===//
 //
-//   kiln-run FILE.kiln --kernel NAME [-D N=V]... --shape M=4096,N=1024
+//   kiln-run FILE.kiln|FILE.kbin --kernel NAME [-D N=V]... --shape M=4096,N=1024
 //            [--arg eps=1e-5] [--load x=x.npy] [--save DIR]
 //            [--device cuda|hip|vulkan|cpu] [--check] [--bench]
 //
 // Fills every tensor argument with random data (or reads it from a .npy file),
-// launches on the device, and with --check runs the same launch through the CPU
-// backend and compares every tensor (tolerances per dtype). --bench times
+// launches on the device (a .kbin bundle's entry for it, or the source compiled),
+// and with --check runs the same launch through the CPU backend and compares
+// every tensor (tolerances per dtype). --bench times
 // repeated launches; --save writes every tensor after the launch as .npy.
 //
 //===----------------------------------------------------------------------===//
@@ -132,11 +133,13 @@ static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
 /// floats with `shortest`'s digits.
 static std::string elementText(const std::vector<char> &bytes, DType dt, int64_t i,
                                std::string (*shortest)(double)) {
-  const char *p = bytes.data() + i * dtypeBytes(dt);
+  uint64_t bits = 0;
+  if (dt == DType::I64 || dt == DType::U64)
+    std::memcpy(&bits, bytes.data() + i * 8, 8);
   if (dt == DType::I64)
-    return std::to_string(*reinterpret_cast<const int64_t *>(p));
+    return std::to_string(static_cast<int64_t>(bits));
   if (dt == DType::U64)
-    return std::to_string(*reinterpret_cast<const uint64_t *>(p));
+    return std::to_string(bits);
   if (!isFloat(dt))
     return std::to_string(static_cast<int64_t>(elementAt(bytes, dt, i)));
   return shortest(elementAt(bytes, dt, i));

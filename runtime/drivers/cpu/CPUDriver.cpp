@@ -175,6 +175,10 @@ public:
       auto fn = reinterpret_cast<PackedFn>(dlsym(module->handle, ("_mlir_" + k.name).c_str()));
       if (!fn)
         return Status::failure("the module has no entry point for kernel '" + k.name + "'");
+      auto *abi = static_cast<const char *>(dlsym(module->handle, ("_kiln_abi_" + k.name).c_str()));
+      std::string embedded = abi ? abi : "";
+      if (std::string problem = abiMismatch(k, abi ? &embedded : nullptr); !problem.empty())
+        return Status::failure(problem);
       module->entries[k.name] = fn;
     }
     return std::shared_ptr<void>(module);

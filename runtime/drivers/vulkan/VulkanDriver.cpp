@@ -80,6 +80,25 @@ void kernelABI(const KernelInfo &k, Pipeline &p) {
   }
 }
 
+/// The strings of a SPIR-V module's OpString instructions (kilnc records each
+/// kernel's abiSignature there).
+std::vector<std::string> moduleStrings(const std::string &binary) {
+  std::vector<uint32_t> words(binary.size() / 4);
+  std::memcpy(words.data(), binary.data(), words.size() * 4);
+  std::vector<std::string> out;
+  for (size_t at = 5; at < words.size();) {
+    uint32_t count = words[at] >> 16, op = words[at] & 0xffff;
+    if (count == 0 || at + count > words.size())
+      break; // malformed: the driver's own checks report it
+    if (op == 7 && count >= 2) { // OpString: id, text
+      const char *text = reinterpret_cast<const char *>(&words[at + 2]);
+      out.emplace_back(text, strnlen(text, (count - 2) * 4));
+    }
+    at += count;
+  }
+  return out;
+}
+
 class VulkanDriver;
 
 struct VkModule {
@@ -127,6 +146,8 @@ public:
     }
     physical = devices[index];
     vkGetPhysicalDeviceProperties(physical, &props);
+    for (uint32_t &count : props.limits.maxComputeWorkGroupCount)
+      count = std::max(count, 1u); // the spec says at least 65535; never divide by 0
     vkGetPhysicalDeviceMemoryProperties(physical, &memory);
     if (VK_API_VERSION_MAJOR(props.apiVersion) == 1 && VK_API_VERSION_MINOR(props.apiVersion) < 1) {
       why = "Vulkan 1.1 or newer is needed";
@@ -344,6 +365,17 @@ public:
     std::memcpy(&magic, binary.data(), 4);
     if (magic != 0x07230203)
       return Status::failure("not a SPIR-V binary (bad magic number)");
+    std::vector<std::string> records = moduleStrings(binary);
+    for (const KernelInfo &k : metadata.kernels) {
+      // The record kilnc left for this kernel: `kiln-abi N name(...)`.
+      std::string prefix = "kiln-abi ", call = " " + k.name + "(";
+      const std::string *embedded = nullptr;
+      for (const std::string &r : records)
+        if (r.compare(0, prefix.size(), prefix) == 0 && r.find(call) != std::string::npos)
+          embedded = &r;
+      if (std::string problem = abiMismatch(k, embedded); !problem.empty())
+        return Status::failure(problem);
+    }
     auto module = std::make_shared<VkModule>();
     module->driver = this;
     for (const KernelInfo &k : metadata.kernels) {

@@ -9,7 +9,7 @@ import struct
 import sys
 
 CODES = {"f2": "e", "f4": "f", "f8": "d", "i1": "b", "i2": "h", "i4": "i", "i8": "q",
-         "u1": "B", "u2": "H", "u4": "I", "u8": "Q", "b1": "?"}
+         "u1": "B", "u2": "H", "u4": "I", "u8": "Q", "b1": "B"}  # bools as bytes
 
 
 def write(path, descr, shape, values, version=1, fortran=False):
@@ -19,7 +19,7 @@ def write(path, descr, shape, values, version=1, fortran=False):
     header += " " * ((64 - (preamble + len(header) + 1) % 64) % 64) + "\n"
     length = struct.pack("<H" if version == 1 else "<I", len(header))
     code = CODES[descr[1:]]
-    parse = float if code in "efd" else (lambda v: v == "1") if code == "?" else int
+    parse = float if code in "efd" else int
     data = struct.pack("<%d%s" % (len(values), code), *[parse(v) for v in values])
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY" + bytes([version, 0]) + length + header.encode() + data)
