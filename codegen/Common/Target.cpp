@@ -158,7 +158,7 @@ std::string Target::ptxChip() const {
   // compile for the newer architecture.
   if (smVersion() == 90)
     return "sm_90a";
-  return smVersion() > 90 ? "sm_90" : chip;
+  return isNewerThanLLVM() ? "sm_90" : chip;
 }
 
 std::string Target::matrixUnits() const {

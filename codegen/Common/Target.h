@@ -56,6 +56,9 @@ struct Target {
   /// architecture-specific target), sm_90 for newer chips (LLVM 19 knows none
   /// of them; ptxas compiles that PTX for them), else the chip.
   std::string ptxChip() const;
+  /// A CUDA chip newer than LLVM 19 knows (Blackwell): its PTX is made for
+  /// ptxChip() and its cubin by ptxas for the chip itself.
+  bool isNewerThanLLVM() const { return smVersion() > 90; }
   /// The `--emit` kinds this target produces, for help and error messages.
   std::vector<std::string> emits() const;
 };

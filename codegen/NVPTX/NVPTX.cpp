@@ -80,8 +80,7 @@ llvm::Expected<GPUBinary> nvptx::serialize(mlir::ModuleOp module, const Target &
     return makeError("--emit=cubin needs ptxas from the CUDA toolkit; none found in "
                      "CUDA_HOME, CUDA_PATH or /usr/local/cuda (use --emit=ptx instead)");
   // PTX made for an older architecture than the chip is assembled here, for the chip.
-  bool newerChip = format == "cubin" && target.ptxChip() != target.chip &&
-                   target.ptxChip() != target.chip + "a";
+  bool newerChip = format == "cubin" && target.isNewerThanLLVM();
   std::string pipeline = "builtin.module(gpu-module-to-binary{format=" +
                          std::string(format == "cubin" && !newerChip ? "bin" : "isa") +
                          (toolkit.empty() ? "" : " toolkit=" + toolkit) + "})";

@@ -114,7 +114,7 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
     case Target::Kind::CUDA:
       // Blackwell's sm_90 PTX goes to the driver's JIT: a cubin for it needs a
       // ptxas from CUDA 12.8 or later.
-      kind = nvptx::findToolkit().empty() || target.smVersion() > 90 ? ArtifactKind::PTX
+      kind = nvptx::findToolkit().empty() || target.isNewerThanLLVM() ? ArtifactKind::PTX
                                                                       : ArtifactKind::Cubin;
       break;
     case Target::Kind::AMDGPU: kind = ArtifactKind::Hsaco; break;
