@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 
@@ -18,6 +19,30 @@ namespace kiln {
 using namespace mlir;
 
 namespace {
+/// A float compare-and-swap of `memory[at]`: LLVM's cmpxchg takes integers, so
+/// it swaps the bits at the element's address (compared bit for bit).
+Value swapFloatBits(OpBuilder &b, Location loc, Value memory, ValueRange at, Value expected,
+                    Value desired) {
+  Type type = desired.getType();
+  Type bits = b.getIntegerType(type.getIntOrFloatBitWidth());
+  auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, memory);
+  Value element = meta.getOffset();
+  for (auto [index, stride] : llvm::zip(at, meta.getStrides()))
+    element = b.create<arith::AddIOp>(loc, element, b.create<arith::MulIOp>(loc, index, stride));
+  Value bytes = b.create<arith::MulIOp>(
+      loc, element, b.create<arith::ConstantIndexOp>(loc, type.getIntOrFloatBitWidth() / 8));
+  Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, memory);
+  Value address =
+      b.create<arith::IndexCastOp>(loc, b.getI64Type(), b.create<arith::AddIOp>(loc, base, bytes));
+  Value ptr = b.create<LLVM::IntToPtrOp>(loc, LLVM::LLVMPointerType::get(b.getContext()), address);
+  auto cas = b.create<LLVM::AtomicCmpXchgOp>(
+      loc, ptr, b.create<arith::BitcastOp>(loc, bits, expected),
+      b.create<arith::BitcastOp>(loc, bits, desired), LLVM::AtomicOrdering::acq_rel,
+      LLVM::AtomicOrdering::monotonic);
+  Value old = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{0});
+  return b.create<arith::BitcastOp>(loc, type, old);
+}
+
 struct LowerCompareAndSwap : kiln::impl::KilnLowerCompareAndSwapBase<LowerCompareAndSwap> {
   void runOnOperation() override {
     // Scalar xor lanes: one generic_atomic_rmw each.
@@ -51,6 +76,12 @@ struct LowerCompareAndSwap : kiln::impl::KilnLowerCompareAndSwapBase<LowerCompar
       SmallVector<Value> at;
       for (Value index : op.getIndices())
         at.push_back(b.create<arith::IndexCastOp>(loc, b.getIndexType(), index));
+      if (isa<FloatType>(op.getValue().getType())) {
+        op.replaceAllUsesWith(swapFloatBits(b, loc, op.getMemory(), at, op.getCompare(),
+                                            op.getValue()));
+        op.erase();
+        continue;
+      }
       // Write the value only over an element equal to compare; the result is
       // the element as it was.
       auto cas = b.create<memref::GenericAtomicRMWOp>(loc, op.getMemory(), at);

@@ -522,9 +522,10 @@ def KilnLowerCompareAndSwap : Pass<"kiln-lower-compare-and-swap", "mlir::func::F
     pipeline rejects (and MLIR 19's `memref.atomic_rmw` has no xor). Run after
     deallocation, this pass writes each as `generic_atomic_rmw`: selecting the
     new value where the current one equals `compare`, or `xori` (a cmpxchg loop
-    once lowered to LLVM).
+    once lowered to LLVM). An `f32` compare-and-swap is one `llvm.cmpxchg` of the
+    element's bits at its address (LLVM's cmpxchg takes integers only).
   }];
-  let dependentDialects = ["mlir::memref::MemRefDialect"];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect"];
 }
 
 def KilnBranchMemRefSelects : Pass<"kiln-branch-memref-selects", "mlir::func::FuncOp"> {

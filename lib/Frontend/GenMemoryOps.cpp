@@ -163,7 +163,7 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
                                           ? std::string("a block view")
                                           : withArticle(view->type.str())));
   DType dt = view->type.dtype;
-  bool floats = kind && !isBitwise(*kind); // add, max and min also take f32
+  bool floats = !kind || !isBitwise(*kind); // all but the bitwise ones also take f32
   if (!(isInteger(dt) && dtypeBits(dt) >= 32) && (!floats || dt != DType::F32))
     return error(e.args[0]->loc, name + " works on " +
                                      (floats ? "i32, i64, u32, u64 and f32"

@@ -158,7 +158,8 @@ static Type storageOf(BlockArgument arg, MemoryModel memory) {
   bool byte = elementType.isInteger(1) || isa<Float8E4M3FNType, Float8E5M2Type>(elementType);
   if (byte)
     return IntegerType::get(elementType.getContext(), 8);
-  bool atomic = llvm::any_of(arg.getUsers(), [](Operation *u) { return isa<AtomicRMWOp>(u); });
+  bool atomic = llvm::any_of(arg.getUsers(),
+                             [](Operation *u) { return isa<AtomicRMWOp, AtomicSwapOp>(u); });
   if (memory == MemoryModel::SPIRVBuffers && isa<FloatType>(elementType) && atomic)
     return IntegerType::get(elementType.getContext(), elementType.getIntOrFloatBitWidth());
   return elementType;

@@ -564,13 +564,22 @@ LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
     }
     olds = updateBySwaps(rmw, t, offsets, oks, values, tile ? tile.getNumElements() : 1);
   }
+  // A float exchange or compare-and-swap moves (and compares) the bits.
+  Type floatBits = swap && isa<FloatType>(t.elementType)
+                       ? b.getIntegerType(t.elementType.getIntOrFloatBitWidth())
+                       : Type();
+  auto asBits = [&](Value v) -> Value {
+    return floatBits && v ? b.create<arith::BitcastOp>(loc, floatBits, v).getResult() : v;
+  };
   for (int64_t r = 0; r < n && !bySwaps; ++r) {
-    Value v = element(value, r);
-    Value c = compare ? element(compare, r) : Value();
+    Value v = asBits(element(value, r));
+    Value c = asBits(compare ? element(compare, r) : Value());
     auto ifOp = emitIfElse(
         acc[r].ok, types,
         [&]() -> SmallVector<Value> {
           Value o = atomicUpdate(op, t, acc[r].offset, v, c);
+          if (floatBits)
+            o = b.create<arith::BitcastOp>(loc, t.elementType, o);
           return needOld ? SmallVector<Value>{o} : SmallVector<Value>{};
         },
         needOld ? [&]() -> SmallVector<Value> {

@@ -571,6 +571,86 @@ kernel locked(x: tensor<f32>[N], acc: tensor<f32>[BLOCK], lock: tensor<i32>[1],
   });
 }
 
+TEST_F(DeviceAgreement, FloatExchangeAndCompareAndSwapOnEveryDevice) {
+  // f32 atomic_xchg returns what each element held; atomic_cas compares bits:
+  // -0.0 is not 0.0, and a NaN matches the same NaN. `count` adds 1.0 per
+  // program to one float through a compare-and-swap loop under contention: a
+  // lost update (a swap that succeeded on stale bits) would show in the total.
+  const char *source = R"(
+kernel swaps(x: tensor<f32>[N], old: tensor<f32>[N]) grid(cdiv(N, 64)) {
+  let o = program_id(0) * 64 + arange(0, 64);
+  store(old[o], atomic_xchg(x[o], cast<f32>(o) * 0.5, mask = o < N), mask = o < N);
+}
+
+kernel bits(x: tensor<f32>[3], seen: tensor<f32>[3]) grid(1) {
+  store(seen[0], atomic_cas(x[0], 0.0, 5.0));
+  store(seen[1], atomic_cas(x[1], nan, 7.0));
+  store(seen[2], atomic_cas(x[2], 2.5, 9.0));
+}
+
+kernel count(total: tensor<f32>[1], tries: tensor<i32>[P]) grid(P) {
+  // An atomic read: every thread of the program gets the same value (a plain
+  // load of an element other programs update may differ between threads).
+  var current = atomic_add(total[0], 0.0);
+  var n = 1;
+  while true {
+    let seen = atomic_cas(total[0], current, current + 1.0);
+    if seen == current {
+      break;
+    }
+    current = seen;
+    n = n + 1;
+  }
+  store(tries[program_id(0)], n);
+}
+)";
+  forEachDevice([&](Session &s, const std::string &device) {
+    const int64_t n = 150;
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = float(i) * -3.0f;
+    Kernel swaps = s.compile(source, "swaps");
+    ASSERT_TRUE(swaps.ok()) << swaps.status().message();
+    Tensor tx = s.upload(x, {n}), old = s.empty<float>({n});
+    ASSERT_TRUE(swaps(tx, old).ok()) << device;
+    std::vector<float> gotX, gotOld;
+    ASSERT_TRUE(tx.download(gotX).ok());
+    ASSERT_TRUE(old.download(gotOld).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(gotOld[i], x[i]) << device << " element " << i;
+      EXPECT_EQ(gotX[i], float(i) * 0.5f) << device << " element " << i;
+    }
+
+    Kernel bits = s.compile(source, "bits");
+    ASSERT_TRUE(bits.ok()) << bits.status().message();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    Tensor b = s.upload(std::vector<float>{-0.0f, nan, 2.5f}, {3}), seen = s.empty<float>({3});
+    ASSERT_TRUE(bits(b, seen).ok()) << device;
+    std::vector<float> after, was;
+    ASSERT_TRUE(b.download(after).ok());
+    ASSERT_TRUE(seen.download(was).ok());
+    EXPECT_TRUE(after[0] == 0.0f && std::signbit(after[0])) << device << ": -0.0 matched 0.0";
+    EXPECT_TRUE(was[0] == 0.0f && std::signbit(was[0])) << device;
+    EXPECT_EQ(after[1], 7.0f) << device << ": the same NaN did not match";
+    EXPECT_TRUE(std::isnan(was[1])) << device;
+    EXPECT_EQ(after[2], 9.0f) << device;
+    EXPECT_EQ(was[2], 2.5f) << device;
+
+    const int64_t programs = 300;
+    Kernel count = s.compile(source, "count");
+    ASSERT_TRUE(count.ok()) << count.status().message();
+    Tensor total = s.upload(std::vector<float>{0.0f}, {1});
+    Tensor tries = s.empty<int32_t>({programs});
+    ASSERT_TRUE(count(total, tries).ok()) << device;
+    std::vector<float> sum;
+    std::vector<int32_t> attempts;
+    ASSERT_TRUE(total.download(sum).ok());
+    ASSERT_TRUE(tries.download(attempts).ok());
+    EXPECT_EQ(sum[0], float(programs)) << device;
+    EXPECT_GE(*std::min_element(attempts.begin(), attempts.end()), 1) << device;
+  });
+}
+
 TEST_F(DeviceAgreement, FloatAtomicsOnEveryDevice) {
   // f32 atomics: native on the CPU, CUDA and HIP; on Vulkan the tensor is held
   // as i32 and each update is a compare-and-swap loop. Colliding lanes adding 1

@@ -417,8 +417,8 @@ LogicalResult AtomicSwapOp::verify() {
   Type elem = elementOf(getValue().getType());
   if (elem != getMemory().getType().getElementType())
     return emitOpError("value element type must match the memory");
-  if (!elem.isInteger(32) && !elem.isInteger(64))
-    return emitOpError("element type must be i32 or i64, got ") << elem;
+  if (!elem.isInteger(32) && !elem.isInteger(64) && !elem.isF32())
+    return emitOpError("element type must be i32, i64 or f32, got ") << elem;
   if (getCompare() && getCompare().getType() != getValue().getType())
     return emitOpError("compare must have the value's type");
   return verifyAccess(*this, getMemory().getType(), getIndices(), getMask(),

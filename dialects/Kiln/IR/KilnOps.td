@@ -448,7 +448,9 @@ def Kiln_AtomicSwapOp : Kiln_Op<"atomic_swap", [AttrSizedOperandSegments,
     For every in-bounds, unmasked position `p`, atomically reads the element
     `memory[indices[0][p], ...]` into `old[p]` and writes `value[p]` in its place;
     with `compare`, only if the element equals `compare[p]` (compare-and-swap).
-    Masked and out-of-bounds lanes give 0. The element type is `i32` or `i64`. The
+    Masked and out-of-bounds lanes give 0. The element type is `i32`, `i64` or `f32`
+    (an `f32` compare-and-swap compares the bits: `-0.0` is not `0.0`, and a NaN
+    equals a NaN of the same bits). The
     swap has acquire-release ordering unless `sem` says otherwise, so a program
     can take a lock with a compare-and-swap and release it with an exchange.
 
