@@ -4,6 +4,7 @@
 
 #include "kiln/Runtime.h"
 
+#include <cmath>
 #include <string>
 
 using namespace kiln;
@@ -127,15 +128,24 @@ static bool convertArgs(const kiln_arg *args, int num_args, std::vector<Arg> &li
         return report(Status::failure("tensor argument " + std::to_string(i) +
                                       " needs a buffer and sizes")) == 0;
       std::vector<int64_t> sizes(a.sizes, a.sizes + a.rank);
-      if (a.strides)
+      if (a.strides) {
         list.push_back(Arg::strided(a.buffer->buffer, dt, sizes,
                                     std::vector<int64_t>(a.strides, a.strides + a.rank), a.offset));
-      else
-        list.push_back(Arg::tensor(a.buffer->buffer, dt, sizes));
+      } else { // dense row-major, from the offset
+        Arg dense = Arg::tensor(a.buffer->buffer, dt, sizes);
+        dense.offset = a.offset;
+        list.push_back(dense);
+      }
       break;
     }
     case KILN_ARG_INT: list.push_back(Arg::integer(a.int_value, dt)); break;
-    case KILN_ARG_FLOAT: list.push_back(Arg::floating(a.float_value, dt)); break;
+    case KILN_ARG_FLOAT:
+      if (!isFloat(dt) && a.float_value != std::trunc(a.float_value))
+        return report(Status::failure("argument " + std::to_string(i) + " is " +
+                                      std::to_string(a.float_value) + " for an integer " +
+                                      dtypeName(dt) + " argument")) == 0;
+      list.push_back(Arg::floating(a.float_value, dt));
+      break;
     default:
       return report(Status::failure("argument " + std::to_string(i) + " has an unknown kind")) == 0;
     }

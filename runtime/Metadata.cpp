@@ -255,7 +255,8 @@ std::string kiln::rt::abiMismatch(const KernelInfo &kernel, const std::string *e
   std::string said = "the metadata describes '" + want + "'";
   if (!embedded)
     return "kernel '" + kernel.name + "': the binary has no record of the kernel (" + said +
-           "): the metadata belongs to another binary, or a Kiln before ABI records built it";
+           "): the metadata belongs to another binary, a Kiln before ABI records built it, or "
+           "its debug information was stripped";
   return "kernel '" + kernel.name + "': the binary was built as '" + *embedded + "', but " +
          said + ": the metadata belongs to another binary, or another Kiln version built it";
 }

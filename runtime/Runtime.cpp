@@ -8,6 +8,8 @@
 #include "runtime/Driver.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 using namespace kiln;
@@ -86,6 +88,8 @@ Arg Arg::strided(const Buffer &buffer, DType dtype, std::vector<int64_t> sizes,
 }
 
 Arg Arg::integer(int64_t v, DType dtype) {
+  if (isFloat(dtype)) // an integer for a float argument is that number
+    return floating(static_cast<double>(v), dtype);
   Arg a;
   a.dtype = dtype;
   a.scalar.i = v;
@@ -96,6 +100,13 @@ Arg Arg::floating(double v, DType dtype) {
   Arg a;
   a.dtype = dtype;
   a.scalar.f = v;
+  // A float for an integer argument converts as C++ does (toward zero); one
+  // beyond i64 saturates, and the launch then says it does not fit.
+  if (!isFloat(dtype))
+    a.scalar.i = std::isnan(v)             ? 0
+                 : v >= 0x1p63             ? INT64_MAX
+                 : v < -0x1p63             ? INT64_MIN
+                                           : static_cast<int64_t>(v);
   return a;
 }
 
@@ -136,10 +147,13 @@ Result<std::shared_ptr<Device>> Device::open(const std::string &specIn) {
   int index = 0;
   if (size_t colon = spec.find(':'); colon != std::string::npos) {
     kind = spec.substr(0, colon);
-    char *end = nullptr;
-    index = static_cast<int>(std::strtol(spec.c_str() + colon + 1, &end, 10));
-    if (*end || index < 0)
-      return Status::failure("bad device index in '" + spec + "'");
+    // Decimal digits only (no sign, space or empty index), small enough for an int.
+    std::string digits = spec.substr(colon + 1);
+    bool ok = !digits.empty() && digits.size() <= 6 &&
+              digits.find_first_not_of("0123456789") == std::string::npos;
+    if (!ok)
+      return Status::failure("bad device index in '" + spec + "' (expected KIND:N, N from 0)");
+    index = std::stoi(digits);
   }
   std::string why;
   auto driver = openBackend(kind, index, why);
@@ -301,9 +315,17 @@ static Status resolve(Driver *driver, const KernelInfo &kernel, const std::vecto
         overflow |= __builtin_mul_overflow(a.sizes[d] - 1, a.strides[d], &reach) ||
                     __builtin_add_overflow(last, reach, &last);
       }
+      uint64_t need = 0;
+      if (!empty)
+        overflow |= __builtin_mul_overflow(static_cast<uint64_t>(last) + 1,
+                                           static_cast<uint64_t>(dtypeBytes(a.dtype)), &need);
       if (overflow && !empty)
         return Status::failure(which + " has an offset or strides that overflow");
-      size_t need = empty ? 0 : static_cast<size_t>(last + 1) * dtypeBytes(a.dtype);
+      // GPU kernels index a tensor (from its offset) with 32-bit integers.
+      if (!empty && driver->backend() != Backend::CPU && last - a.offset > INT32_MAX)
+        return Status::failure(which + " reaches element " + std::to_string(last - a.offset) +
+                               " past its offset; " + backendName(driver->backend()) +
+                               " kernels index with 32-bit integers (at most 2^31 - 1)");
       if (need > a.buffer.size())
         return Status::failure(which + " needs " + std::to_string(need) +
                                " bytes but its buffer has " + std::to_string(a.buffer.size()));

@@ -112,11 +112,15 @@ struct KernelInfo {
 /// layout, the debug buffer).
 inline constexpr int kABIVersion = 1;
 
-/// What the binary of kernel `k` takes. kilnc embeds it in every CPU shared
-/// object (the string `_kiln_abi_<kernel>`) and SPIR-V module (an OpString),
-/// and kiln-rt checks it against the metadata when it
-/// loads them: a binary paired with another kernel's metadata, or built by a
-/// Kiln of another ABI version, is an error rather than a wrong launch.
+/// How the binary of kernel `k` must be launched: its arguments (dtypes, tensor
+/// ranks), grid rule (params substituted), threads, shared memory and debug
+/// records; the params themselves are baked into the code (so builds that
+/// differ only in a param the code ignores stay identical). kilnc
+/// embeds it in every CPU shared object (the string `_kiln_abi_<kernel>`) and
+/// SPIR-V module (an OpString), and kiln-rt checks it against the metadata when
+/// it loads them: a binary paired with another kernel's metadata, a stale one
+/// (another grid or thread count), or one built by a Kiln of another ABI
+/// version, is an error rather than a wrong launch.
 inline std::string abiSignature(const KernelInfo &k) {
   std::string s = "kiln-abi " + std::to_string(kABIVersion) + " " + k.name + "(";
   for (size_t i = 0; i < k.args.size(); ++i) {
@@ -125,7 +129,16 @@ inline std::string abiSignature(const KernelInfo &k) {
     if (a.isTensor)
       s += "[" + std::to_string(a.dims.size()) + "]";
   }
-  return s + (k.hasDebugBuffer() ? ") debug" : ")");
+  s += ")";
+  s += " grid(";
+  for (size_t i = 0; i < k.grid.size(); ++i)
+    s += (i ? ", " : "") + k.grid[i];
+  s += ") threads " + std::to_string(k.threadsPerBlock) + " shared " +
+       std::to_string(k.sharedMemoryBytes) + (k.dynamicSharedMemory ? " dynamic" : "");
+  if (k.hasDebugBuffer())
+    s += " debug(" + std::to_string(k.asserts.size()) + " asserts, " +
+         std::to_string(k.prints.size()) + " prints)";
+  return s;
 }
 
 } // namespace kiln

@@ -783,6 +783,32 @@ TEST_P(OnDevice, LaunchRejectsBadArguments) {
                  Arg::tensor(big, DType::F32, {16})}),
             "kernel 'vector_add': argument 'x' has no data (null pointer)");
   EXPECT_EQ(device->launch(m, "nope", {}).message(), "no kernel named 'nope' in this module");
+  // A stride whose reach in bytes passes 2^64 (it wrapped to a few bytes, and
+  // the CPU read far outside the buffer).
+  EXPECT_EQ(err({Arg::strided(small, DType::F32, {3}, {int64_t(1) << 61}),
+                 Arg::tensor(small, DType::F32, {3}), Arg::tensor(small, DType::F32, {3})}),
+            "kernel 'vector_add': argument 'x' has an offset or strides that overflow");
+  // GPU kernels index with i32: a view reaching element 2^31 is refused (its
+  // stride was cut to 32 bits); the CPU's indices are 64-bit.
+  std::string far = err({Arg::strided(small, DType::F32, {2}, {int64_t(1) << 31}),
+                         Arg::tensor(small, DType::F32, {2}), Arg::tensor(small, DType::F32, {2})});
+  if (GetParam() == "cpu")
+    EXPECT_EQ(far, "kernel 'vector_add': argument 'x' needs 8589934596 bytes but its buffer has "
+                   "16");
+  else
+    EXPECT_NE(far.find("argument 'x' reaches element 2147483648 past its offset; "),
+              std::string::npos)
+        << far;
+}
+
+TEST(Devices, SpecsNeedADecimalIndex) {
+  for (const char *spec : {"cpu:", "cpu: 0", "cpu:-1", "cpu:+0", "cpu:4294967296", "cpu:0x1"}) {
+    auto d = Device::open(spec);
+    ASSERT_FALSE(d.ok()) << spec;
+    EXPECT_EQ(d.status().message(),
+              "bad device index in '" + std::string(spec) + "' (expected KIND:N, N from 0)");
+  }
+  EXPECT_TRUE(Device::open("cpu:0").ok());
 }
 
 TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
@@ -813,10 +839,30 @@ TEST_P(OnDevice, RejectsMetadataOfAnotherBinary) {
   halved.replace(at, f32.size(), "\"dtype\": \"f16\"");
   auto wrong = device->load(binary, halved);
   ASSERT_FALSE(wrong.ok());
-  EXPECT_EQ(wrong.status().message(),
-            "kernel 'vector_add': the binary was built as 'kiln-abi 1 vector_add(f32[1], f32[1], "
-            "f32[1])', but the metadata describes 'kiln-abi 1 vector_add(f16[1], f32[1], "
-            "f32[1])': the metadata belongs to another binary, or another Kiln version built it");
+  std::string message = wrong.status().message();
+  EXPECT_EQ(message.rfind("kernel 'vector_add': the binary was built as 'kiln-abi 1 "
+                          "vector_add(f32[1], f32[1], f32[1]) grid(cdiv(N, 1024), 1, 1) threads ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("but the metadata describes 'kiln-abi 1 vector_add(f16[1], f32[1], "
+                         "f32[1]) grid("),
+            std::string::npos)
+      << message;
+  // A stale .json from another -D: the grid rule differs.
+  std::string stale = json;
+  for (auto [from, to] : {std::pair<std::string, std::string>{"\"BLOCK\": 1024", "\"BLOCK\": 256"},
+                          {"cdiv(N, 1024)", "cdiv(N, 256)"}}) {
+    size_t where = stale.find(from);
+    ASSERT_NE(where, std::string::npos) << from;
+    stale.replace(where, from.size(), to);
+  }
+  auto other = device->load(binary, stale);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("the metadata describes 'kiln-abi 1 vector_add(f32[1], "
+                                          "f32[1], f32[1]) grid(cdiv(N, 256), 1, 1)"),
+            std::string::npos)
+      << other.status().message();
   if (GetParam() != "vulkan")
     return;
   // SPIR-V without the record (a Kiln before ABI records, whose push

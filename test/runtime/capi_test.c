@@ -106,6 +106,25 @@ static int run(const char *spec, const char *ext) {
   if (stream)
     kiln_stream_destroy(stream);
   args[1].buffer = by;
+  /* An offset without strides starts a dense view there: z = x[12:] + y (48 bytes
+     in: Vulkan wants 16-byte multiples). */
+  int64_t shorter = N - 12;
+  for (int i = 0; i < 3; ++i)
+    args[i].sizes = &shorter;
+  args[0].offset = 12;
+  if (!failed && (kiln_launch(device, module, "vector_add", args, 3) != 0 ||
+                  kiln_buffer_read(device, bz, z, sizeof z) != 0)) {
+    printf("FAIL offset %s: %s\n", spec, kiln_last_error());
+    failed = 1;
+  }
+  for (int i = 0; i < N - 12 && !failed; ++i)
+    if (z[i] != (float)(i + 12) + 0.5f * (float)i) {
+      printf("FAIL offset %s: z[%d] = %g (the offset was dropped?)\n", spec, i, z[i]);
+      failed = 1;
+    }
+  args[0].offset = 0;
+  for (int i = 0; i < 3; ++i)
+    args[i].sizes = &n;
   /* A wrong dtype is an error, with a message. */
   args[0].dtype = KILN_F16;
   if (kiln_launch(device, module, "vector_add", args, 3) == 0 ||

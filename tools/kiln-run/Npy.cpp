@@ -13,6 +13,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <fstream>
 #include <iterator>
@@ -99,6 +100,10 @@ std::string npy::shapeText(const std::vector<int64_t> &shape) {
 }
 
 bool npy::read(const std::string &path, DType dtype, Array &out, std::string &error) {
+  if (!llvm::sys::fs::is_regular_file(path)) { // a directory, a device, nothing
+    error = llvm::sys::fs::exists(path) ? "not a regular file" : "cannot read the file";
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = "cannot read the file";

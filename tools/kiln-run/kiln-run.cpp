@@ -348,6 +348,33 @@ static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, con
   return rt::Status::success();
 }
 
+/// The name of the first kernel `source` declares (outside comments and
+/// strings), or "".
+static std::string firstKernel(llvm::StringRef source) {
+  auto isWord = [](char c) { return llvm::isAlnum(c) || c == '_'; };
+  for (size_t i = 0; i < source.size(); ++i) {
+    if (source.substr(i).starts_with("//")) {
+      i = source.find('\n', i);
+    } else if (source.substr(i).starts_with("/*")) {
+      i = source.find("*/", i + 2);
+      i = i == llvm::StringRef::npos ? i : i + 1;
+    } else if (source[i] == '"') {
+      while (++i < source.size() && source[i] != '"' && source[i] != '\n')
+        i += source[i] == '\\';
+    } else if (source.substr(i).starts_with("kernel") && (i == 0 || !isWord(source[i - 1])) &&
+               i + 6 < source.size() && llvm::isSpace(source[i + 6])) {
+      llvm::StringRef rest = source.substr(i + 6).ltrim();
+      return rest.take_while(isWord).str();
+    } else if (isWord(source[i])) { // skip the rest of a word: `my_kernel x`
+      while (i + 1 < source.size() && isWord(source[i + 1]))
+        ++i;
+    }
+    if (i == llvm::StringRef::npos)
+      break;
+  }
+  return "";
+}
+
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Run a Kiln kernel on a device\n");
@@ -395,12 +422,9 @@ int main(int argc, char **argv) {
 
   std::string kernel = kernelName;
   if (kernel.empty() && !isBundle) {
-    // The first kernel in the file.
-    size_t at = source.find("kernel ");
-    size_t end = source.find('(', at);
-    if (at == std::string::npos || end == std::string::npos)
+    kernel = firstKernel(source);
+    if (kernel.empty())
       return fail("no kernel in '" + inputFile + "'");
-    kernel = llvm::StringRef(source).slice(at + 7, end).trim().str();
   }
 
   Session session(deviceSpec);

@@ -203,7 +203,11 @@ public:
     }
     PackedArgs packed(host);
     auto [gx, gy, gz] = grid;
-    int64_t total = gx * gy * gz;
+    int64_t plane = 0, total = 0;
+    if (__builtin_mul_overflow(gx, gy, &plane) || __builtin_mul_overflow(plane, gz, &total))
+      return Status::failure("kernel '" + kernel.name + "': a grid of " + std::to_string(gx) +
+                             " x " + std::to_string(gy) + " x " + std::to_string(gz) +
+                             " programs is more than 2^63");
     unsigned workers = static_cast<unsigned>(std::min<int64_t>(defaultThreadCount(), total));
     std::vector<std::array<int64_t, 6>> ids(workers);
     std::vector<std::vector<void *>> perWorker;

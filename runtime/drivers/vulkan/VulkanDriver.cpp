@@ -458,7 +458,9 @@ public:
     std::string failure;
     if (d.debugBuffer && r == VK_SUCCESS) {
       auto *words = static_cast<const int32_t *>(d.debugBuffer->mapped);
-      std::string dropped, lines = printedLines(kernel, words, dropped);
+      // Print records exist only in a buffer sized for them.
+      std::string dropped;
+      std::string lines = kernel.prints.empty() ? "" : printedLines(kernel, words, dropped);
       std::fputs(lines.c_str(), stdout);
       std::fflush(stdout);
       if (!dropped.empty())
