@@ -367,12 +367,15 @@ public:
       return Status::failure("not a SPIR-V binary (bad magic number)");
     std::vector<std::string> records = moduleStrings(binary);
     for (const KernelInfo &k : metadata.kernels) {
-      // The record kilnc left for this kernel: `kiln-abi N name(...)`.
-      std::string prefix = "kiln-abi ", call = " " + k.name + "(";
+      // The record kilnc left for this kernel: `kiln-abi N name(...)`, the name
+      // right after the version (a grid rule may hold ` cdiv(` too).
       const std::string *embedded = nullptr;
-      for (const std::string &r : records)
-        if (r.compare(0, prefix.size(), prefix) == 0 && r.find(call) != std::string::npos)
+      for (const std::string &r : records) {
+        size_t space = r.find(' ', 9); // after "kiln-abi "
+        if (r.compare(0, 9, "kiln-abi ") == 0 && space != std::string::npos &&
+            r.compare(space + 1, k.name.size() + 1, k.name + "(") == 0)
           embedded = &r;
+      }
       if (std::string problem = abiMismatch(k, embedded); !problem.empty())
         return Status::failure(problem);
     }
