@@ -5,6 +5,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
+
 using namespace kiln;
 
 const char *kiln::binOpSpelling(BinOp op) {
@@ -43,6 +45,42 @@ const FnDecl *Module::findFunction(llvm::StringRef name) const {
     if (f->name == name)
       return f.get();
   return nullptr;
+}
+
+unsigned kiln::heightFromChildren(const Expr &e) {
+  unsigned tallest = 0;
+  auto see = [&](const ExprPtr &child) {
+    if (child)
+      tallest = std::max(tallest, child->height);
+  };
+  auto seeAll = [&](const std::vector<ExprPtr> &children) { llvm::for_each(children, see); };
+  switch (e.kind) {
+  case Expr::Unary: see(static_cast<const UnaryExpr &>(e).operand); break;
+  case Expr::Binary:
+    see(static_cast<const BinaryExpr &>(e).lhs);
+    see(static_cast<const BinaryExpr &>(e).rhs);
+    break;
+  case Expr::Call: {
+    auto &call = static_cast<const CallExpr &>(e);
+    seeAll(call.shapeArg);
+    seeAll(call.args);
+    for (const KeywordArg &kw : call.kwargs)
+      see(kw.value);
+    break;
+  }
+  case Expr::Index:
+    see(static_cast<const IndexExpr &>(e).base);
+    seeAll(static_cast<const IndexExpr &>(e).indices);
+    break;
+  case Expr::Method:
+    see(static_cast<const MethodExpr &>(e).base);
+    seeAll(static_cast<const MethodExpr &>(e).args);
+    break;
+  case Expr::List: seeAll(static_cast<const ListExpr &>(e).elements); break;
+  case Expr::Tuple: seeAll(static_cast<const TupleExpr &>(e).elements); break;
+  default: break;
+  }
+  return tallest + 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -26,8 +26,12 @@ struct Expr {
   virtual ~Expr() = default;
   Kind kind;
   llvm::SMLoc loc;
+  unsigned height = 1; // nodes on the longest path down to a leaf (set by the parser)
 };
 using ExprPtr = std::unique_ptr<Expr>;
+
+/// 1 + the largest height of `e`'s direct subexpressions (1 for a leaf).
+unsigned heightFromChildren(const Expr &e);
 
 struct IntLitExpr : Expr {
   IntLitExpr(llvm::SMLoc loc, uint64_t value) : Expr(IntLit, loc), value(value) {}

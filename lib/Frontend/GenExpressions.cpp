@@ -12,6 +12,9 @@ namespace kiln::gen {
 MaybeValue Generator::genExpr(const Expr &e) {
   if (failed)
     return std::nullopt;
+  Nesting nested(*this, e.loc);
+  if (!nested.ok)
+    return std::nullopt;
   mlir::Location l = loc(e.loc);
   switch (e.kind) {
   case Expr::IntLit: {

@@ -52,6 +52,11 @@ bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops) {
 bool Generator::genBlock(const Block &block) { return genStatements(block); }
 
 bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
+  if (stmts.empty())
+    return true;
+  Nesting nested(*this, stmts.front()->loc);
+  if (!nested.ok)
+    return false;
   for (auto [i, stmt] : llvm::enumerate(stmts)) {
     if (stmt->kind == Stmt::Return && !inHelper)
       return genKernelReturn(static_cast<const ReturnStmt &>(*stmt)); // nothing after it runs
@@ -444,6 +449,12 @@ bool Generator::genUnrolledFor(const ForStmt &stmt, const TValue &start, const T
     return error(stmt.loc, "static_range would unroll " + llvm::Twine(trips) +
                                " copies of its body; at most " + llvm::Twine(kMaxUnrolledTrips) +
                                " (use range)"),
+           false;
+  if ((unrolledCopies += trips) > kMaxUnrolledCopies)
+    return error(stmt.loc, "static_range loops would unroll more than " +
+                               llvm::Twine(kMaxUnrolledCopies) +
+                               " copies of their bodies in this kernel (nested loops multiply); "
+                               "use range"),
            false;
   // Each trip is the body once more, in straight-line code, with the variable a
   // constant: it may size tiles or pick tuple elements, and assignments to outer

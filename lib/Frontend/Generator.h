@@ -121,6 +121,22 @@ private:
     failed = true;
     return std::nullopt;
   }
+
+  /// Generation recurses through expressions, statement lists and helper
+  /// calls. Past kMaxNesting levels it stops with an error at `at` instead of
+  /// running out of stack (the parser bounds each expression and block, not
+  /// chains of helpers).
+  struct Nesting {
+    Generator &g;
+    bool ok;
+    Nesting(Generator &g, SMLoc at) : g(g), ok(++g.nesting <= kMaxNesting) {
+      if (!ok)
+        g.error(at, "nested more than " + llvm::Twine(kMaxNesting) +
+                        " levels deep (helper calls, blocks and expressions together)");
+    }
+    ~Nesting() { --g.nesting; }
+  };
+  static constexpr unsigned kMaxNesting = 1024;
   mlir::Location loc(SMLoc l) {
     auto &sm = diag.getSourceMgr();
     unsigned buf = sm.FindBufferContainingLoc(l);
@@ -267,8 +283,11 @@ private:
   /// static_range: the body once per trip, the variable a constant each time.
   bool genUnrolledFor(const ForStmt &stmt, const TValue &start, const TValue &end,
                       const TValue &step);
-  /// The most copies of its body a static_range loop may make.
+  /// The most copies of its body a static_range loop may make, and the most
+  /// all of a kernel's static_range loops may make together (nested loops
+  /// multiply).
   static constexpr int64_t kMaxUnrolledTrips = 1024;
+  static constexpr int64_t kMaxUnrolledCopies = 65536;
   bool genWhile(const WhileStmt &stmt);
   bool genIf(const IfStmt &stmt);
   /// The mutable outer bindings a loop or `if` body assigns (in name order)
@@ -511,6 +530,8 @@ private:
   std::optional<TValue> helperResult; // set by `return` in a helper
   std::map<std::string, mlir::func::FuncOp> specializations;
   llvm::StringSet<> activeHelpers; // helpers being generated, to catch recursion
+  unsigned nesting = 0;             // levels of Nesting now open
+  int64_t unrolledCopies = 0;       // static_range bodies generated in this kernel
   std::map<std::string, Const> paramValues;
   const KernelDecl *currentKernel = nullptr;
   bool currentKernelArgsBound = false; // params are bound first, without the args

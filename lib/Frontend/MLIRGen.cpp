@@ -403,6 +403,7 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
   scopes.clear();
   paramValues.clear();
   currentKernel = &kernel;
+  unrolledCopies = 0;
   currentKernelArgsBound = false;
   {
     ScopeGuard scope(*this);

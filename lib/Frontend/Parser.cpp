@@ -68,13 +68,27 @@ private:
   bool tooDeep() {
     if (depth <= kMaxDepth)
       return false;
-    errorHere("expression or block nested more than " + llvm::Twine(kMaxDepth) +
-                  " levels deep",
+    errorHere("expressions, blocks and 'else if' branches nested more than " +
+                  llvm::Twine(kMaxDepth) + " levels deep",
               false);
     return true;
   }
   static constexpr int kMaxDepth = 256;
   int depth = 0;
+  /// `e` with its height set, or null (an error) when it is taller than
+  /// kMaxHeight: operator chains (`a + b + ...`) and postfix chains grow
+  /// without nesting, and everything after the parser walks the tree
+  /// recursively.
+  ExprPtr built(ExprPtr e) {
+    e->height = heightFromChildren(*e);
+    if (e->height <= kMaxHeight)
+      return e;
+    error(e->loc, "expression more than " + llvm::Twine(kMaxHeight) +
+                      " operations deep (each operator of a chain adds one); split it with "
+                      "'let'");
+    return nullptr;
+  }
+  static constexpr unsigned kMaxHeight = 512;
   Token peekNext() {
     Lexer copy = lexer;
     return copy.next();
@@ -445,9 +459,10 @@ StmtPtr Parser::parseStmt() {
       if (!value || !expect(Tok::Semi, "after the assignment"))
         return nullptr;
       for (auto &[t, op] : compound)
-        if (t == opTok)
-          value = std::make_unique<BinaryExpr>(
-              opLoc, op, std::make_unique<NameExpr>(loc, name), std::move(value));
+        if (t == opTok &&
+            !(value = built(std::make_unique<BinaryExpr>(
+                  opLoc, op, std::make_unique<NameExpr>(loc, name), std::move(value)))))
+          return nullptr;
       return std::make_unique<AssignStmt>(loc, name, std::move(value));
     }
   }
@@ -549,6 +564,10 @@ StmtPtr Parser::parseIf() {
     return nullptr;
   if (consumeIf(Tok::KwElse)) {
     if (is(Tok::KwIf)) {
+      // `else if` nests the next `if` in this one's else block.
+      DepthGuard guard(*this);
+      if (tooDeep())
+        return nullptr;
       StmtPtr nested = parseIf();
       if (!nested)
         return nullptr;
@@ -560,7 +579,12 @@ StmtPtr Parser::parseIf() {
   return stmt;
 }
 
-ExprPtr Parser::parseExpr() { return parseBinary(0); }
+ExprPtr Parser::parseExpr() {
+  DepthGuard guard(*this);
+  if (tooDeep())
+    return nullptr;
+  return parseBinary(0);
+}
 
 static int precedence(Tok kind, BinOp &op) {
   switch (kind) {
@@ -587,9 +611,6 @@ static int precedence(Tok kind, BinOp &op) {
 }
 
 ExprPtr Parser::parseBinary(int minPrec) {
-  DepthGuard guard(*this);
-  if (tooDeep())
-    return nullptr;
   ExprPtr lhs = parseUnary();
   while (lhs) {
     BinOp op;
@@ -601,23 +622,23 @@ ExprPtr Parser::parseBinary(int minPrec) {
     ExprPtr rhs = parseBinary(prec + 1);
     if (!rhs)
       return nullptr;
-    lhs = std::make_unique<BinaryExpr>(loc, op, std::move(lhs), std::move(rhs));
+    lhs = built(std::make_unique<BinaryExpr>(loc, op, std::move(lhs), std::move(rhs)));
   }
   return lhs;
 }
 
 ExprPtr Parser::parseUnary() {
-  DepthGuard guard(*this);
-  if (tooDeep())
-    return nullptr;
   if (is(Tok::Minus) || is(Tok::Bang) || is(Tok::Tilde)) {
+    DepthGuard guard(*this);
+    if (tooDeep())
+      return nullptr;
     SMLoc loc = tok.loc();
     char op = is(Tok::Minus) ? '-' : is(Tok::Bang) ? '!' : '~';
     advance();
     ExprPtr operand = parseUnary();
     if (!operand)
       return nullptr;
-    return std::make_unique<UnaryExpr>(loc, op, std::move(operand));
+    return built(std::make_unique<UnaryExpr>(loc, op, std::move(operand)));
   }
   ExprPtr primary = parsePrimary();
   return primary ? parsePostfix(std::move(primary)) : nullptr;
@@ -695,7 +716,7 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
         error(index->loc, "an index list needs at least one index");
         return nullptr;
       }
-      base = std::move(index);
+      base = built(std::move(index));
     } else if (is(Tok::Dot)) {
       advance();
       if (!is(Tok::Ident)) {
@@ -708,7 +729,7 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
       if (!expect(Tok::LParen, "after the method name") ||
           !parseExprList(Tok::RParen, method->args, "to close the method call"))
         return nullptr;
-      base = std::move(method);
+      base = built(std::move(method));
     } else {
       return base;
     }
@@ -792,14 +813,14 @@ ExprPtr Parser::parsePrimary() {
       error(loc, "a tuple needs two or more elements; drop the comma for one");
       return nullptr;
     }
-    return tuple;
+    return built(std::move(tuple));
   }
   case Tok::LBracket: {
     auto list = std::make_unique<ListExpr>(loc);
     advance();
     if (!parseExprList(Tok::RBracket, list->elements, "to close the list"))
       return nullptr;
-    return list;
+    return built(std::move(list));
   }
   case Tok::Ident: {
     std::string name = tok.text.str();
@@ -819,13 +840,13 @@ ExprPtr Parser::parsePrimary() {
       }
       if (is(Tok::LParen) && !parseCallArgs(*call))
         return nullptr;
-      return call;
+      return built(std::move(call));
     }
     if (is(Tok::LParen)) {
       auto call = std::make_unique<CallExpr>(loc, name);
       if (!parseCallArgs(*call))
         return nullptr;
-      return call;
+      return built(std::move(call));
     }
     return std::make_unique<NameExpr>(loc, name);
   }
