@@ -12,6 +12,7 @@
 #include "mlir/Pass/PassRegistry.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
@@ -37,7 +38,7 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
     unsigned sm;
     if (!llvm::StringRef(t.chip).consume_front("sm_") ||
         llvm::StringRef(t.chip).drop_front(3).getAsInteger(10, sm) ||
-        !llvm::is_contained(known, sm))
+        !llvm::is_contained(known, sm) || t.chip != "sm_" + std::to_string(sm))
       return targetError("unknown CUDA architecture '" + t.chip +
                          "' (expected sm_70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120 or "
                          "121, e.g. cuda:sm_90)");
@@ -62,10 +63,13 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
     if (t.kind == Kind::Metal && !chip.empty())
       return targetError("unknown metal target '" + spec + "' (it takes no version or options)");
     llvm::StringRef version, rest = chip;
+    llvm::StringSet<> seen; // cpu, loose-specials, shared: each at most once
     while (!rest.empty()) {
       auto [part, tail] = rest.split(':');
       rest = tail;
       llvm::StringRef bytes = part;
+      if (!seen.insert(part.split('=').first).second)
+        return targetError("'" + part.split('=').first + "' is given twice in '" + spec + "'");
       if (t.kind == Kind::Vulkan && part == "cpu") {
         t.vulkanOnCPU = true;
       } else if (t.kind == Kind::Vulkan && part == "loose-specials") {

@@ -115,34 +115,105 @@ bool parseDefines(GenOptions &options) {
   return true;
 }
 
-/// Writes `bytes` to `file` and keeps it, or fails (a full disk) and leaves no
-/// file behind.
+/// Flushes what was written to `file`; fails (a full disk, /dev/full) with
+/// the reason. Nothing is kept: the caller keeps its files once all are written.
+int flushChecked(llvm::ToolOutputFile &file, llvm::StringRef path) {
+  file.os().flush();
+  if (!file.os().has_error())
+    return 0;
+  std::string why = file.os().error().message();
+  file.os().clear_error();
+  return fail("cannot write '" + (path == "-" ? llvm::StringRef("standard output") : path) +
+              "': " + why);
+}
+
+/// Writes `bytes` to `file` and keeps it, or fails and leaves no file behind.
 int writeChecked(llvm::ToolOutputFile &file, llvm::StringRef bytes, llvm::StringRef path) {
   file.os() << bytes;
-  file.os().flush();
-  if (file.os().has_error()) {
-    std::string why = file.os().error().message();
-    file.os().clear_error();
-    return fail("cannot write '" + path + "': " + why);
-  }
+  if (int rc = flushChecked(file, path))
+    return rc;
   file.keep();
   return 0;
 }
 
-/// Writes an artifact to -o, and its metadata beside binary outputs.
+/// Keeps -o's text once it is all written, or fails.
+int keepText(llvm::ToolOutputFile &output) {
+  if (int rc = flushChecked(output, outputFile))
+    return rc;
+  output.keep();
+  return 0;
+}
+
+/// Whether two paths name one file: the same file when both exist, else the
+/// same absolute path once `.` and `..` are resolved.
+bool samePath(llvm::StringRef a, llvm::StringRef b) {
+  bool same = false;
+  if (!llvm::sys::fs::equivalent(a, b, same))
+    return same;
+  auto normal = [](llvm::StringRef path) {
+    llvm::SmallString<256> full(path);
+    llvm::sys::fs::make_absolute(full);
+    llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
+    return std::string(full);
+  };
+  return normal(a) == normal(b);
+}
+
+/// Fails when an option is given more than once (LLVM keeps the last value
+/// silently), an option that names something is empty, or two files this run
+/// reads or writes are one: `-o` on the input would truncate the source while
+/// it is read, and a failed compile would then delete it.
+int checkOptions() {
+  const std::pair<const char *, cl::Option *> single[] = {
+      {"-o", &outputFile},     {"--kernel", &kernelName},       {"--emit", &emit},
+      {"--target", &targetSpec}, {"--header", &headerFile},     {"--metadata", &metadataFile},
+      {"-O", &optLevel},       {"--matrix-units", &matrixUnits}, {"the input file", &inputFile}};
+  for (auto [name, option] : single)
+    if (option->getNumOccurrences() > 1)
+      return fail(llvm::Twine(name) + " is given more than once");
+  const std::pair<const char *, cl::opt<std::string> *> named[] = {
+      {"-o", &outputFile}, {"--kernel", &kernelName}, {"--header", &headerFile},
+      {"--metadata", &metadataFile}, {"--target", &targetSpec}};
+  for (auto [name, option] : named)
+    if (option->getNumOccurrences() && option->getValue().empty())
+      return fail(llvm::Twine(name) + " needs a value");
+  std::vector<std::pair<std::string, std::string>> files;
+  if (inputFile != "-")
+    files.push_back({"the input", inputFile});
+  if (outputFile != "-")
+    files.push_back({"-o", outputFile});
+  if (!headerFile.empty())
+    files.push_back({"--header", headerFile});
+  if (!metadataFile.empty())
+    files.push_back({"--metadata", metadataFile});
+  for (size_t i = 0; i < files.size(); ++i)
+    for (size_t j = i + 1; j < files.size(); ++j)
+      if (samePath(files[i].second, files[j].second))
+        return fail(files[j].first + " '" + files[j].second + "' is the same file as " +
+                    files[i].first);
+  return 0;
+}
+
+/// Writes an artifact to -o, and its metadata beside binary outputs; both or
+/// neither are kept.
 int writeArtifact(const Artifact &artifact, llvm::ToolOutputFile &output) {
   if (!artifact.isText && outputFile == "-")
     return fail("binary output needs -o FILE");
+  std::unique_ptr<llvm::ToolOutputFile> metadata;
+  std::string path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
+  if (!artifact.isText || !metadataFile.empty()) {
+    std::string error;
+    if (!(metadata = mlir::openOutputFile(path, &error)))
+      return fail(error);
+    metadata->os() << artifact.metadata;
+    if (int rc = flushChecked(*metadata, path))
+      return rc;
+  }
   if (int rc = writeChecked(output, artifact.bytes, outputFile))
     return rc;
-  if (artifact.isText && metadataFile.empty())
-    return 0;
-  std::string path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
-  std::string error;
-  auto file = mlir::openOutputFile(path, &error);
-  if (!file)
-    return fail(error);
-  return writeChecked(*file, artifact.metadata, path);
+  if (metadata)
+    metadata->keep();
+  return 0;
 }
 
 /// The artifact an --emit value asks for, if it is a final one.
@@ -178,8 +249,7 @@ int emitStage(const Target &target, mlir::ModuleOp module, llvm::ToolOutputFile 
     } else {
       module.print(output.os());
     }
-    output.keep();
-    return 0;
+    return keepText(output);
   }
   Stage stage = emit == Emit::KilnGPU ? Stage::Layouts
                 : emit == Emit::GPU   ? Stage::ThreadCode
@@ -188,13 +258,21 @@ int emitStage(const Target &target, mlir::ModuleOp module, llvm::ToolOutputFile 
       mlir::failed(runPipeline(module, pipelineUpTo(target, stage), timePasses)))
     return 1;
   module.print(output.os());
-  output.keep();
-  return 0;
+  return keepText(output);
 }
+
 /// --target=a,b,c -o F.kbin [--header F.h]: one artifact per target in a bundle.
 int buildBundle() {
   if (!llvm::StringRef(outputFile).ends_with(".kbin"))
     return fail("several targets need a bundle output: -o FILE.kbin");
+  // Bundles hold each target's final binary, built at -O3, with metadata inside.
+  const std::pair<const char *, cl::Option *> singleTargetOnly[] = {
+      {"--emit", &emit},     {"--metadata", &metadataFile},       {"-O", &optLevel},
+      {"--print-pipeline", &printPipeline}, {"--kiln-time-passes", &timePasses}};
+  for (auto [name, option] : singleTargetOnly)
+    if (option->getNumOccurrences())
+      return fail(llvm::Twine(name) +
+                  " applies to one target's output, not to a bundle (-o FILE.kbin)");
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
   if (!buffer)
     return fail("cannot read '" + inputFile + "': " + buffer.getError().message());
@@ -229,22 +307,25 @@ int buildBundle() {
         kernels = meta.kernels;
     }
   }
+  // The bundle and its header are kept together or not at all.
   std::string bytes = rt::writeBundle(bundle);
   std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> header;
+  if (!headerFile.empty()) {
+    if (!(header = mlir::openOutputFile(headerFile, &error)))
+      return fail(error);
+    header->os() << generateAOTHeader(bytes, kernels, llvm::sys::path::stem(outputFile).str(),
+                                      inputFile);
+    if (int rc = flushChecked(*header, headerFile))
+      return rc;
+  }
   auto out = mlir::openOutputFile(outputFile, &error);
   if (!out)
     return fail(error);
   if (int rc = writeChecked(*out, bytes, outputFile))
     return rc;
-  if (!headerFile.empty()) {
-    auto header = mlir::openOutputFile(headerFile, &error);
-    if (!header)
-      return fail(error);
-    return writeChecked(*header,
-                        generateAOTHeader(bytes, kernels,
-                                          llvm::sys::path::stem(outputFile).str(), inputFile),
-                        headerFile);
-  }
+  if (header)
+    header->keep();
   return 0;
 }
 } // namespace
@@ -259,6 +340,8 @@ int main(int argc, char **argv) {
   });
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Kiln tile-kernel compiler\n");
+  if (int rc = checkOptions())
+    return rc;
 
   if (llvm::StringRef(outputFile).ends_with(".kbin") || targetSpec.find(',') != std::string::npos)
     return buildBundle();
@@ -279,6 +362,9 @@ int main(int argc, char **argv) {
   if (!llvm::is_contained(target.emits(), emitName))
     return fail("--emit=" + emitName + " is not available for target " + target.str() +
                 " (it emits: " + llvm::join(target.emits(), ", ") + ")");
+  if (metadataFile.getNumOccurrences() && !artifactFor(emit, target))
+    return fail("--metadata goes with a final output (--emit=so, obj, ptx, cubin, hsaco, "
+                "spirv, msl, ...), not --emit=" + emitName);
   bool binaryEmit = emit == Emit::Obj || emit == Emit::SO || emit == Emit::Cubin ||
                     emit == Emit::Hsaco || emit == Emit::SPIRV;
   if (binaryEmit && outputFile == "-")
@@ -303,14 +389,15 @@ int main(int argc, char **argv) {
     return fail(error);
 
   if (emit == Emit::AST) {
+    if (!defines.empty() || kernelName.getNumOccurrences())
+      return fail("--emit=ast prints the whole file as parsed; -D and --kernel do not apply");
     DiagEngine diag(sourceMgr);
     auto ast = parseModule(
         sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer(), diag);
     if (!ast)
       return 1;
     dumpAST(*ast, output->os());
-    output->keep();
-    return 0;
+    return keepText(*output);
   }
 
   registerPasses();
@@ -323,8 +410,7 @@ int main(int argc, char **argv) {
     return 1;
   if (emit == Emit::Kiln) {
     module->print(output->os());
-    output->keep();
-    return 0;
+    return keepText(*output);
   }
 
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
