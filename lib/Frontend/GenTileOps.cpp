@@ -277,6 +277,12 @@ Value Generator::flipAlong(Value tile, const Shape &shape, int64_t axis, mlir::L
 MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   if (e.args.size() == 1)
     return genReduce(e, isMax ? ReduceKind::Max : ReduceKind::Min);
+  // Triton's tl.max(t, 1) reduces along axis 1; here two operands are the
+  // elementwise maximum, and a reduction names its axis.
+  std::string reduction = e.callee + "(t, axis = A)";
+  if (e.args.size() == 2 && !e.kwargs.empty())
+    return error(e.args[1]->loc, "'" + e.callee + "' of two operands is elementwise and takes no "
+                                 "keywords; a reduction names its axis: " + reduction);
   if (!checkArity(e, 2, 2))
     return std::nullopt;
   MaybeValue a = genValue(*e.args[0], "operand");
@@ -285,6 +291,19 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   MaybeValue b = genValue(*e.args[1], "operand");
   if (!b)
     return std::nullopt;
+  // A float tile and a small integer literal is the spelling of tl.max(t, 1):
+  // ambiguous, so an error that offers both readings.
+  int64_t rank = a->type.shape.size();
+  if (rank > 0 && isFloat(a->type.dtype) && b->cst && b->type.weak && !isFloat(b->type.dtype) &&
+      b->type.shape.empty() && b->cst->i >= -rank && b->cst->i < rank)
+    return error(e.args[1]->loc,
+                 "'" + e.callee + "(t, " + llvm::Twine(b->cst->i) +
+                     ")' of a float tile and an integer constant is ambiguous: for the " +
+                     (isMax ? "maximum" : "minimum") + " along axis " + llvm::Twine(b->cst->i) +
+                     " (Triton's tl." + e.callee + "(t, " + llvm::Twine(b->cst->i) +
+                     ")) write " + e.callee + "(t, axis = " + llvm::Twine(b->cst->i) +
+                     "); for the elementwise " + e.callee + " with " + llvm::Twine(b->cst->i) +
+                     " write " + llvm::Twine(b->cst->i) + ".0");
   auto shape = broadcastShapes(a->type.shape, b->type.shape);
   if (!shape)
     return error(e.loc, "shapes " + shapeStr(a->type.shape) + " and " +
