@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -79,6 +80,37 @@ Value kiln::atomicUpdate(OpBuilder &b, Location loc, ReduceKind kind, Value valu
   Value updated = combineReduction(b, loc, kind, rmw.getCurrentValue(), value);
   b.create<memref::AtomicYieldOp>(loc, updated);
   return rmw.getResult();
+}
+
+Value kiln::floatAtomicMinMax(OpBuilder &b, Location loc, ReduceKind kind, Value ptr,
+                              Value value, LLVM::AtomicOrdering ordering, StringRef scope) {
+  Type type = value.getType();
+  unsigned width = type.getIntOrFloatBitWidth();
+  Type bits = b.getIntegerType(width);
+  Value first = b.create<LLVM::LoadOp>(loc, bits, ptr, width / 8, /*isVolatile=*/false,
+                                       /*isNonTemporal=*/false, /*isInvariant=*/false,
+                                       LLVM::AtomicOrdering::monotonic, scope);
+  // Retry with the element as the failed exchange saw it until one succeeds;
+  // the loop's result is then the element before this update.
+  auto loop = b.create<scf::WhileOp>(loc, TypeRange{bits}, ValueRange{first});
+  {
+    Block *before = b.createBlock(&loop.getBefore(), {}, {bits}, {loc});
+    Value current = before->getArgument(0);
+    Value updated = combineReduction(b, loc, kind, b.create<arith::BitcastOp>(loc, type, current),
+                                     value);
+    auto cas = b.create<LLVM::AtomicCmpXchgOp>(loc, ptr, current,
+                                               b.create<arith::BitcastOp>(loc, bits, updated),
+                                               ordering, LLVM::AtomicOrdering::monotonic, scope);
+    Value seen = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{0});
+    Value swapped = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{1});
+    Value retry = b.create<arith::XOrIOp>(loc, swapped,
+                                          b.create<arith::ConstantIntOp>(loc, 1, 1));
+    b.create<scf::ConditionOp>(loc, retry, ValueRange{seen});
+    Block *after = b.createBlock(&loop.getAfter(), {}, {bits}, {loc});
+    b.create<scf::YieldOp>(loc, after->getArgument(0));
+  }
+  b.setInsertionPointAfter(loop);
+  return b.create<arith::BitcastOp>(loc, type, loop.getResult(0));
 }
 
 Value kiln::roundToTF32(OpBuilder &b, Location loc, Value v) {

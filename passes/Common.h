@@ -4,6 +4,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 
 namespace kiln {
@@ -26,6 +27,15 @@ std::optional<mlir::arith::AtomicRMWKind> atomicKind(ReduceKind kind, bool isFlo
 /// one xori (kiln-gpu-to-spirv makes it an OpAtomicXor).
 mlir::Value atomicUpdate(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind,
                          mlir::Value value, mlir::Value memref, mlir::ValueRange indices);
+
+/// Float atomic max or min of the element at `ptr` (an LLVM pointer) with
+/// `value`, NaN propagating as in arith.maximumf: a loop of compare-and-swaps
+/// of the element's bits, since LLVM 19's atomicrmw fmax/fmin ignore NaN (and
+/// its cmpxchg takes no floats). `ordering` and `scope` are the cmpxchg's;
+/// returns the element's value before the update.
+mlir::Value floatAtomicMinMax(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind,
+                              mlir::Value ptr, mlir::Value value,
+                              mlir::LLVM::AtomicOrdering ordering, llvm::StringRef scope = {});
 
 /// `v` (f32, or a tensor or vector of f32) rounded to TensorFloat-32: the low 13
 /// mantissa bits cleared after rounding to nearest, ties away from zero (PTX's

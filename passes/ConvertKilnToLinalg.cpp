@@ -1172,9 +1172,12 @@ Value lowerAtomic(OpBuilder &b, AtomicRMWOp op) {
       b, op.getLoc(), op.getMemory(), op.getIndices(), op.getMask(), op.getValue(), op.getOld(),
       [&](OpBuilder &nb, Location l, ValueRange operands, ValueRange coords) -> Value {
         // An xor lane (a generic_atomic_rmw, whose region buffer deallocation
-        // cannot see into) stays a scalar kiln op until after deallocation, as
-        // a compare-and-swap does (kiln-lower-compare-and-swap).
-        if (op.getKind() == ReduceKind::Xor)
+        // cannot see into) and a float max/min lane (a compare-and-swap loop
+        // of the bits, which propagates NaN) stay scalar kiln ops until after
+        // deallocation, as a compare-and-swap does (kiln-lower-compare-and-swap).
+        bool floatMinMax = isa<FloatType>(operands[0].getType()) &&
+                           (op.getKind() == ReduceKind::Max || op.getKind() == ReduceKind::Min);
+        if (op.getKind() == ReduceKind::Xor || floatMinMax)
           return nb.create<AtomicRMWOp>(l, op.getKind(), op.getMemory(), operands[0], coords,
                                         Value());
         return atomicUpdate(nb, l, op.getKind(), operands[0], op.getMemory(),

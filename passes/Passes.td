@@ -523,9 +523,13 @@ def KilnLowerCompareAndSwap : Pass<"kiln-lower-compare-and-swap", "mlir::func::F
     deallocation, this pass writes each as `generic_atomic_rmw`: selecting the
     new value where the current one equals `compare`, or `xori` (a cmpxchg loop
     once lowered to LLVM). An `f32` compare-and-swap is one `llvm.cmpxchg` of the
-    element's bits at its address (LLVM's cmpxchg takes integers only).
+    element's bits at its address (LLVM's cmpxchg takes integers only). A float
+    `max`/`min` lane is a loop of such compare-and-swaps around `arith.maximumf`
+    (`minimumf`), so that NaN propagates as in an elementwise `max`: LLVM's
+    `atomicrmw fmax` ignores NaN.
   }];
-  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def KilnBranchMemRefSelects : Pass<"kiln-branch-memref-selects", "mlir::func::FuncOp"> {

@@ -404,6 +404,12 @@ Value ThreadEmitter::atomicUpdate(Operation *op, const TensorArg &t, Value offse
       fence(acquires(sem));
       return old;
     }
+    if (rmw && isFloat &&
+        (rmw.getKind() == ReduceKind::Max || rmw.getKind() == ReduceKind::Min)) {
+      old = kiln::floatAtomicMinMax(b, loc, rmw.getKind(), ptr, value, ordering, scope);
+      fence(acquires(sem));
+      return old;
+    }
     LLVM::AtomicBinOp bin = LLVM::AtomicBinOp::xchg;
     if (rmw) {
       switch (rmw.getKind()) {

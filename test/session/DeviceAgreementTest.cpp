@@ -682,6 +682,15 @@ kernel tickets(count: tensor<f32>[2], out: tensor<f32>[N]) grid(N) {
   store(out[program_id(0)], atomic_add(count[0], 1.0));
   atomic_max(count[1], cast<f32>(program_id(0)));
 }
+kernel extremes(x: tensor<f32>[N], m: tensor<f32>[4]) grid(N) {
+  // Float atomic max/min propagate NaN as elementwise max/min do, whether the
+  // NaN arrives or is already there (LLVM's atomicrmw fmax ignores it).
+  let v = load(x[program_id(0)]);
+  atomic_max(m[0], v);
+  atomic_min(m[1], v);
+  atomic_max(m[2], 1.0);
+  atomic_min(m[3], 1.0);
+}
 )";
   const int64_t n = 5000, bins = 10;
   std::vector<int32_t> x(n);
@@ -747,6 +756,17 @@ kernel tickets(count: tensor<f32>[2], out: tensor<f32>[N]) grid(N) {
     std::sort(issued.begin(), issued.end());
     for (int64_t i = 0; i < programs; ++i)
       ASSERT_EQ(issued[i], float(i)) << device << ": every program gets its own ticket";
+
+    Kernel extremes = s.compile(source, "extremes");
+    ASSERT_TRUE(extremes.ok()) << device << ": " << extremes.status().message();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    Tensor ex = s.upload(std::vector<float>{1.0f, nan, 3.0f, -2.0f}, {4}),
+           em = s.upload(std::vector<float>{0.0f, 0.0f, nan, nan}, {4});
+    ASSERT_TRUE(extremes(ex, em).ok()) << device;
+    std::vector<float> m;
+    ASSERT_TRUE(em.download(m).ok());
+    for (int i = 0; i < 4; ++i)
+      EXPECT_TRUE(std::isnan(m[i])) << device << ": element " << i << " is " << m[i];
   });
 }
 
