@@ -223,6 +223,7 @@ llvm::Expected<std::string> Executable::machineCode(bool assembly) {
     return builder.takeError();
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   builder->setRelocationModel(llvm::Reloc::PIC_);
+  keepSubnormals(builder->getFeatures());
   auto machine = builder->createTargetMachine();
   if (!machine)
     return machine.takeError();

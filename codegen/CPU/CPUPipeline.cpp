@@ -88,6 +88,14 @@ void kiln::cpu::initializeHostTarget() {
   });
 }
 
+void kiln::cpu::keepSubnormals(llvm::SubtargetFeatures &features) {
+  // Their f32 -> bf16 conversions (vcvtneps2bf16) flush subnormal inputs and
+  // results to zero whatever MXCSR says; Kiln's bf16 keeps every bit, as the
+  // GPUs' conversions do, so LLVM rounds with integer operations instead.
+  features.AddFeature("avx512bf16", false);
+  features.AddFeature("avxneconvert", false);
+}
+
 std::unique_ptr<llvm::TargetMachine> kiln::cpu::createHostTargetMachine() {
   initializeHostTarget();
   std::string error;
@@ -100,6 +108,7 @@ std::unique_ptr<llvm::TargetMachine> kiln::cpu::createHostTargetMachine() {
   llvm::SubtargetFeatures features;
   for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
     features.AddFeature(feature, enabled);
+  keepSubnormals(features);
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features.getString(), {}, std::nullopt));
 }

@@ -7,6 +7,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <memory>
 #include <string>
@@ -38,6 +39,10 @@ void moveBF16AsBits(llvm::Module &m);
 /// optimization pipeline's cost models: without one the loop vectorizer sees no
 /// vector registers. Null, with an error printed, if the host has no target.
 std::unique_ptr<llvm::TargetMachine> createHostTargetMachine();
+
+/// Turns off the host features whose instructions would flush subnormals
+/// (AVX512_BF16's and AVX-NE-CONVERT's bf16 conversions).
+void keepSubnormals(llvm::SubtargetFeatures &features);
 
 /// Translates an LLVM-dialect module to LLVM IR, optimized at `optLevel` for the host.
 std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,

@@ -2189,14 +2189,18 @@ TEST_F(DeviceAgreement, BFloat16MovesKeepEveryBitOnEveryDevice) {
   // subnormals included. (LLVM's x86 backend moved bf16 through float
   // registers and narrowed them back with AVX512_BF16's vcvtneps2bf16, which
   // flushes subnormals: a copy lost them on such CPUs; kiln::cpu::moveBF16AsBits.)
+  // Arithmetic keeps them too: `a` rounds |v| * 1 back to bf16, which LLVM did
+  // with that instruction until kiln::cpu::keepSubnormals turned it off.
   const char *source = R"(
-kernel moves(x: tensor<bf16>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], r: tensor<bf16>[N])
+kernel moves(x: tensor<bf16>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], r: tensor<bf16>[N],
+             a: tensor<bf16>[N])
     params(B: i32 = 4) grid(cdiv(N, B)) {
   let i = program_id(0) * B + arange(0, B);
   let v = load(x[i]);
   store(y[i], v);
   store(z[i], where(i % 3 == 0, v, load(x[i], other = 0.0)));
   store(r[i], flip(v, 0));
+  store(a[i], abs(v) * 1.0);
 }
 )";
   std::vector<uint16_t> codes;
@@ -2213,13 +2217,15 @@ kernel moves(x: tensor<bf16>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], r: tens
       Kernel k = s.compile(source, "moves", {{"B", std::to_string(block)}});
       ASSERT_TRUE(k.ok()) << k.status().message();
       Tensor x = s.upload(codes.data(), DType::BF16, {n}), y = s.empty(DType::BF16, {n}),
-             z = s.empty(DType::BF16, {n}), r = s.empty(DType::BF16, {n});
-      ASSERT_TRUE(k(x, y, z, r).ok()) << device;
-      std::vector<uint16_t> yo(n), zo(n), ro(n);
+             z = s.empty(DType::BF16, {n}), r = s.empty(DType::BF16, {n}),
+             a = s.empty(DType::BF16, {n});
+      ASSERT_TRUE(k(x, y, z, r, a).ok()) << device;
+      std::vector<uint16_t> yo(n), zo(n), ro(n), ao(n);
       ASSERT_TRUE(y.download(yo.data()).ok() && z.download(zo.data()).ok() &&
-                  r.download(ro.data()).ok());
+                  r.download(ro.data()).ok() && a.download(ao.data()).ok());
       for (int64_t i = 0; i < n; ++i) {
         ASSERT_EQ(yo[i], codes[i]) << device << " B=" << block << " copy at " << i;
+        ASSERT_EQ(ao[i], codes[i] & 0x7fff) << device << " B=" << block << " |v| * 1 at " << i;
         ASSERT_EQ(zo[i], codes[i]) << device << " B=" << block << " select at " << i;
         int64_t start = i / block * block, mirrored = start + block - 1 - (i - start);
         ASSERT_EQ(ro[i], mirrored < n ? codes[mirrored] : 0)
