@@ -44,11 +44,12 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
       return castValue(wide, DType::F32, to, l);
     }
     // f64 <-> bf16 and fp8: targets without these types emulate them to and
-    // from f32 only, so every target takes two steps, as exact as one.
+    // from f32 only, so every target takes two steps, as exact as one. f64 ->
+    // f16 too: lavapipe converts through f32.
     bool emulated = from == DType::BF16 || to == DType::BF16 || isF8(from) || isF8(to);
     if (emulated && to == DType::F64)
       return castValue(castValue(v, from, DType::F32, l), DType::F32, to, l);
-    if (emulated && from == DType::F64)
+    if ((emulated || to == DType::F16) && from == DType::F64)
       return castValue(narrowToOddF32(v, l), DType::F32, to, l);
     if (dtypeBits(to) > dtypeBits(from))
       return builder.create<mlir::arith::ExtFOp>(l, target, v);

@@ -2237,19 +2237,21 @@ kernel moves(x: tensor<bf16>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], r: tens
 
 /// The bf16 nearest to `x`, ties to the even code, found from the definition
 /// (not by rounding to float first, the double rounding the test looks for).
-uint16_t doubleToBF16Bits(double x) {
+/// The 16-bit float nearest to `x`, ties to the even code, found from the
+/// definition (not by rounding to float first, the double rounding the tests
+/// look for): `decode` reads a code, `infinity` is the code of +inf, which
+/// stands where the next finite value, `beyond`, would be, and `nan` a NaN's.
+uint16_t doubleToNarrowBits(double x, float (*decode)(uint16_t), uint16_t infinity,
+                            double beyond, uint16_t nan) {
   uint16_t sign = std::signbit(x) ? 0x8000 : 0;
   if (std::isnan(x))
-    return sign | 0x7fc0;
-  // Codes 0 ... 0x7f80 are ordered like their values; infinity stands where
-  // the next finite value, 2^128, would be.
-  auto value = [](uint16_t code) {
-    return code == 0x7f80 ? std::ldexp(1.0, 128) : double(bf16BitsToFloat(code));
-  };
+    return sign | nan;
+  // Codes 0 ... infinity are ordered like their values.
+  auto value = [&](uint16_t code) { return code == infinity ? beyond : double(decode(code)); };
   double a = std::fabs(x);
-  if (a >= value(0x7f80))
-    return sign | 0x7f80;
-  uint16_t lo = 0, hi = 0x7f80;
+  if (a >= value(infinity))
+    return sign | infinity;
+  uint16_t lo = 0, hi = infinity;
   while (hi - lo > 1) {
     uint16_t mid = uint16_t((lo + hi) / 2);
     (value(mid) <= a ? lo : hi) = mid;
@@ -2257,6 +2259,14 @@ uint16_t doubleToBF16Bits(double x) {
   double mid = (value(lo) + value(hi)) / 2;
   bool up = a > mid || (a == mid && (lo & 1));
   return sign | (up ? hi : lo);
+}
+
+uint16_t doubleToBF16Bits(double x) {
+  return doubleToNarrowBits(x, bf16BitsToFloat, 0x7f80, std::ldexp(1.0, 128), 0x7fc0);
+}
+
+uint16_t doubleToHalfBits(double x) {
+  return doubleToNarrowBits(x, halfBitsToFloat, 0x7c00, 65536.0, 0x7e00);
 }
 
 TEST_F(DeviceAgreement, NarrowFloatsRoundEveryOperationOnEveryDevice) {
@@ -2313,17 +2323,19 @@ kernel k(x: tensor<i32>[N], bx: tensor<bf16>[N], same: tensor<i32>[N], b: tensor
 
 TEST_F(DeviceAgreement, DoubleNarrowsToBF16AndF8RoundingOnce) {
   // f64 -> bf16 and fp8 go through f32 on every target (Vulkan and AMD emulate
-  // those types from f32 only); rounding to odd on the way makes the two steps
-  // one rounding. Values a hair off the ties of each format catch a double
+  // those types from f32 only), and so does f64 -> f16 (lavapipe converts
+  // through f32); rounding to odd on the way makes the two steps one
+  // rounding. Values a hair off the ties of each format catch a double
   // rounding through round-to-nearest: f32 would land on the tie itself.
   const char *source = R"(
 kernel narrow(x: tensor<f64>[N], h: tensor<bf16>[N], a: tensor<f8e4m3>[N], b: tensor<f8e5m2>[N],
-              w: tensor<f64>[N]) params(B: i32 = 64) grid(cdiv(N, B)) {
+              w: tensor<f64>[N], q: tensor<f16>[N]) params(B: i32 = 64) grid(cdiv(N, B)) {
   let i = program_id(0) * B + arange(0, B);
   let m = i < N;
   let v = load(x[i], mask=m);
   let hv = cast<bf16>(v);
   store(h[i], hv, mask=m);
+  store(q[i], cast<f16>(v), mask=m);
   store(a[i], cast<f8e4m3>(v), mask=m);
   store(b[i], cast<f8e5m2>(v), mask=m);
   store(w[i], cast<f64>(hv) + cast<f64>(cast<f8e5m2>(v)), mask=m);
@@ -2341,18 +2353,21 @@ kernel narrow(x: tensor<f64>[N], h: tensor<bf16>[N], a: tensor<f8e4m3>[N], b: te
   for (DType dt : {DType::F8E4M3, DType::F8E5M2})
     for (int code = 0; code < (dt == DType::F8E4M3 ? 0x7e : 0x7b); ++code)
       aroundTie(f8BitsToFloat(uint8_t(code), dt), f8BitsToFloat(uint8_t(code + 1), dt));
+  for (int code = 0; code < 0x7bff; code += 41)
+    aroundTie(halfBitsToFloat(uint16_t(code)), halfBitsToFloat(uint16_t(code + 1)));
+  aroundTie(65504.0, 65536.0); // the largest half and where infinity begins
   const int64_t n = xs.size();
   forEachDevice([&](Session &s, const std::string &device) {
     Kernel k = s.compile(source, "narrow");
     ASSERT_TRUE(k.ok()) << k.status().message();
     Tensor x = s.upload(xs, {n}), h = s.empty(DType::BF16, {n}), a = s.empty(DType::F8E4M3, {n}),
-           b = s.empty(DType::F8E5M2, {n}), w = s.empty<double>({n});
-    ASSERT_TRUE(k(x, h, a, b, w).ok()) << device;
-    std::vector<uint16_t> ho(n);
+           b = s.empty(DType::F8E5M2, {n}), w = s.empty<double>({n}), q = s.empty(DType::F16, {n});
+    ASSERT_TRUE(k(x, h, a, b, w, q).ok()) << device;
+    std::vector<uint16_t> ho(n), qo(n);
     std::vector<uint8_t> ao(n), bo(n);
     std::vector<double> wo;
     ASSERT_TRUE(h.download(ho.data()).ok() && a.download(ao.data()).ok() &&
-                b.download(bo.data()).ok() && w.download(wo).ok());
+                b.download(bo.data()).ok() && w.download(wo).ok() && q.download(qo.data()).ok());
     for (int64_t i = 0; i < n; ++i) {
       double v = xs[i];
       if (std::isnan(v)) {
@@ -2360,6 +2375,7 @@ kernel narrow(x: tensor<f64>[N], h: tensor<bf16>[N], a: tensor<f8e4m3>[N], b: te
         continue;
       }
       EXPECT_EQ(ho[i], doubleToBF16Bits(v)) << device << " bf16 of " << v;
+      EXPECT_EQ(qo[i], doubleToHalfBits(v)) << device << " f16 of " << v;
       EXPECT_EQ(ao[i], floatToF8Bits(v, DType::F8E4M3)) << device << " e4m3 of " << v;
       EXPECT_EQ(bo[i], floatToF8Bits(v, DType::F8E5M2)) << device << " e5m2 of " << v;
       double want = double(bf16BitsToFloat(doubleToBF16Bits(v))) +
