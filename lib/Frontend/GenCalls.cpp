@@ -533,12 +533,17 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     for (size_t i = 0; i < ops.size(); ++i)
       if (!constantFits(ops[i], dt, e.args[i]->loc))
         return std::nullopt;
-    Value a = convert(ops[0], dt, shape, e.loc).value;
-    Value b = convert(ops[1], dt, shape, e.loc).value;
-    Value c = convert(ops[2], dt, shape, e.loc).value;
+    // bf16 multiplies exactly in f32 (as the CPU's LLVM does it): Vulkan and
+    // AMD hold bf16 as bits, and math-legalize-to-f32 leaves fma alone.
+    DType in = dt == DType::BF16 ? DType::F32 : dt;
+    Value a = convert(ops[0], in, shape, e.loc).value;
+    Value b = convert(ops[1], in, shape, e.loc).value;
+    Value c = convert(ops[2], in, shape, e.loc).value;
     TValue out;
     out.type = SType::value(dt, shape);
     out.value = builder.create<mlir::math::FmaOp>(l, a, b, c);
+    if (in != dt)
+      out.value = castValue(out.value, in, dt, l);
     return out;
   }
   if (name == "pow" || name == "atan2" || name == "clamp" || name == "copysign" ||

@@ -36,6 +36,54 @@ Value expandLog10(FloatBuilder &f, math::Log10Op op) {
   return f.mul(f.call<math::LogOp>(op.getOperand()), f.c(0.4342944819032518));
 }
 
+/// Marks a GLSL log this pass made itself, so that expandLog leaves it alone.
+constexpr llvm::StringLiteral kGLSLLogAttr = "kiln.glsl_log";
+
+/// log(x) in f32 and f16 (f64 is F64Math's): GLSL lets a driver's log be off by
+/// 2^-21 absolutely in [1/2, 2], which is all the digits of log(1 + 1e-7), and
+/// lavapipe's misreads subnormals (log(1e-40) came out -88.0 for -92.1).
+/// In [1/2, 2], 2 atanh(s) = 2 (s + s^3/3 + ...) for s = (x - 1) / (x + 1)
+/// (x - 1 is exact there, |s| <= 1/3: nine terms); subnormals are scaled by
+/// 2^24 first.
+Value expandLog(FloatBuilder &f, math::LogOp op) {
+  if (op->hasAttr(kGLSLLogAttr) || f.isF64())
+    return {};
+  Value x = op.getOperand();
+  Value s = f.div(f.sub(x, f.c(1)), f.add(x, f.c(1)));
+  Value z = f.mul(s, s);
+  Value near = f.mul(s, f.horner(z, 9, [](int k) { return 2.0 / (2 * k + 1); }));
+  Value tiny = f.both(f.gt(x, 0), f.lt(x, 0x1p-126));
+  auto glsl = f.b.create<math::LogOp>(f.select(tiny, f.mul(x, f.c(0x1p24)), x));
+  glsl->setAttr(kGLSLLogAttr, f.b.getUnitAttr());
+  Value far = f.select(tiny, f.sub(glsl, f.c(24 * M_LN2)), glsl);
+  return f.select(f.both(f.ge(x, 0.5), f.le(x, 2)), near, far);
+}
+
+/// sinh(x) = (expm1(x) - expm1(-x)) / 2, whose terms add (GLSL's
+/// (e^x - e^-x) / 2 cancels near 0: sinh(1e-10) came out 3e-8); past |x| =
+/// 80, h (h / 2) with h = e^(|x|/2), which is finite up to sinh's own overflow.
+Value expandSinh(FloatBuilder &f, math::SinhOp op) {
+  if (f.isF64())
+    return {};
+  Value x = op.getOperand();
+  Value moderate =
+      f.mul(f.sub(f.call<math::ExpM1Op>(x), f.call<math::ExpM1Op>(f.neg(x))), f.c(0.5));
+  Value h = f.call<math::ExpOp>(f.mul(f.abs(x), f.c(0.5)));
+  Value huge = f.withSignOf(f.mul(h, f.mul(h, f.c(0.5))), x);
+  return f.select(f.gt(f.abs(x), 80), huge, moderate);
+}
+
+/// tanh(x) = e / (e + 2) with e = expm1(2x), accurate near 0 (GLSL's tanh
+/// cancelled there: tanh(1e-10) came out 3e-8); +-1 past |x| = 10.
+Value expandTanh(FloatBuilder &f, math::TanhOp op) {
+  if (f.isF64())
+    return {};
+  Value x = op.getOperand();
+  Value e = f.call<math::ExpM1Op>(f.mul(x, f.c(2)));
+  Value r = f.div(e, f.add(e, f.c(2)));
+  return f.select(f.gt(f.abs(x), 10), f.withSignOf(f.c(1), x), r);
+}
+
 /// trunc(x) = x < 0 ? ceil(x) : floor(x) (-0.0 and NaN come through).
 Value expandTrunc(FloatBuilder &f, math::TruncOp op) {
   Value x = op.getOperand();
@@ -209,7 +257,9 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
                    Expand<math::PowFOp, expandPow>, Expand<math::AsinhOp, expandAsinh>,
                    Expand<math::AcoshOp, expandAcosh>, Expand<math::AtanhOp, expandAtanh>,
                    Expand<math::CbrtOp, expandCbrt>, Expand<math::Log2Op, expandLog2>,
-                   Expand<math::Log10Op, expandLog10>>(&getContext());
+                   Expand<math::Log10Op, expandLog10>, Expand<math::LogOp, expandLog>,
+                   Expand<math::SinhOp, expandSinh>, Expand<math::TanhOp, expandTanh>>(
+          &getContext());
       // Bit counts of any width (Vulkan's OpBitCount and FindUMsb are 32-bit).
       populateExpandCtlzPattern(patterns);
       patterns.add<ExpandCtPop>(&getContext());

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -1473,6 +1474,51 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: te
       EXPECT_EQ(gotFlags[n + i], std::isinf(x[i]) ? 1 : 0) << device << " isinf " << x[i];
       EXPECT_EQ(gotFlags[2 * n + i], std::isfinite(x[i]) ? 1 : 0) << device << " isfinite " << x[i];
     }
+  });
+}
+
+TEST_F(DeviceAgreement, MathKeepsSmallArgumentsAndSubnormalsOnEveryDevice) {
+  // Relative accuracy where an absolute tolerance would hide everything:
+  // GLSL's tanh and sinh cancelled near 0 (tanh(1e-10) came out 3e-8 on
+  // lavapipe), its log lost the digits of log(1 + 1e-7) and misread
+  // subnormals (log(1e-40) was -88.0), and cbrt and log2 build on log.
+  const char *source = R"(
+kernel k(x: tensor<f32>[N], out: tensor<f32>[5, N]) params(B: i32 = 16) grid(cdiv(N, B)) {
+  let o = program_id(0) * B + arange(0, B);
+  let v = load(x[o], mask = o < N);
+  store(out[0, o], tanh(v), mask = o < N);
+  store(out[1, o], sinh(v), mask = o < N);
+  store(out[2, o], log(v), mask = o < N);
+  store(out[3, o], log2(v), mask = o < N);
+  store(out[4, o], cbrt(v), mask = o < N);
+}
+)";
+  std::vector<float> x = {1e-30f, 1e-10f, -1e-6f, 3e-4f, -0.01f, 0.3f, 0.75f,
+                          0.99999988f, 1.0000001f, 1.5f, 1e-40f, 5e-39f, 0x1p-140f, 20.0f,
+                          88.5f, -89.2f};
+  const int64_t n = x.size();
+  std::vector<std::function<double(double)>> fns = {
+      [](double a) { return std::tanh(a); }, [](double a) { return std::sinh(a); },
+      [](double a) { return std::log(a); },  [](double a) { return std::log2(a); },
+      [](double a) { return std::cbrt(a); }};
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {n}), out = s.empty<float>({5, n});
+    ASSERT_TRUE(k(tx, out).ok()) << device;
+    std::vector<float> got;
+    ASSERT_TRUE(out.download(got).ok());
+    for (size_t r = 0; r < fns.size(); ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        double want = fns[r](x[i]), g = got[r * n + i];
+        std::string what = device + " row " + std::to_string(r) + " of " + std::to_string(x[i]);
+        if (std::isnan(want))
+          EXPECT_TRUE(std::isnan(g)) << what << ": got " << g;
+        else if (std::abs(want) > FLT_MAX)
+          EXPECT_EQ(g, float(want)) << what;
+        else
+          EXPECT_NEAR(g, want, 1e-5 * std::abs(want)) << what;
+      }
   });
 }
 
