@@ -556,7 +556,8 @@ Value allTrue(OpBuilder &b, Location loc, Value tile) {
 
 /// kiln.assert on the CPU: one vectorizable check that every element holds;
 /// when one does not, the first failing element is reported on stderr, in
-/// print's format, and the process aborts (as C's assert does).
+/// print's format, every output stream is flushed and the process aborts (as
+/// C's assert does).
 void lowerAssert(OpBuilder &b, AssertOp op) {
   Location loc = op.getLoc();
   auto module = op->getParentOfType<ModuleOp>();
@@ -566,6 +567,8 @@ void lowerAssert(OpBuilder &b, AssertOp op) {
                               LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr}, true));
   auto abort = libcFunction(b, module, loc, "abort",
                             LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
+  auto fflush = libcFunction(b, module, loc, "fflush",
+                             LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr}));
   if (!module.lookupSymbol("stderr")) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
@@ -586,6 +589,9 @@ void lowerAssert(OpBuilder &b, AssertOp op) {
       for (Value c : coords)
         args.push_back(tb.create<arith::IndexCastOp>(tl, tb.getI32Type(), c));
       tb.create<LLVM::CallOp>(tl, fprintf, args);
+      // What print wrote to a redirected stdout is still buffered: abort would
+      // lose the lines that led up to the failure.
+      tb.create<LLVM::CallOp>(tl, fflush, ValueRange{tb.create<LLVM::ZeroOp>(tl, ptr)});
       tb.create<LLVM::CallOp>(tl, abort, ValueRange{});
       tb.create<scf::YieldOp>(tl);
     });
