@@ -25,12 +25,53 @@
 #include <thread>
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <unistd.h>
 
 using namespace kiln;
 using namespace kiln::rt;
 
 namespace {
+
+/// Why `binary` is not a whole 64-bit shared object for this host, or "": the
+/// loader maps its segments and headers straight from the file, so one cut
+/// short (a bundle entry truncated, checksum and all) would fault on first
+/// touch instead of failing to load.
+std::string elfProblem(const std::string &binary) {
+  if (binary.size() < sizeof(Elf64_Ehdr) || binary.compare(0, 4, ELFMAG) != 0)
+    return "not a host shared object (expected an ELF file from kilnc --target=cpu --emit=so)";
+  Elf64_Ehdr header;
+  std::memcpy(&header, binary.data(), sizeof header);
+#if defined(__x86_64__)
+  const uint16_t machine = EM_X86_64;
+#elif defined(__aarch64__)
+  const uint16_t machine = EM_AARCH64;
+#else
+  const uint16_t machine = header.e_machine;
+#endif
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB ||
+      header.e_type != ET_DYN || header.e_machine != machine)
+    return "the module is not a shared object for this CPU (rebuild it with kilnc "
+           "--target=cpu here)";
+  uint64_t size = binary.size();
+  auto within = [&](uint64_t offset, uint64_t count, uint64_t each) {
+    return offset <= size && (each == 0 || count <= (size - offset) / each);
+  };
+  if (!within(header.e_phoff, header.e_phnum, header.e_phentsize) ||
+      header.e_phentsize < sizeof(Elf64_Phdr) ||
+      !within(header.e_shoff, header.e_shnum, header.e_shentsize))
+    return "the module is truncated (its ELF headers reach past its " + std::to_string(size) +
+           " bytes)";
+  for (uint16_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    std::memcpy(&segment, binary.data() + header.e_phoff + uint64_t(i) * header.e_phentsize,
+                sizeof segment);
+    if (!within(segment.p_offset, segment.p_filesz, 1))
+      return "the module is truncated (segment " + std::to_string(i) + " reaches past its " +
+             std::to_string(size) + " bytes)";
+  }
+  return "";
+}
 
 using PackedFn = void (*)(void **);
 
@@ -153,9 +194,8 @@ public:
 
   Result<std::shared_ptr<void>> loadModule(const std::string &binary,
                                            const ModuleMetadata &metadata) override {
-    if (binary.size() < 4 || binary.compare(0, 4, "\x7f" "ELF") != 0)
-      return Status::failure("not a host shared object (expected an ELF file from "
-                             "kilnc --target=cpu --emit=so)");
+    if (std::string problem = elfProblem(binary); !problem.empty())
+      return Status::failure(problem);
     // dlopen needs a file: write one, open it, and remove the name at once.
     char path[] = "/tmp/kiln-module-XXXXXX";
     int fd = mkstemp(path);
