@@ -252,6 +252,12 @@ static std::string parseParamText(llvm::StringRef text, DType dtype, Const &out)
     double d;
     if (text.getAsDouble(d))
       return "not a number";
+    // Past a double's range the text reads as inf or 0 (1e400, 1e-400).
+    llvm::StringRef mantissa = text.split('e').first.split('E').first;
+    if (std::isinf(d) && !text.contains_insensitive("inf"))
+      return std::string("does not fit in ") + dtypeName(dtype) + "; write inf for infinity";
+    if (d == 0 && mantissa.find_first_of("123456789") != llvm::StringRef::npos)
+      return std::string("rounds to 0 in ") + dtypeName(dtype);
     out = Const::ofFloat(d);
     return "";
   }
@@ -261,6 +267,23 @@ static std::string parseParamText(llvm::StringRef text, DType dtype, Const &out)
     return std::string("not a valid ") + dtypeName(dtype);
   out = Const::ofInt(i);
   return "";
+}
+
+/// Why `value` would change on conversion to a param of `dtype` (an i32 past
+/// 2^31, an f32 that overflows or rounds to 0), or "".
+static std::string paramValueLoss(const Const &value, DType dtype) {
+  if (isFloat(dtype))
+    return floatConstantLoss(value.asDouble(), dtype);
+  if (value.isFloat)
+    return "";
+  bool fits = dtype == DType::I1    ? value.i == 0 || value.i == 1
+              : dtype == DType::I32 ? !value.isUnsigned && value.i >= INT32_MIN &&
+                                          value.i <= INT32_MAX
+                                    : !value.isUnsigned || value.i >= 0;
+  if (fits)
+    return "";
+  return (value.isUnsigned ? std::to_string(uint64_t(value.i)) : std::to_string(value.i)) +
+         " does not fit in " + dtypeName(dtype);
 }
 
 bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
@@ -282,7 +305,10 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
     }
     for (const std::string &text : param.tuneValues) {
       Const ignored;
-      if (std::string why = parseParamText(text, param.dtype, ignored); !why.empty()) {
+      std::string why = parseParamText(text, param.dtype, ignored);
+      if (why.empty())
+        why = paramValueLoss(ignored, param.dtype);
+      if (!why.empty()) {
         error(param.tuneLoc, "tune value " + text + " of param '" + param.name + "': " + why);
         return false;
       }
@@ -291,7 +317,10 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
     auto define = options.defines.find(param.name);
     if (define != options.defines.end()) {
       llvm::StringRef text = define->second;
-      if (std::string why = parseParamText(text, param.dtype, value); !why.empty()) {
+      std::string why = parseParamText(text, param.dtype, value);
+      if (why.empty())
+        why = paramValueLoss(value, param.dtype);
+      if (!why.empty()) {
         error(param.loc, "-D " + param.name + "=" + text + ": " + why);
         return false;
       }
@@ -311,6 +340,10 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
         return false;
       }
       value = *v->cst;
+      if (std::string why = paramValueLoss(value, param.dtype); !why.empty()) {
+        error(param.defaultValue->loc, "default of param '" + param.name + "': " + why);
+        return false;
+      }
     } else {
       error(param.loc, "param '" + param.name + "' has no default; give it with -D " +
                            param.name + "=VALUE");

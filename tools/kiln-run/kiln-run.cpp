@@ -46,8 +46,9 @@ static cl::opt<std::string> kernelName("kernel", cl::desc("Kernel to run (defaul
                                        cl::cat(category));
 static cl::list<std::string> defines("D", cl::desc("Override a param: -D NAME=VALUE"),
                                      cl::Prefix, cl::cat(category));
-static cl::opt<std::string> shapeSpec("shape", cl::desc("Sizes: M=4096,N=1024"),
-                                      cl::cat(category));
+static cl::list<std::string> shapeSpecs("shape",
+                                        cl::desc("Sizes: M=4096,N=1024 (repeatable)"),
+                                        cl::CommaSeparated, cl::cat(category));
 static cl::list<std::string> scalarArgs("arg", cl::desc("Scalar argument: NAME=VALUE"),
                                         cl::cat(category));
 static cl::list<std::string> zeroTensors(
@@ -185,6 +186,27 @@ static void fillRandom(std::vector<char> &bytes, DType dt, int64_t n, std::mt199
   }
 }
 
+/// Why `v`, read from `text`, is not a value of the float type `dt`, or "":
+/// text past a double's range (1e400 reads as inf, 1e-400 as 0), or a nonzero
+/// number that rounds to 0 in `dt` (1e-50 in f32). What a user writes is not
+/// silently changed into another number.
+static std::string floatTextLoss(llvm::StringRef text, double v, DType dt) {
+  llvm::StringRef mantissa = text.split('e').first.split('E').first;
+  if (std::isinf(v) && !text.contains_insensitive("inf"))
+    return "'" + text.str() + "' does not fit in " + dtypeName(dt);
+  bool nonzero = mantissa.find_first_of("123456789") != llvm::StringRef::npos;
+  // Half the smallest subnormal of each type rounds (to even) to 0.
+  double smallest = dt == DType::F16      ? 0x1p-24
+                    : dt == DType::BF16   ? 0x1p-133
+                    : dt == DType::F8E4M3 ? 0x1p-9
+                    : dt == DType::F8E5M2 ? 0x1p-16
+                    : dt == DType::F64    ? std::numeric_limits<double>::denorm_min()
+                                          : std::numeric_limits<float>::denorm_min();
+  if (nonzero && (v == 0 || std::abs(v) <= smallest / 2))
+    return "'" + text.str() + "' rounds to 0 in " + dtypeName(dt);
+  return "";
+}
+
 /// Fills `bytes` (n elements of `dt`) with start, start + step, ... as --fill
 /// spells them ("V" or "START:STEP"); returns why it cannot, or "".
 static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
@@ -195,6 +217,10 @@ static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
     double start = 0, step = 0;
     if (startText.getAsDouble(start) || (hasStep && stepText.getAsDouble(step)))
       return "'" + spec.str() + "' is not VALUE or START:STEP of numbers";
+    if (std::string why = floatTextLoss(startText, start, dt); !why.empty())
+      return why;
+    if (std::string why = hasStep ? floatTextLoss(stepText, step, dt) : ""; !why.empty())
+      return why;
     // One value may be NaN or an infinity (masked softmax rows, NaN propagation).
     if (!hasStep && !std::isfinite(start)) {
       if (std::isinf(start) && dt == DType::F8E4M3)
@@ -256,7 +282,7 @@ static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt) {
   llvm::StringRef ref(text);
   if (isFloat(dt)) {
     double v;
-    if (ref.getAsDouble(v))
+    if (ref.getAsDouble(v) || !floatTextLoss(ref, v, dt).empty())
       return std::nullopt;
     return rt::Arg::floating(v, dt);
   }
@@ -398,12 +424,24 @@ int main(int argc, char **argv) {
     if (!params.emplace(name.str(), value.str()).second)
       return fail("-D " + d + ": param '" + name + "' is given twice");
   }
+  // Options that take one value: given twice, LLVM would keep the last one
+  // silently; an empty name or count is a mistake, not a request for nothing.
+  const std::pair<const char *, cl::Option *> single[] = {
+      {"--kernel", &kernelName}, {"--save", &saveDir},   {"--device", &deviceSpec},
+      {"--iterations", &iterations}, {"--flops", &flopsSpec}, {"--seed", &seed}};
+  for (auto [name, option] : single)
+    if (option->getNumOccurrences() > 1)
+      return fail(llvm::Twine(name) + " is given more than once");
+  const std::pair<const char *, cl::opt<std::string> *> named[] = {
+      {"--kernel", &kernelName}, {"--save", &saveDir}, {"--device", &deviceSpec},
+      {"--flops", &flopsSpec}};
+  for (auto [name, option] : named)
+    if (option->getNumOccurrences() && option->getValue().empty())
+      return fail(llvm::Twine(name) + " needs a value");
   std::map<std::string, int64_t> sizes;
-  for (llvm::StringRef item : llvm::split(shapeSpec, ',')) {
-    if (item.empty() && !shapeSpec.empty())
-      return fail("--shape " + shapeSpec + ": an empty item (expected NAME=SIZE,...)");
+  for (llvm::StringRef item : shapeSpecs) {
     if (item.empty())
-      continue;
+      return fail("--shape: an empty item (expected NAME=SIZE,...)");
     auto [name, value] = item.split('=');
     long long v;
     if (name.empty() || value.getAsInteger(10, v) || v < 0)
@@ -454,10 +492,14 @@ int main(int argc, char **argv) {
   auto isTensorArg = [&](llvm::StringRef name) {
     return llvm::any_of(info.args, [&](const ArgInfo &a) { return a.isTensor && a.name == name; });
   };
-  for (const std::string &name : zeroTensors)
+  std::set<std::string> zeroed;
+  for (const std::string &name : zeroTensors) {
     if (!isTensorArg(name))
       return fail("--zero " + name + ": kernel '" + info.name + "' has no tensor argument '" +
                   name + "'");
+    if (!zeroed.insert(name).second)
+      return fail("--zero " + name + ": '" + name + "' is given twice");
+  }
   std::map<std::string, std::string> fills;
   for (const std::string &f : fillSpecs) {
     auto [name, spec] = llvm::StringRef(f).split('=');
@@ -547,8 +589,9 @@ int main(int argc, char **argv) {
       auto value = parseScalar(text, a.dtype);
       if (!value)
         return fail("--arg " + a.name + "=" + text + ": not " +
-                    (isFloat(a.dtype) ? "a number" : "an integer that fits in ") +
-                    (isFloat(a.dtype) ? "" : dtypeName(a.dtype)));
+                    (isFloat(a.dtype) ? "a number that " : "an integer that fits in ") +
+                    dtypeName(a.dtype) + (isFloat(a.dtype) ? " holds without rounding it to 0 or "
+                                                             "infinity" : ""));
       in.scalars[i] = *value;
       continue;
     }
@@ -659,9 +702,23 @@ int main(int argc, char **argv) {
     params = tuned.params;
   }
 
-  if (!saveDir.empty())
+  if (!saveDir.empty()) {
+    // --save writes DIR/NAME.npy and DIR/NAME.cpu.npy: never over a file the
+    // run reads.
+    for (const std::string &l : loadSpecs) {
+      llvm::StringRef file = llvm::StringRef(l).split('=').second;
+      for (const ArgInfo &a : info.args)
+        for (const char *suffix : {"", ".cpu"}) {
+          std::string path = saveDir + "/" + a.name + suffix + ".npy";
+          bool same = false;
+          if (a.isTensor && !llvm::sys::fs::equivalent(path, file, same) && same)
+            return fail("--save " + saveDir + " would overwrite '" + file.str() +
+                        "', which --load reads; save elsewhere");
+        }
+    }
     if (std::error_code ec = llvm::sys::fs::create_directories(saveDir))
       return fail("--save " + saveDir + ": " + ec.message());
+  }
   // Every tensor after a launch as DIR/NAME{suffix}.npy.
   auto save = [&](const std::vector<std::vector<char>> &tensors, const std::string &suffix) {
     for (size_t i = 0; i < info.args.size(); ++i) {
