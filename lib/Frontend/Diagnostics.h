@@ -17,7 +17,7 @@ public:
 
   void error(llvm::SMLoc loc, const llvm::Twine &message) {
     ++errors;
-    sourceMgr.PrintMessage(os, loc, llvm::SourceMgr::DK_Error, message);
+    print(loc, llvm::SourceMgr::DK_Error, message);
   }
   /// An error about the file as a whole (no line to point at): `FILE: error: ...`.
   void fileError(const llvm::Twine &message) {
@@ -28,12 +28,17 @@ public:
         .print(nullptr, os);
   }
   void note(llvm::SMLoc loc, const llvm::Twine &message) {
-    sourceMgr.PrintMessage(os, loc, llvm::SourceMgr::DK_Note, message);
+    print(loc, llvm::SourceMgr::DK_Note, message);
   }
   unsigned errorCount() const { return errors; }
   llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
 
 private:
+  /// SourceMgr's message; on a line with non-ASCII text (a comment, a string)
+  /// LLVM leaves the caret out, so the line and caret are printed here, the
+  /// caret counting characters rather than bytes.
+  void print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind, const llvm::Twine &message);
+
   llvm::SourceMgr &sourceMgr;
   llvm::raw_ostream &os;
   unsigned errors = 0;

@@ -226,8 +226,18 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     inHelper = savedInHelper;
     loopDepth = savedLoopDepth;
     helperResult = std::move(savedResult);
-    if (!ok)
+    if (!ok) {
+      // A helper is generated once per set of argument types: say which call
+      // (and so which types) the error inside it came from, for the innermost
+      // few calls.
+      if (failed && notedCalls++ < kMaxNotedCalls) {
+        std::string types;
+        for (const TValue &a : args)
+          types += (types.empty() ? "" : ", ") + a.type.str();
+        diag.note(at, "in this call of '" + fn.name + "' (" + types + ")");
+      }
       return std::nullopt;
+    }
     std::vector<TValue> results;
     if (result && result->type.kind == SType::Tuple)
       results = result->elements;
@@ -331,8 +341,14 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     if (end <= start)
       return error(e.loc, "arange(" + llvm::Twine(start) + ", " + llvm::Twine(end) +
                               ") is empty; the end must exceed the start");
-    if (end - start > kMaxTileElements || start < INT32_MIN || end > INT32_MAX)
-      return error(e.loc, "arange of " + llvm::Twine(end - start) + " elements is too large");
+    // Its values are i32: both bounds must be (an end of 2^31 would wrap).
+    if (start < INT32_MIN || end > INT32_MAX)
+      return error(e.loc, "arange(" + llvm::Twine(start) + ", " + llvm::Twine(end) +
+                              ") reaches past i32, the type of its values");
+    if (end - start > kMaxTileElements)
+      return error(e.loc, "arange of " + llvm::Twine(end - start) +
+                              " elements is too large (a tile holds at most " +
+                              llvm::Twine(kMaxTileElements) + ")");
     TValue out;
     out.type = SType::tile(DType::I32, {end - start});
     out.value = builder.create<ArangeOp>(

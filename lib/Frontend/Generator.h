@@ -531,6 +531,8 @@ private:
   std::map<std::string, mlir::func::FuncOp> specializations;
   llvm::StringSet<> activeHelpers; // helpers being generated, to catch recursion
   unsigned nesting = 0;             // levels of Nesting now open
+  unsigned notedCalls = 0;          // helper calls an error's notes have named
+  static constexpr unsigned kMaxNotedCalls = 4;
   int64_t unrolledCopies = 0;       // static_range bodies generated in this kernel
   std::map<std::string, Const> paramValues;
   const KernelDecl *currentKernel = nullptr;

@@ -33,7 +33,10 @@ struct Token {
 /// points at the offending characters; the parser reports them.
 class Lexer {
 public:
-  explicit Lexer(llvm::StringRef buffer) : buf(buffer), cur(buffer.begin()) {}
+  /// A leading UTF-8 byte order mark (some editors write one) is skipped.
+  explicit Lexer(llvm::StringRef buffer)
+      : buf(buffer),
+        cur(buffer.begin() + (buffer.starts_with("\xEF\xBB\xBF") ? 3 : 0)) {}
   Token next();
   /// Message for the last Tok::Error token.
   const std::string &errorMessage() const { return error; }

@@ -1,0 +1,39 @@
+//===- Diagnostics.cpp - errors that point into .kiln source --------------===//
+
+#include "lib/Frontend/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace kiln;
+
+void DiagEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
+                       const llvm::Twine &message) {
+  llvm::SMDiagnostic diag = sourceMgr.GetMessage(loc, kind, message);
+  llvm::StringRef line = diag.getLineContents();
+  if (llvm::all_of(line, [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    sourceMgr.PrintMessage(os, diag);
+    return;
+  }
+  // The location line alone, then the source line and a caret under the
+  // column's character: tabs go to the next multiple of 8 columns, as LLVM
+  // prints them, and a UTF-8 character takes one column, whatever its bytes.
+  os << diag.getFilename() << ':' << diag.getLineNo() << ':' << diag.getColumnNo() + 1 << ": "
+     << (kind == llvm::SourceMgr::DK_Error     ? "error: "
+         : kind == llvm::SourceMgr::DK_Warning ? "warning: "
+                                               : "note: ")
+     << diag.getMessage() << "\n";
+  std::string shown, caret;
+  size_t column = 0, at = diag.getColumnNo();
+  for (size_t i = 0; i < line.size(); ++i) {
+    unsigned char c = line[i];
+    size_t width = c == '\t' ? 8 - column % 8 : (c & 0xC0) == 0x80 ? 0 : 1;
+    if (c == '\t')
+      shown.append(width, ' ');
+    else
+      shown.push_back(static_cast<char>(c));
+    if (i < at)
+      caret.append(width, ' ');
+    column += width;
+  }
+  os << shown << "\n" << caret << "^\n";
+}
