@@ -23,6 +23,12 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
       for (size_t i = 0; i < keywords.size(); ++i)
         hint += (i == 0 ? " " : ", ") + keywords[i].str() + " = ...";
     }
+    // `tl.program_id(axis=0)`: keywords Kiln takes by position.
+    if (e.args.size() < min && llvm::any_of(e.kwargs, [&](const KeywordArg &kw) {
+          return !llvm::is_contained(keywords, kw.name);
+        }))
+      hint = "; '" + e.kwargs.front().name + "' is given by position here (" + e.callee +
+             "(...) without '" + e.kwargs.front().name + " =')";
     error(e.loc, "'" + e.callee + "' takes " + expected + " argument" +
                      (max == 1 ? "" : "s") + ", got " + llvm::Twine(e.args.size()) + hint);
     return false;

@@ -93,6 +93,13 @@ MaybeValue Generator::genName(const NameExpr &e) {
   if (e.name == "tl")
     return error(e.loc, "unknown name 'tl'; Kiln's builtins take no module prefix "
                         "(Triton's tl.arange is arange)");
+  // Python's spellings, as Triton code has them.
+  static const std::pair<llvm::StringLiteral, llvm::StringLiteral> python[] = {
+      {"True", "true"}, {"False", "false"}, {"None", "None only inside t[:, None]"},
+      {"not", "!"},     {"and", "&&"},      {"or", "||"}};
+  for (auto [name, kiln] : python)
+    if (e.name == name)
+      return error(e.loc, "unknown name '" + e.name + "' (Kiln writes " + kiln + ")");
   return error(e.loc, "unknown name '" + e.name + "'");
 }
 

@@ -80,11 +80,29 @@ const char *kiln::tokSpelling(Tok kind) {
   return "token";
 }
 
+void Lexer::noteOperandComment() {
+  if (firstOperandComment)
+    return;
+  auto isOperandEnd = [](char c) {
+    return isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ')' || c == ']';
+  };
+  const char *before = cur;
+  while (before != buf.begin() && (before[-1] == ' ' || before[-1] == '\t'))
+    --before;
+  const char *after = cur + 2;
+  while (after != buf.end() && (*after == ' ' || *after == '\t'))
+    ++after;
+  if (before != buf.begin() && isOperandEnd(before[-1]) && after != buf.end() &&
+      (isalnum(static_cast<unsigned char>(*after)) || *after == '_' || *after == '('))
+    firstOperandComment = cur;
+}
+
 void Lexer::skipTrivia() {
   while (cur != buf.end()) {
     if (isspace(static_cast<unsigned char>(*cur))) {
       ++cur;
     } else if (cur + 1 < buf.end() && cur[0] == '/' && cur[1] == '/') {
+      noteOperandComment();
       while (cur != buf.end() && *cur != '\n')
         ++cur;
     } else if (cur + 1 < buf.end() && cur[0] == '/' && cur[1] == '*') {

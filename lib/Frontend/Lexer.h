@@ -40,6 +40,9 @@ public:
   Token next();
   /// Message for the last Tok::Error token.
   const std::string &errorMessage() const { return error; }
+  /// The first `//` comment read so far that follows an operand on its line
+  /// and starts with one (`N // 2`: Python's floor division), or null.
+  const char *operandComment() const { return firstOperandComment; }
 
 private:
   Token make(Tok kind, const char *start) {
@@ -48,10 +51,13 @@ private:
   Token lexNumber(const char *start);
   Token lexString(const char *start);
   void skipTrivia();
+  /// Records the `//` at `cur` as operandComment() if it fits.
+  void noteOperandComment();
 
   llvm::StringRef buf;
   const char *cur;
   const char *unterminatedComment = nullptr;
+  const char *firstOperandComment = nullptr;
   std::string error;
 };
 

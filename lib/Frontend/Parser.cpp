@@ -24,6 +24,7 @@ private:
   // Token handling. After an error `failed` is set and every parse function returns
   // null, so only the first error is reported.
   void advance() {
+    previous = tok.kind;
     tok = lexer.next();
     if (tok.kind == Tok::Error && !failed) {
       diag.error(tok.loc(), lexer.errorMessage());
@@ -50,13 +51,26 @@ private:
       return error(tok.loc(), message);
     std::string found = tok.kind == Tok::Eof ? std::string("end of file")
                                              : ("'" + tok.text.str() + "'");
-    error(tok.loc(), message + ", found " + found);
+    // Python's spellings, as Triton code has them.
+    llvm::StringRef hint = tok.kind == Tok::KwIf ? " (a conditional value is where(c, a, b))"
+                           : tok.text == "and"  ? " (Kiln writes &&)"
+                           : tok.text == "or"   ? " (Kiln writes ||)"
+                           : tok.text == "not"  ? " (Kiln writes !)"
+                                                : "";
+    error(tok.loc(), message + ", found " + found + hint);
   }
   void error(SMLoc loc, const llvm::Twine &message) {
     if (failed)
       return;
     failed = true;
     diag.error(loc, message);
+    // Python's floor division `N // 2` is a comment here; what follows it on
+    // the line was never parsed, and the error comes after it.
+    if (const char *comment = lexer.operandComment();
+        comment && comment < loc.getPointer())
+      diag.note(SMLoc::getFromPointer(comment),
+                "'//' starts a comment in Kiln; for Python's floor division write a / b "
+                "(integers; it rounds toward zero) or floor(x / y)");
   }
   /// Guards the recursive productions: pathological nesting is an error, not a
   /// stack overflow.
@@ -75,6 +89,7 @@ private:
   }
   static constexpr int kMaxDepth = 256;
   int depth = 0;
+  Tok previous = Tok::Eof; // the token before `tok`
   /// `e` with its height set, or null (an error) when it is taller than
   /// kMaxHeight: operator chains (`a + b + ...`) and postfix chains grow
   /// without nesting, and everything after the parser walks the tree
@@ -851,7 +866,9 @@ ExprPtr Parser::parsePrimary() {
     return std::make_unique<NameExpr>(loc, name);
   }
   default:
-    errorHere("expected an expression");
+    errorHere(is(Tok::Star) && previous == Tok::Star
+                  ? "expected an expression (Kiln has no '**': use pow(x, y))"
+                  : "expected an expression");
     return nullptr;
   }
 }
