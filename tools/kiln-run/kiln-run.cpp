@@ -680,8 +680,13 @@ int main(int argc, char **argv) {
         return fail("--tune " + spec + ": param '" + name + "' is tuned twice");
       if (params.count(name.str()))
         return fail("--tune " + spec + ": param '" + name + "' is also fixed by -D");
-      for (llvm::StringRef v : llvm::split(values, ','))
+      for (llvm::StringRef v : llvm::split(values, ',')) {
+        if (v.empty())
+          return fail("--tune " + spec + ": an empty value (expected NAME=V1,V2,...)");
+        if (llvm::is_contained(choices[name.str()], v.str()))
+          return fail("--tune " + spec + ": value " + v + " is given twice");
         choices[name.str()].push_back(v.str());
+      }
     }
     std::vector<ParamSet> candidates;
     for (ParamSet c : Session::combinations(choices)) {

@@ -354,8 +354,12 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(std::move(error)));
   const Target target = *parsedTarget;
   if (printPipeline) {
-    llvm::outs() << targetPipeline(target) << "\n";
-    return 0;
+    std::string error;
+    auto output = mlir::openOutputFile(outputFile, &error);
+    if (!output)
+      return fail(error);
+    output->os() << targetPipeline(target) << "\n";
+    return keepText(*output);
   }
   std::string emitName =
       emit.getParser().getOption(static_cast<unsigned>(emit.getValue())).str();
