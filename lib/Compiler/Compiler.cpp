@@ -9,15 +9,24 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 
+#include "llvm/Support/thread.h"
+
 #include <mutex>
 
 using namespace kiln;
 
-mlir::OwningOpRef<mlir::ModuleOp> kiln::buildKilnModule(mlir::MLIRContext &context,
-                                                        llvm::SourceMgr &sourceMgr,
-                                                        const GenOptions &options,
-                                                        std::vector<KernelInfo> &infos,
-                                                        llvm::raw_ostream &errs) {
+/// The stack the front end runs on. Parsing and generation recurse as deep as
+/// the source nests; Kiln's limits (language.md section 12) bound that to a few
+/// MB in a release build (a builtin call takes 4-8 KB a level), more under
+/// AddressSanitizer, and a caller's thread may have less than the main
+/// thread's 8 MB.
+constexpr unsigned kFrontEndStackBytes = 256u << 20;
+
+static mlir::OwningOpRef<mlir::ModuleOp> buildOnThisThread(mlir::MLIRContext &context,
+                                                           llvm::SourceMgr &sourceMgr,
+                                                           const GenOptions &options,
+                                                           std::vector<KernelInfo> &infos,
+                                                           llvm::raw_ostream &errs) {
   DiagEngine diag(sourceMgr, errs);
   llvm::StringRef buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
   std::unique_ptr<Module> ast = parseModule(buffer, diag);
@@ -34,6 +43,19 @@ mlir::OwningOpRef<mlir::ModuleOp> kiln::buildKilnModule(mlir::MLIRContext &conte
   // but it is still reported against the .kiln source rather than crashing.
   if (mlir::failed(mlir::verify(*module)))
     return nullptr;
+  return module;
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> kiln::buildKilnModule(mlir::MLIRContext &context,
+                                                        llvm::SourceMgr &sourceMgr,
+                                                        const GenOptions &options,
+                                                        std::vector<KernelInfo> &infos,
+                                                        llvm::raw_ostream &errs) {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  llvm::thread frontEnd(std::optional<unsigned>(kFrontEndStackBytes), [&] {
+    module = buildOnThisThread(context, sourceMgr, options, infos, errs);
+  });
+  frontEnd.join();
   return module;
 }
 

@@ -17,13 +17,19 @@ void DiagEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
   // The location line alone, then the source line and a caret under the
   // column's character: tabs go to the next multiple of 8 columns, as LLVM
   // prints them, and a UTF-8 character takes one column, whatever its bytes.
-  os << diag.getFilename() << ':' << diag.getLineNo() << ':' << diag.getColumnNo() + 1 << ": "
+  // A byte order mark (skipped by the lexer) is no part of the line.
+  size_t at = diag.getColumnNo();
+  if (diag.getLineNo() == 1 && line.starts_with("\xEF\xBB\xBF")) {
+    line = line.drop_front(3);
+    at = at >= 3 ? at - 3 : 0;
+  }
+  os << diag.getFilename() << ':' << diag.getLineNo() << ':' << at + 1 << ": "
      << (kind == llvm::SourceMgr::DK_Error     ? "error: "
          : kind == llvm::SourceMgr::DK_Warning ? "warning: "
                                                : "note: ")
      << diag.getMessage() << "\n";
   std::string shown, caret;
-  size_t column = 0, at = diag.getColumnNo();
+  size_t column = 0;
   for (size_t i = 0; i < line.size(); ++i) {
     unsigned char c = line[i];
     size_t width = c == '\t' ? 8 - column % 8 : (c & 0xC0) == 0x80 ? 0 : 1;

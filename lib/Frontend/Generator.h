@@ -287,7 +287,7 @@ private:
   /// all of a kernel's static_range loops may make together (nested loops
   /// multiply).
   static constexpr int64_t kMaxUnrolledTrips = 1024;
-  static constexpr int64_t kMaxUnrolledCopies = 65536;
+  static constexpr int64_t kMaxUnrolledCopies = 4096;
   bool genWhile(const WhileStmt &stmt);
   bool genIf(const IfStmt &stmt);
   /// The mutable outer bindings a loop or `if` body assigns (in name order)

@@ -40,9 +40,12 @@ public:
   Token next();
   /// Message for the last Tok::Error token.
   const std::string &errorMessage() const { return error; }
-  /// The first `//` comment read so far that follows an operand on its line
-  /// and starts with one (`N // 2`: Python's floor division), or null.
+  /// The first `//` comment since the last statement boundary that follows an
+  /// operand on its line and starts with one (`N // 2`: Python's floor
+  /// division), or null.
   const char *operandComment() const { return firstOperandComment; }
+  /// A `;`, `{` or `}` was read: comments before it are not suspects.
+  void forgetOperandComment() { firstOperandComment = nullptr; }
 
 private:
   Token make(Tok kind, const char *start) {

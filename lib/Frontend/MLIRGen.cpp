@@ -276,10 +276,12 @@ static std::string paramValueLoss(const Const &value, DType dtype) {
     return floatConstantLoss(value.asDouble(), dtype);
   if (value.isFloat)
     return "";
-  bool fits = dtype == DType::I1    ? value.i == 0 || value.i == 1
-              : dtype == DType::I32 ? !value.isUnsigned && value.i >= INT32_MIN &&
-                                          value.i <= INT32_MAX
-                                    : !value.isUnsigned || value.i >= 0;
+  // An unsigned value past 2^63 is negative in Const.
+  bool fits = value.isUnsigned ? value.i >= 0 && (dtype == DType::I64 ||
+                                                  value.i <= (dtype == DType::I1 ? 1 : INT32_MAX))
+              : dtype == DType::I1  ? value.i == 0 || value.i == 1
+              : dtype == DType::I32 ? value.i >= INT32_MIN && value.i <= INT32_MAX
+                                    : true;
   if (fits)
     return "";
   return (value.isUnsigned ? std::to_string(uint64_t(value.i)) : std::to_string(value.i)) +

@@ -25,7 +25,10 @@ private:
   // null, so only the first error is reported.
   void advance() {
     previous = tok.kind;
+    previousEnd = tok.text.end();
     tok = lexer.next();
+    if (tok.kind == Tok::Semi || tok.kind == Tok::LBrace || tok.kind == Tok::RBrace)
+      lexer.forgetOperandComment();
     if (tok.kind == Tok::Error && !failed) {
       diag.error(tok.loc(), lexer.errorMessage());
       failed = true;
@@ -52,7 +55,12 @@ private:
     std::string found = tok.kind == Tok::Eof ? std::string("end of file")
                                              : ("'" + tok.text.str() + "'");
     // Python's spellings, as Triton code has them.
-    llvm::StringRef hint = tok.kind == Tok::KwIf ? " (a conditional value is where(c, a, b))"
+    // `if` on the line of what it follows is Python's `a if c else b`; on a
+    // line of its own, the statement before it lacks its ';'.
+    bool sameLine = previousEnd && previousEnd <= tok.text.begin() &&
+                    !llvm::StringRef(previousEnd, tok.text.begin() - previousEnd).contains('\n');
+    llvm::StringRef hint = tok.kind == Tok::KwIf && sameLine
+                               ? " (a conditional value is where(c, a, b))"
                            : tok.text == "and"  ? " (Kiln writes &&)"
                            : tok.text == "or"   ? " (Kiln writes ||)"
                            : tok.text == "not"  ? " (Kiln writes !)"
@@ -89,7 +97,8 @@ private:
   }
   static constexpr int kMaxDepth = 256;
   int depth = 0;
-  Tok previous = Tok::Eof; // the token before `tok`
+  Tok previous = Tok::Eof;          // the token before `tok`
+  const char *previousEnd = nullptr; // and where it ends
   /// `e` with its height set, or null (an error) when it is taller than
   /// kMaxHeight: operator chains (`a + b + ...`) and postfix chains grow
   /// without nesting, and everything after the parser walks the tree

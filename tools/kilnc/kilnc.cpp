@@ -144,12 +144,13 @@ int keepText(llvm::ToolOutputFile &output) {
   return 0;
 }
 
-/// Whether two paths name one file: the same file when both exist, else the
-/// same absolute path once `.` and `..` are resolved.
+/// Whether two paths name one regular file: the same file when both exist,
+/// else the same absolute path once `.` and `..` are resolved. Devices
+/// (/dev/null, /dev/stdout) may take several outputs.
 bool samePath(llvm::StringRef a, llvm::StringRef b) {
   bool same = false;
   if (!llvm::sys::fs::equivalent(a, b, same))
-    return same;
+    return same && llvm::sys::fs::is_regular_file(a);
   auto normal = [](llvm::StringRef path) {
     llvm::SmallString<256> full(path);
     llvm::sys::fs::make_absolute(full);
