@@ -1,6 +1,6 @@
 //===- FloatBuilder.h - float arithmetic for the math expansions -*- C++ -*-===//
 //
-// The math expansions (AccurateMath, ApproximateMath, F64Math) write formulas
+// The math expansions (AccurateMath, ApproximateMath, ExactMath) write formulas
 // as chains of arith and math ops. FloatBuilder builds them at one location for
 // one float type, a scalar or a shaped type whose constants are splats, so an
 // expansion reads like the formula it implements:

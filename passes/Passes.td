@@ -385,17 +385,18 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
     approximation, `math.atan2(y, x)` becomes `atan(y / x)` corrected by
     quadrant (signed zeros and two infinities as C's `atan2f`), `math.trunc(x)`
     becomes `x < 0 ? ceil(x) : floor(x)`, and `math.log10` (like `math.log2`,
-    for which MLIR 19's math-to-spirv has no pattern) a scaled `math.log`;
-    `math.exp2` becomes `math.exp(x * ln 2)`. `asin` and `acos` are expanded
-    as for NVIDIA below: GLSL's own may be much less accurate than its `atan`.
-    `expm1` and `log1p` (of any type) take series near 0
-    (passes/AccurateMath.h): MLIR's exp(x) - 1 and log(1 + x) gave 0 for
-    1e-10. GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other
-    transcendental function: for f64 they are computed from arithmetic
-    (passes/GPU/F64Math.h), each within 2.5 ulps of the exact result: exact
+    for which MLIR 19's math-to-spirv has no pattern) a scaled `math.log`.
+    `asin` and `acos` are expanded as for NVIDIA below: GLSL's own may be much
+    less accurate than its `atan`. `expm1` and `log1p` (of any type) take
+    series near 0 (passes/AccurateMath.h): MLIR's exp(x) - 1 and log(1 + x)
+    gave 0 for 1e-10. GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other
+    transcendental function, and Vulkan lets its f32 `exp`, `sin`, `cos`,
+    `tan`, `atan` and `pow` be far off (lavapipe's `sin(1e9)` was 1.0): these,
+    f64 and f32, and `exp2` and `cosh`, are computed from arithmetic
+    (passes/GPU/ExactMath.h), each within 2 ulps of the exact result: exact
     argument reductions (Cody and Waite's for sin, cos and tan below 2^26 pi,
-    Payne and Hanek's beyond, in an `scf.if`), Taylor series, double-double
-    where the reduction cancels (pow's log).
+    f32 2^11 pi, Payne and Hanek's beyond, in an `scf.if`), Taylor series,
+    double-double or double-float where the reduction cancels (pow's log).
 
     With `target=nvvm`: MLIR 19's GPU-to-NVVM lowering calls libdevice for most
     functions but not `asin`, `acos`, `sinh` and `cosh`: `asin(x)` becomes

@@ -367,7 +367,7 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
     return nullptr;
   };
   // GLSL.std.450 has no f64 transcendental functions; kiln-approximate-math
-  // computes these for f64 (passes/GPU/F64Math.h: each thread's scalars), and
+  // computes these for f64 (passes/GPU/ExactMath.h: each thread's scalars), and
   // SPIR-V has the rest of the list. Other f64 math would be invalid SPIR-V.
   auto vulkanF64 = [](mlir::Operation *op) {
     static const llvm::StringRef handled[] = {

@@ -684,12 +684,18 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
   else if (name == "atanh") out.value = builder.create<AtanhOp>(l, x);
   else if (name == "cbrt") out.value = builder.create<CbrtOp>(l, x);
   else if (name == "sigmoid") {
-    // 1 / (1 + exp(-x))
-    Value neg = builder.create<mlir::arith::NegFOp>(l, x);
-    Value ex = builder.create<ExpOp>(l, neg);
+    // s = 1 / (1 + e) for e = exp(-|x|), and e s below 0: exp(-x) would
+    // overflow there long before the result underflows (sigmoid(-100) is 4e-44).
+    Value abs = builder.create<AbsFOp>(l, x);
+    Value ex = builder.create<ExpOp>(l, builder.create<mlir::arith::NegFOp>(l, abs));
     Value one = splat(Const::ofFloat(1.0), dt, v->type.shape, e.loc);
+    Value zero = splat(Const::ofFloat(0.0), dt, v->type.shape, e.loc);
     Value den = builder.create<mlir::arith::AddFOp>(l, one, ex);
-    out.value = builder.create<mlir::arith::DivFOp>(l, one, den);
+    Value s = builder.create<mlir::arith::DivFOp>(l, one, den);
+    Value below =
+        builder.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OLT, x, zero);
+    Value small = builder.create<mlir::arith::MulFOp>(l, ex, s);
+    out.value = builder.create<mlir::arith::SelectOp>(l, below, small, s);
   } else
     return error(e.loc, "unknown builtin '" + name + "'");
   return out;

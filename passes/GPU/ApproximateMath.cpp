@@ -3,7 +3,7 @@
 #include "passes/Passes.h"
 #include "passes/AccurateMath.h"
 #include "passes/FloatBuilder.h"
-#include "passes/GPU/F64Math.h"
+#include "passes/GPU/ExactMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -39,7 +39,7 @@ Value expandLog10(FloatBuilder &f, math::Log10Op op) {
 /// Marks a GLSL log this pass made itself, so that expandLog leaves it alone.
 constexpr llvm::StringLiteral kGLSLLogAttr = "kiln.glsl_log";
 
-/// log(x) in f32 and f16 (f64 is F64Math's): GLSL lets a driver's log be off by
+/// log(x) in f32 and f16 (f64 is ExactMath's): GLSL lets a driver's log be off by
 /// 2^-21 absolutely in [1/2, 2], which is all the digits of log(1 + 1e-7), and
 /// lavapipe's misreads subnormals (log(1e-40) came out -88.0 for -92.1).
 /// In [1/2, 2], 2 atanh(s) = 2 (s + s^3/3 + ...) for s = (x - 1) / (x + 1)
@@ -57,6 +57,20 @@ Value expandLog(FloatBuilder &f, math::LogOp op) {
   glsl->setAttr(kGLSLLogAttr, f.b.getUnitAttr());
   Value far = f.select(tiny, f.sub(glsl, f.c(24 * M_LN2)), glsl);
   return f.select(f.both(f.ge(x, 0.5), f.le(x, 2)), near, far);
+}
+
+/// Marks an erf whose zero's sign expandErfZeroSign has put back around it.
+constexpr llvm::StringLiteral kSignedZeroAttr = "kiln.signed_zero";
+
+/// erf(+-0) = +-0: MLIR's polynomial approximation of f32 erf, which expands
+/// the marked erf this leaves, gives +0 for both (f64 erf is ExactMath's).
+Value expandErfZeroSign(FloatBuilder &f, math::ErfOp op) {
+  if (op->hasAttr(kSignedZeroAttr) || f.isF64())
+    return {};
+  Value x = op.getOperand();
+  auto erf = f.b.create<math::ErfOp>(x);
+  erf->setAttr(kSignedZeroAttr, f.b.getUnitAttr());
+  return f.select(f.eq(x, 0), x, erf);
 }
 
 /// sinh(x) = (expm1(x) - expm1(-x)) / 2, whose terms add (GLSL's
@@ -249,6 +263,7 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
     RewritePatternSet patterns(&getContext());
     if (target == "spirv") {
       populatePolynomialApproximateErfPattern(patterns);
+      patterns.add<Expand<math::ErfOp, expandErfZeroSign>>(&getContext(), /*benefit=*/2);
       populateExpandExp2FPattern(patterns);
       // GLSL's Asin and Acos may be far less accurate than its Atan (lavapipe's
       // were off by 2e-4), so they go through atan2 as on NVIDIA.
@@ -266,7 +281,7 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
       // MLIR's math-to-spirv takes expm1 and log1p as exp(x) - 1 and log(1 + x).
       kiln::populateAccurateExpm1Log1pPatterns(patterns);
       // GLSL.std.450's exp, log, sin, ... take no f64.
-      kiln::populateF64MathPatterns(patterns);
+      kiln::populateExactMathPatterns(patterns);
     } else if (target == "nvvm") {
       populateExpandSinhPattern(patterns);
       populateExpandCoshPattern(patterns);

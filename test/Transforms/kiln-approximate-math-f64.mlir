@@ -2,8 +2,9 @@
 // the exponent bits (i64 shifted into place), sin through an scf.if whose
 // long branch is the Payne-Hanek reduction (2/pi's 24-bit digits, the first
 // 0xa2f983, picked by selects), pow's positive-base core through double-double products (masked
-// splits). The f32 functions stay for GLSL. expm1 and log1p of every type take
-// series near 0 (a select on |x|).
+// splits). f32 exp and sin are the same functions with i32 bits, shorter series,
+// and for sin's long branch 64-bit integer products. expm1 and log1p of every
+// type take series near 0 (a select on |x|).
 // RUN: kiln-opt %s --kiln-approximate-math | FileCheck %s
 // CHECK-LABEL: func @f64
 // CHECK: %[[G0:.*]] = arith.constant 0x41645F3060000000 : f64
@@ -28,8 +29,13 @@ func.func @f64(%x: f64, %y: f64) -> (f64, f64, f64, f64) {
   return %e, %s, %p, %r : f64, f64, f64, f64
 }
 // CHECK-LABEL: func @f32
-// CHECK: math.exp %arg0 : f32
-// CHECK: math.sin %arg0 : f32
+// CHECK-NOT: math.exp %arg0
+// CHECK: arith.shli {{.*}} : i32
+// CHECK: arith.bitcast {{.*}} : i32 to f32
+// CHECK: scf.if {{.*}} -> (f32, f32, i32)
+// CHECK: arith.muli {{.*}} : i64
+// CHECK: } else {
+// CHECK-NOT: math.sin
 // CHECK-NOT: math.expm1
 // CHECK-NOT: math.log1p
 // CHECK: math.absf

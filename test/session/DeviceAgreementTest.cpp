@@ -1523,13 +1523,110 @@ kernel k(x: tensor<f32>[N], out: tensor<f32>[5, N]) params(B: i32 = 16) grid(cdi
 }
 
 /// The distance from `got` to the exact `want` in units of the last place of
-/// the double nearest `want` (subnormals' ulp is the smallest subnormal).
-double ulpsFrom(double got, long double want) {
-  double rounded = double(want), mag = std::abs(rounded);
-  double ulp = mag == std::numeric_limits<double>::max()
-                   ? std::ldexp(1.0, 971)
-                   : std::nextafter(mag, INFINITY) - mag;
+/// the T nearest `want` (subnormals' ulp is the smallest subnormal).
+template <typename T> double ulpsFrom(T got, long double want) {
+  T rounded = T(want), mag = std::abs(rounded);
+  T ulp = mag == std::numeric_limits<T>::max()
+              ? std::ldexp(T(1), std::numeric_limits<T>::max_exponent -
+                                     std::numeric_limits<T>::digits)
+              : std::nextafter(mag, T(INFINITY)) - mag;
   return double(std::abs((long double)got - want) / ulp);
+}
+
+/// A math function for MathAgreesWithLibm: its call in Kiln (of A, and B for
+/// two-argument functions), its long double reference, the ulps it may be
+/// off on every device, and the range of its typical arguments.
+struct LibmFunction {
+  const char *call;
+  std::function<long double(long double, long double)> reference;
+  double maxUlps;
+  double lo, hi; // typical arguments, besides every magnitude
+};
+
+/// Runs each of `functions` on every device, in T (f64 or f32), on random
+/// arguments of every magnitude its domain has, exact points (integers and
+/// halves) and `special` values, and expects each result within the function's
+/// ulps of the reference (NaN, infinities and zeros exactly, with their sign).
+/// Prints the largest distance per function and device. `cpuSkips` are
+/// arguments the CPU's C library gets wrong (the CPU calls it).
+template <typename T>
+void expectMathAgreesWithLibm(const std::vector<LibmFunction> &functions,
+                              const std::vector<T> &special, const std::vector<T> &cpuSkips) {
+  const char *dtype = std::is_same_v<T, double> ? "f64" : "f32";
+  const int maxExponent = std::is_same_v<T, double> ? 60 : 7;
+  const int64_t f = functions.size(), n = 1200;
+  std::string source = "kernel k(x: tensor<" + std::string(dtype) + ">[F, N], y: tensor<" +
+                       dtype + ">[F, N], out: tensor<" + dtype +
+                       ">[F, N]) grid(cdiv(N, 64)) {\n"
+                       "  let o = program_id(0) * 64 + arange(0, 64);\n"
+                       "  let m = o < N;\n";
+  for (int64_t r = 0; r < f; ++r) { // row r: a call of A = x[r, o] and B = y[r, o]
+    std::string row = std::to_string(r), call = functions[r].call;
+    call = std::regex_replace(call, std::regex("A"), "x[" + row + ", o]");
+    call = std::regex_replace(call, std::regex("B"), "y[" + row + ", o]");
+    call = std::regex_replace(call, std::regex("(x|y)\\[[0-9]+, o\\]"), "load($&, mask=m)");
+    source += "  store(out[" + row + ", o], " + call + ", mask=m);\n";
+  }
+  source += "}\n";
+
+  std::mt19937_64 rng(17);
+  std::vector<T> xs(f * n), ys(f * n);
+  for (int64_t r = 0; r < f; ++r) {
+    std::uniform_real_distribution<double> typical(functions[r].lo, functions[r].hi);
+    std::uniform_real_distribution<double> exponent(-maxExponent, maxExponent);
+    for (int64_t i = 0; i < n; ++i) {
+      T &x = xs[r * n + i], &y = ys[r * n + i];
+      y = T((i % 4 == 0) ? typical(rng) : (i % 4 == 1) ? std::round(typical(rng))
+                                                       : typical(rng) / 4);
+      if (i < int64_t(special.size()))
+        x = special[i], y = special[(i * 7) % special.size()];
+      else if (i % 3 == 0) // every magnitude: a random significand and exponent
+        x = T(std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                         int(std::ldexp(exponent(rng), i % 2 ? 4 : 0) / 16 * 17)));
+      else if (i % 7 == 1) // integers and halves (exp2, pow, cbrt of cubes)
+        x = T(std::round(typical(rng) * 2) / 2);
+      else
+        x = T(typical(rng));
+    }
+  }
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(xs, {f, n}), ty = s.upload(ys, {f, n}), out = s.empty<T>({f, n});
+    ASSERT_TRUE(k(tx, ty, out).ok()) << device;
+    std::vector<T> got;
+    ASSERT_TRUE(out.download(got).ok());
+    for (int64_t r = 0; r < f; ++r) {
+      double worst = 0;
+      int failures = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        T x = xs[r * n + i], y = ys[r * n + i], g = got[r * n + i];
+        if (device == "cpu" && std::count(cpuSkips.begin(), cpuSkips.end(), x))
+          continue;
+        long double want = functions[r].reference(x, y);
+        T rounded = T(want);
+        std::ostringstream what;
+        what << device << ": " << dtype << " " << functions[r].call << " of A = "
+             << std::setprecision(17) << x << ", B = " << y << " is " << g << ", want "
+             << rounded;
+        bool ok;
+        if (std::isnan(rounded))
+          ok = std::isnan(g);
+        else if (std::isinf(rounded) || rounded == 0)
+          ok = g == rounded && std::signbit(g) == std::signbit(rounded);
+        else {
+          double ulps = ulpsFrom(g, want);
+          worst = std::max(worst, ulps);
+          ok = ulps <= functions[r].maxUlps;
+          what << " (" << ulps << " ulps)";
+        }
+        if (!ok && ++failures <= 5)
+          ADD_FAILURE() << what.str();
+      }
+      std::printf("%s: %s %s within %.2f ulps\n", device.c_str(), dtype, functions[r].call,
+                  worst);
+    }
+  });
 }
 
 TEST_F(DeviceAgreement, DoubleMathAgreesWithLibmOnEveryDevice) {
@@ -1538,14 +1635,8 @@ TEST_F(DeviceAgreement, DoubleMathAgreesWithLibmOnEveryDevice) {
   // references, in ulps, on random arguments of every magnitude its domain
   // has, exact points (powers of 2, integers) and the special values C
   // defines (NaN, infinities, signed zeros, subnormals, overflow).
-  struct Function {
-    const char *call;
-    std::function<long double(long double, long double)> reference;
-    double maxUlps;
-    double lo, hi; // typical arguments, besides every magnitude
-  };
   using L = long double;
-  const std::vector<Function> functions = {
+  const std::vector<LibmFunction> functions = {
       {"exp(A)", [](L a, L) { return expl(a); }, 1.5, -745, 710},
       {"exp2(A)", [](L a, L) { return exp2l(a); }, 1.5, -1075, 1024},
       {"expm1(A)", [](L a, L) { return expm1l(a); }, 2, -3, 3},
@@ -1571,20 +1662,6 @@ TEST_F(DeviceAgreement, DoubleMathAgreesWithLibmOnEveryDevice) {
       {"erf(A)", [](L a, L) { return erfl(a); }, 1.5, -6.5, 6.5},
       {"sigmoid(A)", [](L a, L) { return 1 / (1 + expl(-a)); }, 2.5, -40, 40},
   };
-  const int64_t f = functions.size(), n = 1200;
-  std::string source = "kernel k(x: tensor<f64>[F, N], y: tensor<f64>[F, N], "
-                       "out: tensor<f64>[F, N]) grid(cdiv(N, 64)) {\n"
-                       "  let o = program_id(0) * 64 + arange(0, 64);\n"
-                       "  let m = o < N;\n";
-  for (int64_t r = 0; r < f; ++r) { // row r: a call of A = x[r, o] and B = y[r, o]
-    std::string row = std::to_string(r), call = functions[r].call;
-    call = std::regex_replace(call, std::regex("A"), "x[" + row + ", o]");
-    call = std::regex_replace(call, std::regex("B"), "y[" + row + ", o]");
-    call = std::regex_replace(call, std::regex("(x|y)\\[[0-9]+, o\\]"), "load($&, mask=m)");
-    source += "  store(out[" + row + ", o], " + call + ", mask=m);\n";
-  }
-  source += "}\n";
-
   const double inf = INFINITY, denormMin = std::numeric_limits<double>::denorm_min();
   // Of all doubles the closest to a multiple of pi/2 (Muller's table): its
   // remainder is 2^-61 of it. The CPU calls the C library, and glibc 2.36's
@@ -1598,62 +1675,57 @@ TEST_F(DeviceAgreement, DoubleMathAgreesWithLibmOnEveryDevice) {
                                        // closest to one of all doubles, the largest
                                        1.5707963267948966, 3.141592653589793, 1e22,
                                        kClosestToHalfPiMultiple, 1.7976931348623157e308};
-  std::mt19937_64 rng(17);
-  std::vector<double> xs(f * n), ys(f * n);
-  for (int64_t r = 0; r < f; ++r) {
-    std::uniform_real_distribution<double> typical(functions[r].lo, functions[r].hi);
-    std::uniform_real_distribution<double> exponent(-60, 60);
-    for (int64_t i = 0; i < n; ++i) {
-      double &x = xs[r * n + i], &y = ys[r * n + i];
-      y = (i % 4 == 0) ? typical(rng) : (i % 4 == 1) ? std::round(typical(rng))
-                                                     : typical(rng) / 4;
-      if (i < int64_t(special.size()))
-        x = special[i], y = special[(i * 7) % special.size()];
-      else if (i % 3 == 0) // every magnitude: a random significand and exponent
-        x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
-                       int(std::ldexp(exponent(rng), i % 2 ? 4 : 0) / 16 * 17));
-      else if (i % 7 == 1) // integers and halves (exp2, pow, cbrt of cubes)
-        x = std::round(typical(rng) * 2) / 2;
-      else
-        x = typical(rng);
-    }
-  }
-  forEachDevice([&](Session &s, const std::string &device) {
-    Kernel k = s.compile(source, "k");
-    ASSERT_TRUE(k.ok()) << k.status().message();
-    Tensor tx = s.upload(xs, {f, n}), ty = s.upload(ys, {f, n}), out = s.empty<double>({f, n});
-    ASSERT_TRUE(k(tx, ty, out).ok()) << device;
-    std::vector<double> got;
-    ASSERT_TRUE(out.download(got).ok());
-    for (int64_t r = 0; r < f; ++r) {
-      double worst = 0;
-      int failures = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        double x = xs[r * n + i], y = ys[r * n + i], g = got[r * n + i];
-        if (device == "cpu" && x == kClosestToHalfPiMultiple)
-          continue;
-        long double want = functions[r].reference(x, y);
-        double rounded = double(want);
-        std::ostringstream what;
-        what << device << ": " << functions[r].call << " of A = " << std::setprecision(17) << x
-             << ", B = " << y << " is " << g << ", want " << rounded;
-        bool ok;
-        if (std::isnan(rounded))
-          ok = std::isnan(g);
-        else if (std::isinf(rounded) || rounded == 0)
-          ok = g == rounded && std::signbit(g) == std::signbit(rounded);
-        else {
-          double ulps = ulpsFrom(g, want);
-          worst = std::max(worst, ulps);
-          ok = ulps <= functions[r].maxUlps;
-          what << " (" << ulps << " ulps)";
-        }
-        if (!ok && ++failures <= 5)
-          ADD_FAILURE() << what.str();
-      }
-      std::printf("%s: %s within %.2f ulps\n", device.c_str(), functions[r].call, worst);
-    }
-  });
+  expectMathAgreesWithLibm<double>(functions, special, {kClosestToHalfPiMultiple});
+}
+
+TEST_F(DeviceAgreement, FloatMathAgreesWithLibmOnEveryDevice) {
+  // f32 math: the CPU's (LLVM's and the C library's) and Vulkan's, where Kiln
+  // computes exp, exp2, cosh, sin, cos, tan, atan and pow itself, as for f64:
+  // lavapipe's sin(1e9) was 1.0 (reduced in f32), pow(0.99999988, 16777215)
+  // 31% off, exp(25) 50 ulps (GLSL allows 3 + 2|x|) and exp(-90) 0, and
+  // expm1, sinh, tanh and sigmoid inherited exp's error. sigmoid(-100) was 0
+  // everywhere (exp(100) overflowed), and Vulkan's erf(-0.0) +0.0.
+  using L = long double;
+  const std::vector<LibmFunction> functions = {
+      {"exp(A)", [](L a, L) { return expl(a); }, 1.5, -104, 89},
+      {"exp2(A)", [](L a, L) { return exp2l(a); }, 1.5, -150, 128},
+      {"expm1(A)", [](L a, L) { return expm1l(a); }, 2, -3, 3},
+      {"log(A)", [](L a, L) { return logl(a); }, 3, 0, 4},
+      {"log2(A)", [](L a, L) { return log2l(a); }, 4, 0, 4},
+      {"log10(A)", [](L a, L) { return log10l(a); }, 4, 0, 4},
+      {"log1p(A)", [](L a, L) { return log1pl(a); }, 3, -1, 2},
+      {"pow(A, B)", [](L a, L b) { return powl(a, b); }, 1.5, -4, 4},
+      {"sin(A)", [](L a, L) { return sinl(a); }, 1, -10, 10},
+      {"cos(A)", [](L a, L) { return cosl(a); }, 1, -10, 10},
+      {"tan(A)", [](L a, L) { return tanl(a); }, 2, -10, 10},
+      {"atan(A)", [](L a, L) { return atanl(a); }, 1.5, -4, 4},
+      {"asin(A)", [](L a, L) { return asinl(a); }, 2, -1, 1},
+      {"acos(A)", [](L a, L) { return acosl(a); }, 2, -1, 1},
+      {"atan2(A, B)", [](L a, L b) { return atan2l(a, b); }, 2, -4, 4},
+      {"sinh(A)", [](L a, L) { return sinhl(a); }, 2, -30, 30},
+      {"cosh(A)", [](L a, L) { return coshl(a); }, 1.5, -30, 30},
+      {"tanh(A)", [](L a, L) { return tanhl(a); }, 2.5, -5, 5},
+      {"asinh(A)", [](L a, L) { return asinhl(a); }, 3, -4, 4},
+      {"acosh(A)", [](L a, L) { return acoshl(a); }, 3, 1, 5},
+      {"atanh(A)", [](L a, L) { return atanhl(a); }, 3, -1, 1},
+      {"cbrt(A)", [](L a, L) { return cbrtl(a); }, 2, -8, 8},
+      {"erf(A)", [](L a, L) { return erfl(a); }, 3.5, -4, 4},
+      {"sigmoid(A)", [](L a, L) { return 1 / (1 + expl(-a)); }, 2.5, -20, 20},
+      // Bases near 1 to a large power (y log x large with log x small).
+      {"pow(A, 16777215.0)", [](L a, L) { return powl(a, 16777215); }, 1.5, 0.999999, 1.000001},
+  };
+  const float inf = INFINITY, denormMin = std::numeric_limits<float>::denorm_min();
+  const std::vector<float> special = {0.0f, -0.0f, inf, -inf, NAN, denormMin, -denormMin,
+                                      0x1p-126f, 1e-30f, -1e-30f, 1.0f, -1.0f, 0.5f, -0.5f,
+                                      2.0f, 8.0f, 1024.0f, 1e30f, -1e30f, 88.7f, 88.72f, 89.5f,
+                                      -103.9f, -103.2f, 3.0f, 1e-10f, -1e-10f, 0x1p-30f, 100.0f,
+                                      // sin and cos: near multiples of pi/2, large
+                                      // arguments, the largest float
+                                      1.5707964f, 3.1415927f, 6433.9f, 6434.1f, 1e9f, 1e22f,
+                                      FLT_MAX,
+                                      // pow: large exponents of bases near 1
+                                      0.99999988f, 1.0000001f, 16777215.0f};
+  expectMathAgreesWithLibm<float>(functions, special, {});
 }
 
 TEST_F(DeviceAgreement, Expm1AndLog1pKeepSmallArgumentsOnEveryDevice) {

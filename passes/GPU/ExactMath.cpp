@@ -1,17 +1,20 @@
-//===- F64Math.cpp - f64 math functions for SPIR-V from arithmetic --------===//
+//===- ExactMath.cpp - math functions for SPIR-V from arithmetic ----------===//
 //
-// Each function reduces its argument exactly (or in double-double, where the
-// reduction cancels) to a short interval and evaluates a polynomial there:
-// Taylor series (rational coefficients rounded to double), except for erf,
-// whose Chebyshev fits (made with mpmath) are listed with their intervals. Results are
-// rebuilt from the reduction with the exponent set through the bits. The
-// special values (NaN, infinities, signed zeros, subnormals) follow C's libm.
-// DeviceAgreement.DoubleMathAgreesWithLibmOnEveryDevice measures each in ulps
-// against long double references on the CPU and on Vulkan.
+// Each function reduces its argument exactly (or in double-word arithmetic,
+// where the reduction cancels) to a short interval and evaluates a polynomial
+// there: Taylor series (rational coefficients rounded to the type), except for
+// erf, whose Chebyshev fits (made with mpmath) are listed with their intervals.
+// Results are rebuilt from the reduction with the exponent set through the
+// bits. The special values (NaN, infinities, signed zeros, subnormals) follow
+// C's libm. The f32 functions are the f64 ones with shorter series and their
+// own constants, except for Payne and Hanek's reduction, which f32 does in
+// 64-bit integers. DeviceAgreement.DoubleMathAgreesWithLibmOnEveryDevice and
+// FloatMathAgreesWithLibmOnEveryDevice measure each in ulps against long
+// double references on the CPU and on Vulkan.
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/GPU/F64Math.h"
+#include "passes/GPU/ExactMath.h"
 #include "passes/FloatBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -23,6 +26,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 using namespace mlir;
@@ -42,24 +46,49 @@ constexpr double kTwoOverPi = 0.6366197723675814;
 // pi / 2 as a double-double.
 constexpr double kHalfPi = 1.5707963267948966, kHalfPiTail = 6.123233995736766e-17;
 
+// The same for f32 (double-float pairs; k * kLn2Hi32 is exact for |k| < 2^9,
+// n * part for n <= 2^12).
+constexpr double kLn2Hi32 = 0.693145751953125, kLn2Lo32 = 1.4286068203094173e-06;
+constexpr double kLn232 = 0.6931471824645996, kLn2Tail32 = -1.9046542121259336e-09;
+constexpr double kPio232[5] = {1.5703125, 0.0004837512969970703, 7.549533620476723e-08,
+                               2.5632829192545614e-12, 6.123234262925839e-17};
+constexpr double kHalfPi32 = 1.5707963705062866, kHalfPiTail32 = -4.371138828673793e-08;
+
 /// A value as the unevaluated sum hi + lo, |lo| <= ulp(hi) / 2.
 struct DD {
   Value hi, lo;
 };
 
-/// Builds f64 arithmetic, the i64 arithmetic on its bits, and double-double
-/// arithmetic at one location.
-class F64 : public kiln::FloatBuilder {
+/// Builds f64 or f32 arithmetic, the integer arithmetic on its bits (i64 or
+/// i32, and i64 for f32's Payne-Hanek reduction), and double-word arithmetic
+/// (double-double, double-float) at one location.
+class Exact : public kiln::FloatBuilder {
 public:
-  explicit F64(ImplicitLocOpBuilder &b) : FloatBuilder(b, b.getF64Type()) {}
+  Exact(ImplicitLocOpBuilder &b, FloatType type)
+      : FloatBuilder(b, type), f64(type.isF64()), width(type.getWidth()),
+        mantissa(f64 ? 52 : 23), bias(f64 ? 1023 : 127) {}
   using FloatBuilder::add;
   using FloatBuilder::mul;
 
-  Value ci(int64_t v) { return b.create<arith::ConstantIntOp>(v, 64); }
-  Value bits(Value x) { return b.create<arith::BitcastOp>(b.getI64Type(), x); }
-  Value fromBits(Value i) { return b.create<arith::BitcastOp>(b.getF64Type(), i); }
-  Value toInt(Value x) { return b.create<arith::FPToSIOp>(b.getI64Type(), x); }
-  Value toFloat(Value i) { return b.create<arith::SIToFPOp>(b.getF64Type(), i); }
+  /// f64 or f32 (the choice of series lengths and constants).
+  const bool f64;
+  const unsigned width, mantissa;
+  const int64_t bias;
+  /// v for f64, else v32.
+  double pick(double v, double v32) const { return f64 ? v : v32; }
+  int64_t pick(int64_t v, int64_t v32) const { return f64 ? v : v32; }
+
+  Type intType() { return b.getIntegerType(width); }
+  /// An integer constant as wide as the float (or of `bits` bits).
+  Value ci(int64_t v, unsigned bits = 0) {
+    return b.create<arith::ConstantIntOp>(v, bits ? bits : width);
+  }
+  Value bits(Value x) { return b.create<arith::BitcastOp>(intType(), x); }
+  Value fromBits(Value i) { return b.create<arith::BitcastOp>(type, i); }
+  Value toInt(Value x) { return b.create<arith::FPToSIOp>(intType(), x); }
+  Value toFloat(Value i) { return b.create<arith::SIToFPOp>(type, i); }
+  Value widen(Value i) { return b.create<arith::ExtUIOp>(b.getI64Type(), i); }
+  Value narrow(Value i) { return b.create<arith::TruncIOp>(intType(), i); }
   Value iadd(Value x, Value y) { return b.create<arith::AddIOp>(x, y); }
   Value isub(Value x, Value y) { return b.create<arith::SubIOp>(x, y); }
   Value iand(Value x, Value y) { return b.create<arith::AndIOp>(x, y); }
@@ -72,15 +101,15 @@ public:
   Value udiv(Value x, Value y) { return b.create<arith::DivUIOp>(x, y); }
   Value ieq(Value x, int64_t y) { return icmp(arith::CmpIPredicate::eq, x, ci(y)); }
 
-  /// 2^n for an integral n in [-1022, 1023].
-  Value pow2(Value n) { return fromBits(shl(iadd(toInt(n), ci(1023)), ci(52))); }
-  /// x * 2^n for an integral n in [-2044, 2046], rounded once.
+  /// 2^n for an integral n in the normal exponents' range.
+  Value pow2(Value n) { return fromBits(shl(iadd(toInt(n), ci(bias)), ci(mantissa))); }
+  /// x * 2^n for an integral n in twice that range, rounded once.
   Value scale(Value x, Value n) {
     Value half = floor(mul(n, c(0.5)));
     return mul(mul(x, pow2(half)), pow2(sub(n, half)));
   }
 
-  // Error-free transformations and double-double arithmetic.
+  // Error-free transformations and double-word arithmetic.
   DD twoSum(Value x, Value y) {
     Value s = add(x, y), v = sub(s, x);
     return {s, add(sub(x, sub(s, v)), sub(y, v))};
@@ -89,10 +118,11 @@ public:
     Value s = add(x, y);
     return {s, sub(y, sub(s, x))};
   }
-  /// x = hi + lo exactly, hi the top 26 bits of the significand (masked, so
-  /// it never overflows) and lo the 27 below.
+  /// x = hi + lo exactly, hi the top half of the significand (26 of 53 bits,
+  /// 12 of 24; masked, so it never overflows) and lo the rest.
   DD split(Value x) {
-    Value hi = fromBits(iand(bits(x), ci(~int64_t(0x7ffffff))));
+    int64_t low = f64 ? 0x7ffffff : 0xfff;
+    Value hi = fromBits(iand(bits(x), ci(~low)));
     return {hi, sub(x, hi)};
   }
   /// x * y = hi + lo (Dekker's product; exact but for lo's last bits, which
@@ -104,7 +134,7 @@ public:
     DD a = split(x), b = split(y);
     Value e = add(add(sub(mul(a.hi, b.hi), p), mul(a.hi, b.lo)), mul(a.lo, b.hi));
     e = add(e, mul(a.lo, b.lo));
-    return {p, select(lt(abs(p), 0x1p1023), e, c(0))};
+    return {p, select(lt(abs(p), pick(0x1p1023, 0x1p127)), e, c(0))};
   }
   DD add(DD x, DD y) {
     DD s = twoSum(x.hi, y.hi);
@@ -117,6 +147,17 @@ public:
   DD mul(DD x, Value y) {
     DD p = twoProd(x.hi, y);
     return fastTwoSum(p.hi, fma(x.lo, y, p.lo));
+  }
+  /// x / y, for f32 corrected once by the exact remainder where that is
+  /// finite: Vulkan lets an f32 division be 2.5 ulp off, where the quotient is
+  /// most of a result.
+  Value quotient(Value x, Value y) {
+    Value q = div(x, y);
+    if (f64)
+      return q;
+    DD p = twoProd(q, y);
+    Value correction = div(sub(sub(x, p.hi), p.lo), y);
+    return select(lt(abs(correction), INFINITY), add(q, correction), q);
   }
 };
 
@@ -138,9 +179,9 @@ double inverseFactorial(int n) {
 //===- exp family ---------------------------------------------------------===//
 
 /// e^r for |r| <= ln 2 / 2 (1 + r + r^2/2! + ... + r^13/13!; the next term is
-/// below 2^-57).
-llvm::SmallVector<double> expSeries() {
-  return series(0, 1, 14, inverseFactorial);
+/// below 2^-57; for f32 up to r^7/7!, the next below 2^-27).
+llvm::SmallVector<double> expSeries(Exact &f) {
+  return series(0, 1, f.f64 ? 14 : 8, inverseFactorial);
 }
 /// (e^r - 1 - r) / r^2 = 1/2! + r/3! + ... + r^15/17! for |r| <= 1/2.
 llvm::SmallVector<double> expm1Tail() {
@@ -150,30 +191,33 @@ llvm::SmallVector<double> expm1Tail() {
 /// e^(hi + lo) * 2^shift, for |lo| < 2^-40 |hi| or so. hi = k ln 2 + r exactly
 /// (k * kLn2Hi is exact and the subtraction cancels exactly); r - lo - k kLn2Lo
 /// is rounded once and its error carried as c: e^(r + c) = e^r (1 + c).
-/// Arguments past +-1100 are clamped (and lo, which may be NaN there, dropped):
-/// the result has overflowed or underflowed.
-Value expOf(F64 &f, Value hi, Value lo, double shift = 0) {
-  lo = f.select(f.le(f.abs(hi), 1100), lo, f.c(0));
-  hi = f.clamp(hi, -1100, 1100);
+/// Arguments past +-1100 (f32: +-170) are clamped (and lo, which may be NaN
+/// there, dropped): the result has overflowed or underflowed.
+Value expOf(Exact &f, Value hi, Value lo, double shift = 0) {
+  double limit = f.pick(1100.0, 170.0);
+  lo = f.select(f.le(f.abs(hi), limit), lo, f.c(0));
+  hi = f.clamp(hi, -limit, limit);
   Value k = f.rint(f.mul(hi, f.c(kInvLn2)));
-  Value rh = f.sub(hi, f.mul(k, f.c(kLn2Hi)));
-  Value rl = f.sub(f.mul(k, f.c(kLn2Lo)), lo);
+  Value rh = f.sub(hi, f.mul(k, f.c(f.pick(kLn2Hi, kLn2Hi32))));
+  Value rl = f.sub(f.mul(k, f.c(f.pick(kLn2Lo, kLn2Lo32))), lo);
   Value r = f.sub(rh, rl);
   Value c = f.sub(f.sub(rh, r), rl);
-  Value p = f.poly(r, expSeries());
+  Value p = f.poly(r, expSeries(f));
   return f.scale(f.fma(p, c, p), f.add(k, f.c(shift)));
 }
 
-Value expandExp(F64 &f, ValueRange x) { return expOf(f, x[0], f.c(0)); }
+Value expandExp(Exact &f, ValueRange x) { return expOf(f, x[0], f.c(0)); }
 
 /// 2^x = 2^k e^(r ln 2), r = x - rint(x) exact, r ln 2 as a double-double.
-Value expandExp2(F64 &f, ValueRange ops) {
-  Value x = f.clamp(ops[0], -2000, 2000);
+/// x is clamped to +-2000 (f32: +-250), past the overflow and underflow.
+Value expandExp2(Exact &f, ValueRange ops) {
+  double limit = f.pick(2000.0, 250.0);
+  Value x = f.clamp(ops[0], -limit, limit);
   Value k = f.rint(x);
   Value r = f.sub(x, k);
-  DD t = f.twoProd(r, f.c(kLn2));
-  Value lo = f.fma(r, f.c(kLn2Tail), t.lo);
-  Value p = f.poly(t.hi, expSeries());
+  DD t = f.twoProd(r, f.c(f.pick(kLn2, kLn232)));
+  Value lo = f.fma(r, f.c(f.pick(kLn2Tail, kLn2Tail32)), t.lo);
+  Value p = f.poly(t.hi, expSeries(f));
   return f.scale(f.fma(p, lo, p), k);
 }
 
@@ -182,7 +226,7 @@ Value expandExp2(F64 &f, ValueRange ops) {
 /// whose terms are exact or of one sign (and cancel by at most 1.5 past 1/2).
 /// x is clamped to [-40, 710]: expm1 is
 /// -1 below (to the nearest double) and overflows above.
-Value expandExpm1(F64 &f, ValueRange ops) {
+Value expandExpm1(Exact &f, ValueRange ops) {
   Value x = ops[0];
   auto expm1Series = [&](Value r) { return f.fma(f.mul(r, r), f.poly(r, expm1Tail()), r); };
   Value small = expm1Series(x);
@@ -203,59 +247,63 @@ Value expandExpm1(F64 &f, ValueRange ops) {
 //===- log family ---------------------------------------------------------===//
 
 /// x = 2^k (1 + m) with 1 + m in [sqrt(1/2), sqrt(2)), for positive finite x
-/// (subnormals scaled by 2^54 first); k is integral, m exact.
+/// (subnormals scaled by 2^54, f32's by 2^24, first); k is integral, m exact.
 struct LogReduced {
   Value k, m;
 };
-LogReduced reduceLog(F64 &f, Value x) {
-  constexpr int64_t kSqrtHalfBits = 0x3fe6a09e667f3bcd, kOneBits = 0x3ff0000000000000;
-  Value subnormal = f.lt(x, 0x1p-1022);
-  Value xs = f.select(subnormal, f.mul(x, f.c(0x1p54)), x);
+LogReduced reduceLog(Exact &f, Value x) {
+  const int64_t sqrtHalfBits = f.pick(int64_t(0x3fe6a09e667f3bcd), 0x3f3504f3);
+  const int64_t oneBits = int64_t(f.bias) << f.mantissa;
+  const int shift = f.f64 ? 54 : 24;
+  Value subnormal = f.lt(x, f.pick(0x1p-1022, 0x1p-126));
+  Value xs = f.select(subnormal, f.mul(x, f.c(std::ldexp(1.0, shift))), x);
   // Adding 1 - sqrt(1/2) (in bits) carries into the exponent exactly when the
   // significand is at least sqrt(2).
-  Value t = f.iadd(f.bits(xs), f.ci(kOneBits - kSqrtHalfBits));
-  Value e = f.isub(f.shrs(t, f.ci(52)), f.ci(1023));
-  Value one = f.fromBits(f.iadd(f.iand(t, f.ci(0x000fffffffffffff)), f.ci(kSqrtHalfBits)));
-  Value k = f.add(f.toFloat(e), f.select(subnormal, f.c(-54), f.c(0)));
+  Value t = f.iadd(f.bits(xs), f.ci(oneBits - sqrtHalfBits));
+  Value e = f.isub(f.shrs(t, f.ci(f.mantissa)), f.ci(f.bias));
+  Value fraction = f.iand(t, f.ci((int64_t(1) << f.mantissa) - 1));
+  Value one = f.fromBits(f.iadd(fraction, f.ci(sqrtHalfBits)));
+  Value k = f.add(f.toFloat(e), f.select(subnormal, f.c(-shift), f.c(0)));
   return {k, f.sub(one, f.c(1))};
 }
 
 /// 2 (z/3 + z^2/5 + ... + z^11/23) / z: log(1 + m) = 2s + s R for s = m / (2 + m),
-/// z = s^2 <= 0.0295, the next term below 2^-58.
-llvm::SmallVector<double> logTail() {
-  return series(3, 2, 11, [](int n) { return 2.0 / n; });
+/// z = s^2 <= 0.0295, the next term below 2^-58 (for f32 up to z^6/13, the
+/// next below 2^-39).
+llvm::SmallVector<double> logTail(Exact &f) {
+  return series(3, 2, f.f64 ? 11 : 6, [](int n) { return 2.0 / n; });
 }
 
 /// log(1 + m) for |m| < sqrt(2) - 1, as m - (m^2/2 - s (m^2/2 + R)).
-Value logOnePlus(F64 &f, Value m) {
+Value logOnePlus(Exact &f, Value m) {
   Value s = f.div(m, f.add(f.c(2), m));
   Value z = f.mul(s, s);
-  Value r = f.mul(z, f.poly(z, logTail()));
+  Value r = f.mul(z, f.poly(z, logTail(f)));
   Value halfSquare = f.mul(f.mul(f.c(0.5), m), m);
   return f.sub(m, f.sub(halfSquare, f.mul(s, f.add(halfSquare, r))));
 }
 
 /// `value` for positive finite x; log's results elsewhere: NaN below 0 (and
 /// for NaN), -inf at +-0, inf at inf.
-Value logSpecials(F64 &f, Value x, Value value) {
+Value logSpecials(Exact &f, Value x, Value value) {
   value = f.select(f.eq(x, INFINITY), x, value);
   value = f.select(f.eq(x, 0), f.c(-INFINITY), value);
   return f.select(f.either(f.lt(x, 0), f.isNaN(x)), f.c(NAN), value);
 }
 
-Value expandLog(F64 &f, ValueRange x) {
+Value expandLog(Exact &f, ValueRange x) {
   LogReduced r = reduceLog(f, x[0]);
   Value small = f.add(logOnePlus(f, r.m), f.mul(r.k, f.c(kLn2Lo)));
   return logSpecials(f, x[0], f.add(f.mul(r.k, f.c(kLn2Hi)), small));
 }
 
 /// k + log(1 + m) / ln 2: exact at powers of 2.
-Value expandLog2(F64 &f, ValueRange x) {
+Value expandLog2(Exact &f, ValueRange x) {
   LogReduced r = reduceLog(f, x[0]);
   return logSpecials(f, x[0], f.fma(logOnePlus(f, r.m), f.c(kInvLn2), r.k));
 }
 
-Value expandLog10(F64 &f, ValueRange x) {
+Value expandLog10(Exact &f, ValueRange x) {
   LogReduced r = reduceLog(f, x[0]);
   Value small = f.fma(logOnePlus(f, r.m), f.c(kInvLn10), f.mul(r.k, f.c(kLog10Of2Lo)));
   return logSpecials(f, x[0], f.add(f.mul(r.k, f.c(kLog10Of2Hi)), small));
@@ -265,7 +313,9 @@ Value expandLog10(F64 &f, ValueRange x) {
 /// log|x| in double-double, to about 2^-64 (the series' tail is a double), times
 /// y, then e^(hi + lo): under 0.1 ulp of error while |y log x| <= 709. The
 /// series in s = m / (2 + m) runs in double-double where its terms are large.
-Value expandPositivePow(F64 &f, ValueRange ops) {
+/// f32 does the same in double-float: log|x| to about 2^-40, which keeps
+/// e^(y log x) within an ulp wherever it is finite and normal.
+Value expandPositivePow(Exact &f, ValueRange ops) {
   Value x = ops[0], y = ops[1];
   LogReduced r = reduceLog(f, x);
   // s = m / (2 + m) as a double-double: d = 2 + m exactly as dh + dl, then the
@@ -278,12 +328,14 @@ Value expandPositivePow(F64 &f, ValueRange ops) {
   s = f.fastTwoSum(s.hi, s.lo);
   // log(1 + m) = s (2 + z (2/3 + z (2/5 + ...))), z = s^2.
   DD z = f.mul(s, s);
-  DD twoThirds{f.c(0.6666666666666666), f.c(3.700743415417188e-17)};
-  llvm::SmallVector<double> tail = logTail();
+  DD twoThirds{f.c(f.pick(0.6666666666666666, 0.6666666865348816)),
+               f.c(f.pick(3.700743415417188e-17, -1.9868215517249155e-08))};
+  llvm::SmallVector<double> tail = logTail(f);
   Value rest = f.mul(z.hi, f.poly(z.hi, llvm::ArrayRef<double>(tail).drop_front()));
   DD inner = f.add(twoThirds, DD{rest, f.c(0)});
   DD series = f.add(f.mul(z, inner), DD{f.c(2), f.c(0)});
-  DD logX = f.add(f.mul(DD{f.c(kLn2), f.c(kLn2Tail)}, r.k), f.mul(s, series));
+  DD ln2{f.c(f.pick(kLn2, kLn232)), f.c(f.pick(kLn2Tail, kLn2Tail32))};
+  DD logX = f.add(f.mul(ln2, r.k), f.mul(s, series));
   DD power = f.mul(logX, y);
   return expOf(f, power.hi, power.lo);
 }
@@ -291,23 +343,26 @@ Value expandPositivePow(F64 &f, ValueRange ops) {
 //===- trigonometric functions --------------------------------------------===//
 
 /// x = n pi/2 + (rh + rl), |rh + rl| <= pi/4 (a little more where x * 2/pi
-/// rounds), quadrant = n mod 4 (i64).
+/// rounds), quadrant = n mod 4 (an integer as wide as the float).
 struct TrigReduced {
   Value rh, rl, quadrant;
 };
 
 /// Below this, Cody and Waite's reduction; above, Payne and Hanek's.
 constexpr double kCodyWaiteLimit = 0x1p26 * 3.141592653589793;
+constexpr double kCodyWaiteLimit32 = 0x1p11 * 3.141592653589793;
 
 /// Cody and Waite's reduction, for |x| < kCodyWaiteLimit: n * part is exact for
 /// each 26-bit part of pi/2 (n < 2^27), and x - n p1 - n p2 is exact too (a
 /// multiple of ulp(x) or 2^-51 below 1); the rest is subtracted in
-/// double-double, pi/2 known to 2^-157.
-TrigReduced reduceTrigCodyWaite(F64 &f, Value x) {
+/// double-double, pi/2 known to 2^-157. f32 cuts pi/2 into 12-bit parts
+/// (n <= 2^12), known to 2^-78.
+TrigReduced reduceTrigCodyWaite(Exact &f, Value x) {
+  const double *part = f.f64 ? kPio2 : kPio232;
   Value n = f.rint(f.mul(x, f.c(kTwoOverPi)));
-  Value exact = f.sub(f.sub(x, f.mul(n, f.c(kPio2[0]))), f.mul(n, f.c(kPio2[1])));
-  DD s = f.twoSum(exact, f.neg(f.mul(n, f.c(kPio2[2]))));
-  Value lo = f.sub(f.sub(s.lo, f.mul(n, f.c(kPio2[3]))), f.mul(n, f.c(kPio2[4])));
+  Value exact = f.sub(f.sub(x, f.mul(n, f.c(part[0]))), f.mul(n, f.c(part[1])));
+  DD s = f.twoSum(exact, f.neg(f.mul(n, f.c(part[2]))));
+  Value lo = f.sub(f.sub(s.lo, f.mul(n, f.c(part[3]))), f.mul(n, f.c(part[4])));
   DD r = f.fastTwoSum(s.hi, lo);
   Value q = f.sub(n, f.mul(f.c(4), f.floor(f.mul(n, f.c(0.25)))));
   return {r.hi, r.lo, f.toInt(q)};
@@ -332,7 +387,7 @@ constexpr int64_t kTwoOverPiDigits[50] = {
 /// its complement to 1 (n + 1), digit by digit, so the remainder is summed from
 /// exact digits of one sign: no cancellation, however close x is to a
 /// multiple of pi/2.
-TrigReduced reduceTrigPayneHanek(F64 &f, Value x) {
+TrigReduced reduceTrigPayneHanek(Exact &f, Value x) {
   using P = arith::CmpIPredicate;
   Value bits = f.bits(f.abs(x));
   Value significand = f.ior(f.iand(bits, f.ci(0x000fffffffffffff)), f.ci(int64_t(1) << 52));
@@ -387,59 +442,120 @@ TrigReduced reduceTrigPayneHanek(F64 &f, Value x) {
   return {f.select(negate, f.neg(r.hi), r.hi), f.select(negate, f.neg(r.lo), r.lo), q};
 }
 
+/// Bits [32 k, 32 k + 32) of 32 zero bits followed by 2/pi's fraction.
+uint64_t twoOverPiWord(int k) {
+  uint64_t word = 0;
+  for (int i = 32 * k - 32; i < 32 * k; ++i) // i: the index of a bit of 2/pi
+    word = word << 1 | (i < 0 ? 0 : (kTwoOverPiDigits[i / 24] >> (23 - i % 24)) & 1);
+  return word;
+}
+
+/// Payne and Hanek's reduction for f32, for finite |x| >= kCodyWaiteLimit32,
+/// in 64-bit integers. |x| = M 2^e (M < 2^24, e >= -11): the bits of 2/pi of
+/// weight 2^(-e-1) to 2^(-e-96), a 96-bit W in three 32-bit words, times M
+/// give |x| 2/pi mod 4 as the 120-bit P = M W times 2^-94 (bits of 2/pi above
+/// the window only add multiples of 4; those below, less than 2^-70). P's bits
+/// 94 and 95 are the quadrant, bits 30 to 93 the fraction, read as a signed
+/// 64-bit integer: from 1/2 on, the fraction less 1 and the next quadrant.
+TrigReduced reduceTrigPayneHanek32(Exact &f, Value x) {
+  using P = arith::CmpIPredicate;
+  auto c64 = [&](int64_t v) { return f.ci(v, 64); };
+  Value bits = f.widen(f.bits(f.abs(x)));
+  Value m = f.ior(f.iand(bits, c64(0x7fffff)), c64(0x800000));
+  // The window starts at bit e + 30 of the words, in word j at bit `shift`.
+  Value start = f.isub(f.shru(bits, c64(23)), c64(150 - 30));
+  Value j = f.shru(start, c64(5)), shift = f.iand(start, c64(31));
+  Value w[3]; // W's words, the highest first
+  for (int i = 0; i < 3; ++i) {
+    Value pair = c64(0); // words j + i and j + i + 1; j <= 4 for the largest float
+    for (int k = 0; k <= 4; ++k) {
+      uint64_t words = twoOverPiWord(k + i) << 32 | twoOverPiWord(k + i + 1);
+      pair = f.select(f.icmp(P::eq, j, c64(k)), c64(int64_t(words)), pair);
+    }
+    w[i] = f.shru(f.shl(pair, shift), c64(32));
+  }
+  Value low = f.imul(m, w[2]);
+  Value mid = f.iadd(f.imul(m, w[1]), f.shru(low, c64(32)));
+  Value high = f.iadd(f.imul(m, w[0]), f.shru(mid, c64(32)));
+  Value mask32 = c64(0xffffffff);
+  Value fraction = f.ior(f.ior(f.shl(f.iand(high, c64(0x3fffffff)), c64(34)),
+                               f.shl(f.iand(mid, mask32), c64(2))),
+                         f.shru(f.iand(low, mask32), c64(30)));
+  Value upper = f.icmp(P::slt, fraction, c64(0));
+  Value q = f.iadd(f.shru(high, c64(30)), f.select(upper, c64(1), c64(0)));
+  q = f.select(f.lt(x, 0), f.isub(c64(0), q), q); // negative x: quadrant -n
+  // fraction 2^-64 = a 2^-24 + b 2^-48 + c 2^-64, each exact in f32.
+  Value a = f.toFloat(f.shrs(fraction, c64(40)));
+  Value b = f.toFloat(f.iand(f.shru(fraction, c64(16)), c64(0xffffff)));
+  Value c = f.toFloat(f.iand(fraction, c64(0xffff)));
+  DD sum = f.add(DD{f.mul(a, f.c(0x1p-24)), f.mul(b, f.c(0x1p-48))},
+                 DD{f.mul(c, f.c(0x1p-64)), f.c(0)});
+  DD r = f.mul(f.fastTwoSum(sum.hi, sum.lo), DD{f.c(kHalfPi32), f.c(kHalfPiTail32)});
+  Value negative = f.lt(x, 0);
+  return {f.select(negative, f.neg(r.hi), r.hi), f.select(negative, f.neg(r.lo), r.lo),
+          f.narrow(f.iand(q, c64(3)))};
+}
+
 /// Cody and Waite's reduction, or Payne and Hanek's past its limit (an scf.if:
-/// the long path runs only where an argument needs it). Infinities and NaN
-/// take the short path; their results are replaced by NaN.
-TrigReduced reduceTrig(F64 &f, Value x) {
+/// the long path runs only where an argument needs it, on a GPU; lavapipe
+/// runs both and selects, which makes its f32 sin 2.8 times as slow as
+/// GLSL's, and as slow as with no branch). Infinities and NaN take the short
+/// path; their results are replaced by NaN.
+TrigReduced reduceTrig(Exact &f, Value x) {
   ImplicitLocOpBuilder &b = f.b;
-  Value large = f.both(f.cmp(arith::CmpFPredicate::OGE, f.abs(x), f.c(kCodyWaiteLimit)),
+  double limit = f.pick(kCodyWaiteLimit, kCodyWaiteLimit32);
+  Value large = f.both(f.cmp(arith::CmpFPredicate::OGE, f.abs(x), f.c(limit)),
                        f.cmp(arith::CmpFPredicate::OLT, f.abs(x), f.c(INFINITY)));
-  Type f64 = b.getF64Type(), i64 = b.getI64Type();
-  auto branch = b.create<scf::IfOp>(TypeRange{f64, f64, i64}, large, /*withElseRegion=*/true);
+  auto branch = b.create<scf::IfOp>(TypeRange{f.type, f.type, f.intType()}, large,
+                                    /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   for (bool payneHanek : {true, false}) {
     Region &region = payneHanek ? branch.getThenRegion() : branch.getElseRegion();
     b.setInsertionPointToEnd(&region.front());
-    TrigReduced r = payneHanek ? reduceTrigPayneHanek(f, x) : reduceTrigCodyWaite(f, x);
+    TrigReduced r = !payneHanek ? reduceTrigCodyWaite(f, x)
+                    : f.f64     ? reduceTrigPayneHanek(f, x)
+                                : reduceTrigPayneHanek32(f, x);
     b.create<scf::YieldOp>(ValueRange{r.rh, r.rl, r.quadrant});
   }
   return {branch.getResult(0), branch.getResult(1), branch.getResult(2)};
 }
 
 /// (sin(r) - r) / r^3 = -1/3! + z/5! - ... + z^8/19!, z = r^2 (|r| <= pi/4:
-/// the next term is below 2^-62).
-llvm::SmallVector<double> sinTail() {
-  return series(3, 2, 9, [](int n) { return (n % 4 == 3 ? -1 : 1) * inverseFactorial(n); });
+/// the next term is below 2^-62; for f32 up to z^3/9!, the next below 2^-28).
+llvm::SmallVector<double> sinTail(Exact &f) {
+  return series(3, 2, f.f64 ? 9 : 4,
+                [](int n) { return (n % 4 == 3 ? -1 : 1) * inverseFactorial(n); });
 }
-/// (cos(r) - 1 + z/2) / z^2 = 1/4! - z/6! + ... + z^8/20!.
-llvm::SmallVector<double> cosTail() {
-  return series(4, 2, 9, [](int n) { return (n % 4 == 0 ? 1 : -1) * inverseFactorial(n); });
+/// (cos(r) - 1 + z/2) / z^2 = 1/4! - z/6! + ... + z^8/20! (f32: to z^3/10!).
+llvm::SmallVector<double> cosTail(Exact &f) {
+  return series(4, 2, f.f64 ? 9 : 4,
+                [](int n) { return (n % 4 == 0 ? 1 : -1) * inverseFactorial(n); });
 }
 
 /// sin(rh + rl) = sin(rh) + rl cos(rh), with cos(rh) ~ 1 - rh^2/2.
-Value sinKernel(F64 &f, Value rh, Value rl) {
+Value sinKernel(Exact &f, Value rh, Value rl) {
   Value z = f.mul(rh, rh);
   Value cosFactor = f.fma(f.c(-0.5), z, f.c(1));
-  return f.add(rh, f.fma(f.mul(rh, z), f.poly(z, sinTail()), f.mul(rl, cosFactor)));
+  return f.add(rh, f.fma(f.mul(rh, z), f.poly(z, sinTail(f)), f.mul(rl, cosFactor)));
 }
 
 /// cos(rh + rl) = cos(rh) - rl sin(rh), with 1 - z/2 split as w + ((1 - w) - z/2).
-Value cosKernel(F64 &f, Value rh, Value rl) {
+Value cosKernel(Exact &f, Value rh, Value rl) {
   Value z = f.mul(rh, rh);
   Value halfZ = f.mul(f.c(0.5), z);
   Value w = f.sub(f.c(1), halfZ);
-  Value tail = f.sub(f.mul(f.mul(z, z), f.poly(z, cosTail())), f.mul(rh, rl));
+  Value tail = f.sub(f.mul(f.mul(z, z), f.poly(z, cosTail(f))), f.mul(rh, rl));
   return f.add(w, f.add(f.sub(f.sub(f.c(1), w), halfZ), tail));
 }
 
 /// NaN for infinite x (and NaN); `zeroKeeps` returns x itself at +-0.
-Value trigSpecials(F64 &f, Value x, Value value, bool zeroKeeps) {
+Value trigSpecials(Exact &f, Value x, Value value, bool zeroKeeps) {
   if (zeroKeeps)
     value = f.select(f.eq(x, 0), x, value);
   return f.select(f.eq(f.abs(x), INFINITY), f.c(NAN), value);
 }
 
-Value expandSin(F64 &f, ValueRange x) {
+Value expandSin(Exact &f, ValueRange x) {
   TrigReduced r = reduceTrig(f, x[0]);
   Value odd = f.ieq(f.iand(r.quadrant, f.ci(1)), 1);
   Value v = f.select(odd, cosKernel(f, r.rh, r.rl), sinKernel(f, r.rh, r.rl));
@@ -447,7 +563,7 @@ Value expandSin(F64 &f, ValueRange x) {
   return trigSpecials(f, x[0], v, /*zeroKeeps=*/true);
 }
 
-Value expandCos(F64 &f, ValueRange x) {
+Value expandCos(Exact &f, ValueRange x) {
   TrigReduced r = reduceTrig(f, x[0]);
   Value odd = f.ieq(f.iand(r.quadrant, f.ci(1)), 1);
   Value v = f.select(odd, sinKernel(f, r.rh, r.rl), cosKernel(f, r.rh, r.rl));
@@ -457,33 +573,43 @@ Value expandCos(F64 &f, ValueRange x) {
 }
 
 /// tan = sin / cos in even quadrants, -cos / sin in odd ones.
-Value expandTan(F64 &f, ValueRange x) {
+Value expandTan(Exact &f, ValueRange x) {
   TrigReduced r = reduceTrig(f, x[0]);
   Value sin = sinKernel(f, r.rh, r.rl), cos = cosKernel(f, r.rh, r.rl);
   Value odd = f.ieq(f.iand(r.quadrant, f.ci(1)), 1);
-  Value v = f.select(odd, f.neg(f.div(cos, sin)), f.div(sin, cos));
+  Value v = f.select(odd, f.neg(f.quotient(cos, sin)), f.quotient(sin, cos));
   return trigSpecials(f, x[0], v, /*zeroKeeps=*/true);
 }
 
 /// (atan(u) - u) / u^3 = -1/3 + z/5 - ... + z^8/19, z = u^2 <= tan(pi/24)^2:
-/// the next term is below 2^-57.
-llvm::SmallVector<double> atanTail() {
-  return series(3, 2, 9, [](int n) { return (n % 4 == 3 ? -1.0 : 1.0) / n; });
+/// the next term is below 2^-57 (for f32 up to z^3/9, the next below 2^-32).
+llvm::SmallVector<double> atanTail(Exact &f) {
+  return series(3, 2, f.f64 ? 9 : 4, [](int n) { return (n % 4 == 3 ? -1.0 : 1.0) / n; });
 }
 
 /// atan(x): a = |x|, or 1/a past 1 (atan = pi/2 - atan(1/a)); then
 /// atan(a) = j pi/12 + atan(u), u = (a - t) / (1 + a t) for t = tan(j pi/12)
 /// and the j whose interval holds a, |u| <= tan(pi/24).
-Value expandAtan(F64 &f, ValueRange ops) {
+Value expandAtan(Exact &f, ValueRange ops) {
   Value x = ops[0], a = f.abs(x);
   Value inverted = f.gt(a, 1);
-  a = f.select(inverted, f.div(f.c(1), a), a);
-  // tan(j pi/12) and j pi/12 as double-doubles, j = 0..3.
-  const double tanHi[4] = {0, 0.2679491924311227, 0.5773502691896257, 1};
-  const double tanLo[4] = {0, 1.0671460244446628e-17, 3.3450280739356345e-17, 0};
-  const double angleHi[4] = {0, 0.26179938779914946, 0.5235987755982989, 0.7853981633974483};
-  const double angleLo[4] = {0, -2.6802044161277275e-17, -5.360408832255455e-17,
-                             3.061616997868383e-17};
+  a = f.select(inverted, f.quotient(f.c(1), a), a);
+  // tan(j pi/12) and j pi/12 as double-doubles (or double-floats), j = 0..3.
+  const double tanHi64[4] = {0, 0.2679491924311227, 0.5773502691896257, 1};
+  const double tanLo64[4] = {0, 1.0671460244446628e-17, 3.3450280739356345e-17, 0};
+  const double angleHi64[4] = {0, 0.26179938779914946, 0.5235987755982989,
+                               0.7853981633974483};
+  const double angleLo64[4] = {0, -2.6802044161277275e-17, -5.360408832255455e-17,
+                               3.061616997868383e-17};
+  const double tanHi32[4] = {0, 0.2679491937160492, 0.5773502588272095, 1};
+  const double tanLo32[4] = {0, -1.284926498534844e-09, 1.0362416702491828e-08, 0};
+  const double angleHi32[4] = {0, 0.2617993950843811, 0.5235987901687622,
+                               0.7853981852531433};
+  const double angleLo32[4] = {0, -7.285231529152725e-09, -1.457046305830545e-08,
+                               -2.1855694143368964e-08};
+  const double(&tanHi)[4] = f.f64 ? tanHi64 : tanHi32, (&tanLo)[4] = f.f64 ? tanLo64 : tanLo32;
+  const double(&angleHi)[4] = f.f64 ? angleHi64 : angleHi32;
+  const double(&angleLo)[4] = f.f64 ? angleLo64 : angleLo32;
   // tan of the odd multiples of pi/24: where j changes.
   const double bounds[3] = {0.13165249758739586, 0.41421356237309503, 0.7673269879789604};
   auto pick = [&](const double (&table)[4]) {
@@ -493,11 +619,12 @@ Value expandAtan(F64 &f, ValueRange ops) {
     return v;
   };
   Value t = pick(tanHi);
-  Value u = f.div(f.sub(f.sub(a, t), pick(tanLo)), f.fma(a, t, f.c(1)));
+  Value u = f.quotient(f.sub(f.sub(a, t), pick(tanLo)), f.fma(a, t, f.c(1)));
   Value z = f.mul(u, u);
-  Value atanU = f.fma(f.mul(u, z), f.poly(z, atanTail()), u);
+  Value atanU = f.fma(f.mul(u, z), f.poly(z, atanTail(f)), u);
   Value angle = f.add(pick(angleHi), f.add(pick(angleLo), atanU));
-  Value turned = f.add(f.sub(f.c(kHalfPi), angle), f.c(kHalfPiTail));
+  Value turned = f.add(f.sub(f.c(f.pick(kHalfPi, kHalfPi32)), angle),
+                       f.c(f.pick(kHalfPiTail, kHalfPiTail32)));
   Value result = f.copysign(f.select(inverted, turned, angle), x);
   return f.select(f.isNaN(x), x, result);
 }
@@ -506,7 +633,7 @@ Value expandAtan(F64 &f, ValueRange ops) {
 
 /// sinh(x) = (e + e / (e + 1)) / 2 for e = expm1(|x|) below 22; beyond,
 /// e^|x| / 2 (the 2 taken from the exponent, so it overflows only where sinh does).
-Value expandSinh(F64 &f, ValueRange ops) {
+Value expandSinh(Exact &f, ValueRange ops) {
   Value x = ops[0], a = f.abs(x);
   Value e = f.call<math::ExpM1Op>(a);
   Value small = f.mul(f.c(0.5), f.add(e, f.div(e, f.add(e, f.c(1)))));
@@ -515,7 +642,7 @@ Value expandSinh(F64 &f, ValueRange ops) {
 }
 
 /// cosh(x) = e / 2 + 1 / (2 e) for e = e^|x| below 22; beyond, e^|x| / 2.
-Value expandCosh(F64 &f, ValueRange ops) {
+Value expandCosh(Exact &f, ValueRange ops) {
   Value a = f.abs(ops[0]);
   Value e = f.call<math::ExpOp>(a);
   Value small = f.add(f.mul(f.c(0.5), e), f.div(f.c(0.5), e));
@@ -523,7 +650,7 @@ Value expandCosh(F64 &f, ValueRange ops) {
 }
 
 /// tanh(x) = e / (e + 2) for e = expm1(2|x|), 1 past 22 (to the nearest double).
-Value expandTanh(F64 &f, ValueRange ops) {
+Value expandTanh(Exact &f, ValueRange ops) {
   Value x = ops[0], a = f.abs(x);
   Value e = f.call<math::ExpM1Op>(f.mul(f.c(2), a));
   Value t = f.select(f.gt(a, 22), f.c(1), f.div(e, f.add(e, f.c(2))));
@@ -535,7 +662,7 @@ Value expandTanh(F64 &f, ValueRange ops) {
 /// cbrt(x): a first guess from the bits (the exponent divided by 3, within
 /// 4%), four Newton steps r -= (r - a / r^2) / 3, x's sign; zeros, infinities and
 /// NaN are returned as they are. Subnormals are scaled by 2^54 (2^18 out).
-Value expandCbrt(F64 &f, ValueRange ops) {
+Value expandCbrt(Exact &f, ValueRange ops) {
   Value x = ops[0], a = f.abs(x);
   Value subnormal = f.lt(a, 0x1p-1022);
   Value as = f.select(subnormal, f.mul(a, f.c(0x1p54)), a);
@@ -599,7 +726,7 @@ constexpr ErfcInterval kErfcFits[4] = {
 /// with F from the fit of a's interval (its coefficients chosen by selects,
 /// one Horner evaluation) and a^2 a double-double; 1 from 6 on (erfc(6) is
 /// 2e-17). x's sign; NaN stays NaN.
-Value expandErf(F64 &f, ValueRange ops) {
+Value expandErf(Exact &f, ValueRange ops) {
   Value x = ops[0], a = f.abs(x);
   Value small = f.mul(a, f.poly(f.mul(a, a), erfSeries()));
   auto pick = [&](auto field) {
@@ -622,42 +749,50 @@ Value expandErf(F64 &f, ValueRange ops) {
 
 //===- the patterns -------------------------------------------------------===//
 
-using Expansion = Value (*)(F64 &, ValueRange);
+using Expansion = Value (*)(Exact &, ValueRange);
 
-template <typename Op> struct ExpandF64 : OpRewritePattern<Op> {
-  ExpandF64(MLIRContext *context, Expansion expand)
-      : OpRewritePattern<Op>(context, /*benefit=*/2), expand(expand) {}
+/// Replaces a scalar f64 `Op`, or an f32 one where `alsoF32`, by `expand`'s
+/// value (pow only where its base is positive).
+template <typename Op> struct ExpandExact : OpRewritePattern<Op> {
+  ExpandExact(MLIRContext *context, Expansion expand, bool alsoF32 = false)
+      : OpRewritePattern<Op>(context, /*benefit=*/2), expand(expand), alsoF32(alsoF32) {}
   LogicalResult matchAndRewrite(Op op, PatternRewriter &rewriter) const override {
-    if (!op.getType().isF64())
+    auto type = dyn_cast<FloatType>(op.getType());
+    if (!type || !(type.isF64() || (alsoF32 && type.isF32())))
       return failure();
     if constexpr (std::is_same_v<Op, math::PowFOp>)
       if (!op->hasAttr(kiln::kPositiveBaseAttr))
         return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    F64 f(b);
+    Exact f(b, type);
     rewriter.replaceOp(op, expand(f, op->getOperands()));
     return success();
   }
   Expansion expand;
+  bool alsoF32;
 };
 } // namespace
 
-void kiln::populateF64MathPatterns(RewritePatternSet &patterns) {
+void kiln::populateExactMathPatterns(RewritePatternSet &patterns) {
   MLIRContext *context = patterns.getContext();
-  patterns.add<ExpandF64<math::ExpOp>>(context, expandExp);
-  patterns.add<ExpandF64<math::Exp2Op>>(context, expandExp2);
-  patterns.add<ExpandF64<math::ExpM1Op>>(context, expandExpm1);
-  patterns.add<ExpandF64<math::LogOp>>(context, expandLog);
-  patterns.add<ExpandF64<math::Log2Op>>(context, expandLog2);
-  patterns.add<ExpandF64<math::Log10Op>>(context, expandLog10);
-  patterns.add<ExpandF64<math::PowFOp>>(context, expandPositivePow);
-  patterns.add<ExpandF64<math::SinOp>>(context, expandSin);
-  patterns.add<ExpandF64<math::CosOp>>(context, expandCos);
-  patterns.add<ExpandF64<math::TanOp>>(context, expandTan);
-  patterns.add<ExpandF64<math::AtanOp>>(context, expandAtan);
-  patterns.add<ExpandF64<math::SinhOp>>(context, expandSinh);
-  patterns.add<ExpandF64<math::CoshOp>>(context, expandCosh);
-  patterns.add<ExpandF64<math::TanhOp>>(context, expandTanh);
-  patterns.add<ExpandF64<math::CbrtOp>>(context, expandCbrt);
-  patterns.add<ExpandF64<math::ErfOp>>(context, expandErf);
+  // f64 only: GLSL's f32 versions are within a few ulps.
+  patterns.add<ExpandExact<math::ExpM1Op>>(context, expandExpm1);
+  patterns.add<ExpandExact<math::LogOp>>(context, expandLog);
+  patterns.add<ExpandExact<math::Log2Op>>(context, expandLog2);
+  patterns.add<ExpandExact<math::Log10Op>>(context, expandLog10);
+  patterns.add<ExpandExact<math::SinhOp>>(context, expandSinh);
+  patterns.add<ExpandExact<math::TanhOp>>(context, expandTanh);
+  patterns.add<ExpandExact<math::CbrtOp>>(context, expandCbrt);
+  patterns.add<ExpandExact<math::ErfOp>>(context, expandErf);
+  // f64 and f32: GLSL's f32 exp, cosh, pow, sin, cos, tan and atan may be far
+  // off (lavapipe's exp within 3 + 2 |x| ulps, as GLSL allows; no subnormals).
+  const bool alsoF32 = true;
+  patterns.add<ExpandExact<math::ExpOp>>(context, expandExp, alsoF32);
+  patterns.add<ExpandExact<math::Exp2Op>>(context, expandExp2, alsoF32);
+  patterns.add<ExpandExact<math::CoshOp>>(context, expandCosh, alsoF32);
+  patterns.add<ExpandExact<math::PowFOp>>(context, expandPositivePow, alsoF32);
+  patterns.add<ExpandExact<math::SinOp>>(context, expandSin, alsoF32);
+  patterns.add<ExpandExact<math::CosOp>>(context, expandCos, alsoF32);
+  patterns.add<ExpandExact<math::TanOp>>(context, expandTan, alsoF32);
+  patterns.add<ExpandExact<math::AtanOp>>(context, expandAtan, alsoF32);
 }
