@@ -582,9 +582,10 @@ Value expandTan(Exact &f, ValueRange x) {
 }
 
 /// (atan(u) - u) / u^3 = -1/3 + z/5 - ... + z^8/19, z = u^2 <= tan(pi/24)^2:
-/// the next term is below 2^-57 (for f32 up to z^3/9, the next below 2^-32).
+/// the next term is below 2^-57 (for f32 up to z^4/11 with z <= 0.04, the next
+/// below 2^-28).
 llvm::SmallVector<double> atanTail(Exact &f) {
-  return series(3, 2, f.f64 ? 9 : 4, [](int n) { return (n % 4 == 3 ? -1.0 : 1.0) / n; });
+  return series(3, 2, f.f64 ? 9 : 5, [](int n) { return (n % 4 == 3 ? -1.0 : 1.0) / n; });
 }
 
 /// atan(x): a = |x|, or 1/a past 1 (atan = pi/2 - atan(1/a)); then
@@ -610,8 +611,11 @@ Value expandAtan(Exact &f, ValueRange ops) {
   const double(&tanHi)[4] = f.f64 ? tanHi64 : tanHi32, (&tanLo)[4] = f.f64 ? tanLo64 : tanLo32;
   const double(&angleHi)[4] = f.f64 ? angleHi64 : angleHi32;
   const double(&angleLo)[4] = f.f64 ? angleLo64 : angleLo32;
-  // tan of the odd multiples of pi/24: where j changes.
-  const double bounds[3] = {0.13165249758739586, 0.41421356237309503, 0.7673269879789604};
+  // tan of the odd multiples of pi/24: where j changes. f32 keeps j = 0 up to
+  // 0.2 (where j = 1 took 1.6 ulps): below tan(pi/12) atan(u) is negative, and
+  // the result as little as half of pi/12.
+  const double bounds[3] = {f.f64 ? 0.13165249758739586 : 0.2, 0.41421356237309503,
+                            0.7673269879789604};
   auto pick = [&](const double (&table)[4]) {
     Value v = f.c(table[0]);
     for (int j = 1; j < 4; ++j)
@@ -619,13 +623,25 @@ Value expandAtan(Exact &f, ValueRange ops) {
     return v;
   };
   Value t = pick(tanHi);
-  Value u = f.quotient(f.sub(f.sub(a, t), pick(tanLo)), f.fma(a, t, f.c(1)));
+  // u from 1 + a t as a double-word sum: where atan(u) is negative, the
+  // result is as little as half of j pi/12, and the rounding of 1 + a t alone
+  // made f32 atan 1.7 ulps off.
+  DD product = f.twoProd(a, t);
+  DD denominator = f.fastTwoSum(f.c(1), product.hi);
+  Value q = f.quotient(f.sub(f.sub(a, t), pick(tanLo)), denominator.hi);
+  Value correction = f.div(f.add(denominator.lo, product.lo), denominator.hi);
+  Value u = f.sub(q, f.mul(q, correction));
   Value z = f.mul(u, u);
   Value atanU = f.fma(f.mul(u, z), f.poly(z, atanTail(f)), u);
-  Value angle = f.add(pick(angleHi), f.add(pick(angleLo), atanU));
-  Value turned = f.add(f.sub(f.c(f.pick(kHalfPi, kHalfPi32)), angle),
-                       f.c(f.pick(kHalfPiTail, kHalfPiTail32)));
-  Value result = f.copysign(f.select(inverted, turned, angle), x);
+  // j pi/12 + atan(u) and pi/2 less that, each rounded once from a
+  // double-word sum.
+  DD angle = f.fastTwoSum(pick(angleHi), atanU);
+  angle.lo = f.add(angle.lo, pick(angleLo));
+  DD turned = f.twoSum(f.c(f.pick(kHalfPi, kHalfPi32)), f.neg(angle.hi));
+  turned.lo = f.add(turned.lo, f.sub(f.c(f.pick(kHalfPiTail, kHalfPiTail32)), angle.lo));
+  Value result = f.copysign(f.select(inverted, f.add(turned.hi, turned.lo),
+                                     f.add(angle.hi, angle.lo)),
+                            x);
   return f.select(f.isNaN(x), x, result);
 }
 
