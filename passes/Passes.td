@@ -380,20 +380,20 @@ def KilnAttachSPIRVTarget : Pass<"kiln-attach-spirv-target", "mlir::ModuleOp"> {
 def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   let summary = "Replace math functions a target lacks with expansions";
   let description = [{
-    With `target=spirv`: SPIR-V's GLSL.std.450 set has no `erf`, `atan2`,
-    `trunc` or `log10`; `math.erf` (f32) becomes MLIR's polynomial
-    approximation, `math.atan2(y, x)` becomes `atan(y / x)` corrected by
-    quadrant (signed zeros and two infinities as C's `atan2f`), `math.trunc(x)`
-    becomes `x < 0 ? ceil(x) : floor(x)`, and `math.log10` (like `math.log2`,
-    for which MLIR 19's math-to-spirv has no pattern) a scaled `math.log`.
+    With `target=spirv`: SPIR-V's GLSL.std.450 set has no `erf`, `atan2` or
+    `trunc`; `math.erf` (f32) becomes MLIR's polynomial approximation (+-0 kept),
+    `math.atan2(y, x)` becomes `atan(y / x)` corrected by quadrant (signed zeros
+    and two infinities as C's `atan2f`), and `math.trunc(x)` becomes
+    `x < 0 ? ceil(x) : floor(x)`.
     `asin` and `acos` are expanded as for NVIDIA below: GLSL's own may be much
     less accurate than its `atan`. `expm1` and `log1p` (of any type) take
     series near 0 (passes/AccurateMath.h): MLIR's exp(x) - 1 and log(1 + x)
     gave 0 for 1e-10. GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other
-    transcendental function, and Vulkan lets its f32 `exp`, `sin`, `cos`,
+    transcendental function, and Vulkan lets its f32 `exp`, `log`, `sin`, `cos`,
     `tan`, `atan` and `pow` be far off (lavapipe's `sin(1e9)` was 1.0): these,
-    f64 and f32, and `exp2` and `cosh`, are computed from arithmetic
-    (passes/GPU/ExactMath.h), each within 2 ulps of the exact result: exact
+    f64 and f32, and `exp2`, `log2`, `log10` and `cosh`, are computed from
+    arithmetic
+    (passes/GPU/ExactMath.h), each within 2.5 ulps of the exact result: exact
     argument reductions (Cody and Waite's for sin, cos and tan below 2^26 pi,
     f32 2^11 pi, Payne and Hanek's beyond, in an `scf.if`), Taylor series,
     double-double or double-float where the reduction cancels (pow's log).

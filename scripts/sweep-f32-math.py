@@ -7,6 +7,9 @@ exp through kiln-run, reads the results back from .npy files, and prints each
 function's largest distance from the exact value in ulps of the float nearest
 it, with the argument. The double result stands in for the exact one (its error
 is 2^-29 of a float ulp). docs/targets.md, "f32 math on Vulkan", quotes a run.
+Random arguments seldom land near a multiple of pi/2, where the reduction of
+sin, cos and tan is hardest; DeviceAgreement.FloatMathAgreesWithLibmOnEveryDevice
+has such a case.
 
   python3 scripts/sweep-f32-math.py [--count N] [--seed S] [--device vulkan]
 """

@@ -27,38 +27,6 @@ namespace {
 template <typename Op, Value (*expand)(FloatBuilder &, Op)>
 using Expand = kiln::FloatExpansion<Op, expand>;
 
-/// log2(x) = log(x) * (1 / ln 2) and log10(x) = log(x) * (1 / ln 10): MLIR 19's
-/// math-to-spirv has neither.
-Value expandLog2(FloatBuilder &f, math::Log2Op op) {
-  return f.mul(f.call<math::LogOp>(op.getOperand()), f.c(1.4426950408889634));
-}
-Value expandLog10(FloatBuilder &f, math::Log10Op op) {
-  return f.mul(f.call<math::LogOp>(op.getOperand()), f.c(0.4342944819032518));
-}
-
-/// Marks a GLSL log this pass made itself, so that expandLog leaves it alone.
-constexpr llvm::StringLiteral kGLSLLogAttr = "kiln.glsl_log";
-
-/// log(x) in f32 and f16 (f64 is ExactMath's): GLSL lets a driver's log be off by
-/// 2^-21 absolutely in [1/2, 2], which is all the digits of log(1 + 1e-7), and
-/// lavapipe's misreads subnormals (log(1e-40) came out -88.0 for -92.1).
-/// In [1/2, 2], 2 atanh(s) = 2 (s + s^3/3 + ...) for s = (x - 1) / (x + 1)
-/// (x - 1 is exact there, |s| <= 1/3: nine terms); subnormals are scaled by
-/// 2^24 first.
-Value expandLog(FloatBuilder &f, math::LogOp op) {
-  if (op->hasAttr(kGLSLLogAttr) || f.isF64())
-    return {};
-  Value x = op.getOperand();
-  Value s = f.div(f.sub(x, f.c(1)), f.add(x, f.c(1)));
-  Value z = f.mul(s, s);
-  Value near = f.mul(s, f.horner(z, 9, [](int k) { return 2.0 / (2 * k + 1); }));
-  Value tiny = f.both(f.gt(x, 0), f.lt(x, 0x1p-126));
-  auto glsl = f.b.create<math::LogOp>(f.select(tiny, f.mul(x, f.c(0x1p24)), x));
-  glsl->setAttr(kGLSLLogAttr, f.b.getUnitAttr());
-  Value far = f.select(tiny, f.sub(glsl, f.c(24 * M_LN2)), glsl);
-  return f.select(f.both(f.ge(x, 0.5), f.le(x, 2)), near, far);
-}
-
 /// Marks an erf whose zero's sign expandErfZeroSign has put back around it.
 constexpr llvm::StringLiteral kSignedZeroAttr = "kiln.signed_zero";
 
@@ -271,10 +239,8 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
                    Expand<math::AsinOp, expandAsin>, Expand<math::AcosOp, expandAcos>,
                    Expand<math::PowFOp, expandPow>, Expand<math::AsinhOp, expandAsinh>,
                    Expand<math::AcoshOp, expandAcosh>, Expand<math::AtanhOp, expandAtanh>,
-                   Expand<math::CbrtOp, expandCbrt>, Expand<math::Log2Op, expandLog2>,
-                   Expand<math::Log10Op, expandLog10>, Expand<math::LogOp, expandLog>,
-                   Expand<math::SinhOp, expandSinh>, Expand<math::TanhOp, expandTanh>>(
-          &getContext());
+                   Expand<math::CbrtOp, expandCbrt>, Expand<math::SinhOp, expandSinh>,
+                   Expand<math::TanhOp, expandTanh>>(&getContext());
       // Bit counts of any width (Vulkan's OpBitCount and FindUMsb are 32-bit).
       populateExpandCtlzPattern(patterns);
       patterns.add<ExpandCtPop>(&getContext());

@@ -49,6 +49,7 @@ constexpr double kHalfPi = 1.5707963267948966, kHalfPiTail = 6.123233995736766e-
 // The same for f32 (double-float pairs; k * kLn2Hi32 is exact for |k| < 2^9,
 // n * part for n <= 2^12).
 constexpr double kLn2Hi32 = 0.693145751953125, kLn2Lo32 = 1.4286068203094173e-06;
+constexpr double kLog10Of2Hi32 = 0.301025390625, kLog10Of2Lo32 = 4.605038981195214e-06;
 constexpr double kLn232 = 0.6931471824645996, kLn2Tail32 = -1.9046542121259336e-09;
 constexpr double kPio232[5] = {1.5703125, 0.0004837512969970703, 7.549533620476723e-08,
                                2.5632829192545614e-12, 6.123234262925839e-17};
@@ -293,8 +294,8 @@ Value logSpecials(Exact &f, Value x, Value value) {
 
 Value expandLog(Exact &f, ValueRange x) {
   LogReduced r = reduceLog(f, x[0]);
-  Value small = f.add(logOnePlus(f, r.m), f.mul(r.k, f.c(kLn2Lo)));
-  return logSpecials(f, x[0], f.add(f.mul(r.k, f.c(kLn2Hi)), small));
+  Value small = f.add(logOnePlus(f, r.m), f.mul(r.k, f.c(f.pick(kLn2Lo, kLn2Lo32))));
+  return logSpecials(f, x[0], f.add(f.mul(r.k, f.c(f.pick(kLn2Hi, kLn2Hi32))), small));
 }
 
 /// k + log(1 + m) / ln 2: exact at powers of 2.
@@ -305,8 +306,10 @@ Value expandLog2(Exact &f, ValueRange x) {
 
 Value expandLog10(Exact &f, ValueRange x) {
   LogReduced r = reduceLog(f, x[0]);
-  Value small = f.fma(logOnePlus(f, r.m), f.c(kInvLn10), f.mul(r.k, f.c(kLog10Of2Lo)));
-  return logSpecials(f, x[0], f.add(f.mul(r.k, f.c(kLog10Of2Hi)), small));
+  Value lo = f.c(f.pick(kLog10Of2Lo, kLog10Of2Lo32));
+  Value hi = f.c(f.pick(kLog10Of2Hi, kLog10Of2Hi32));
+  Value small = f.fma(logOnePlus(f, r.m), f.c(kInvLn10), f.mul(r.k, lo));
+  return logSpecials(f, x[0], f.add(f.mul(r.k, hi), small));
 }
 
 /// |x|^y for a positive finite x (the special cases are kiln-approximate-math's):
@@ -452,11 +455,14 @@ uint64_t twoOverPiWord(int k) {
 
 /// Payne and Hanek's reduction for f32, for finite |x| >= kCodyWaiteLimit32,
 /// in 64-bit integers. |x| = M 2^e (M < 2^24, e >= -11): the bits of 2/pi of
-/// weight 2^(-e-1) to 2^(-e-96), a 96-bit W in three 32-bit words, times M
+/// weight 2^(1-e) to 2^(-e-94), a 96-bit W in three 32-bit words, times M
 /// give |x| 2/pi mod 4 as the 120-bit P = M W times 2^-94 (bits of 2/pi above
 /// the window only add multiples of 4; those below, less than 2^-70). P's bits
 /// 94 and 95 are the quadrant, bits 30 to 93 the fraction, read as a signed
-/// 64-bit integer: from 1/2 on, the fraction less 1 and the next quadrant.
+/// 64-bit integer: from 1/2 on, the fraction less 1 and the next quadrant. The
+/// remainder is summed from the digits of that fraction's magnitude, which are
+/// of one sign: no cancellation, however close x is to a multiple of pi/2
+/// (digits of both signs lost 4 ulps of cos(14173733 2^88), 1e-8).
 TrigReduced reduceTrigPayneHanek32(Exact &f, Value x) {
   using P = arith::CmpIPredicate;
   auto c64 = [&](int64_t v) { return f.ci(v, 64); };
@@ -484,14 +490,17 @@ TrigReduced reduceTrigPayneHanek32(Exact &f, Value x) {
   Value upper = f.icmp(P::slt, fraction, c64(0));
   Value q = f.iadd(f.shru(high, c64(30)), f.select(upper, c64(1), c64(0)));
   q = f.select(f.lt(x, 0), f.isub(c64(0), q), q); // negative x: quadrant -n
-  // fraction 2^-64 = a 2^-24 + b 2^-48 + c 2^-64, each exact in f32.
-  Value a = f.toFloat(f.shrs(fraction, c64(40)));
-  Value b = f.toFloat(f.iand(f.shru(fraction, c64(16)), c64(0xffffff)));
-  Value c = f.toFloat(f.iand(fraction, c64(0xffff)));
+  // |fraction| 2^-64 = a 2^-24 + b 2^-48 + c 2^-64, each exact in f32 (2^63,
+  // the magnitude of -1/2, is read unsigned).
+  Value magnitude = f.select(upper, f.isub(c64(0), fraction), fraction);
+  Value a = f.toFloat(f.shru(magnitude, c64(40)));
+  Value b = f.toFloat(f.iand(f.shru(magnitude, c64(16)), c64(0xffffff)));
+  Value c = f.toFloat(f.iand(magnitude, c64(0xffff)));
   DD sum = f.add(DD{f.mul(a, f.c(0x1p-24)), f.mul(b, f.c(0x1p-48))},
                  DD{f.mul(c, f.c(0x1p-64)), f.c(0)});
   DD r = f.mul(f.fastTwoSum(sum.hi, sum.lo), DD{f.c(kHalfPi32), f.c(kHalfPiTail32)});
-  Value negative = f.lt(x, 0);
+  // Negative for a fraction past 1/2, and for negative x (whose quadrant is -n).
+  Value negative = f.differ(upper, f.lt(x, 0));
   return {f.select(negative, f.neg(r.hi), r.hi), f.select(negative, f.neg(r.lo), r.lo),
           f.narrow(f.iand(q, c64(3)))};
 }
@@ -791,21 +800,22 @@ template <typename Op> struct ExpandExact : OpRewritePattern<Op> {
 
 void kiln::populateExactMathPatterns(RewritePatternSet &patterns) {
   MLIRContext *context = patterns.getContext();
-  // f64 only: GLSL's f32 versions are within a few ulps.
+  // f64 only: f32 takes kiln-approximate-math's expm1, sinh, tanh and cbrt
+  // (which build on the f32 functions below) and MLIR's erf polynomial.
   patterns.add<ExpandExact<math::ExpM1Op>>(context, expandExpm1);
-  patterns.add<ExpandExact<math::LogOp>>(context, expandLog);
-  patterns.add<ExpandExact<math::Log2Op>>(context, expandLog2);
-  patterns.add<ExpandExact<math::Log10Op>>(context, expandLog10);
   patterns.add<ExpandExact<math::SinhOp>>(context, expandSinh);
   patterns.add<ExpandExact<math::TanhOp>>(context, expandTanh);
   patterns.add<ExpandExact<math::CbrtOp>>(context, expandCbrt);
   patterns.add<ExpandExact<math::ErfOp>>(context, expandErf);
-  // f64 and f32: GLSL's f32 exp, cosh, pow, sin, cos, tan and atan may be far
-  // off (lavapipe's exp within 3 + 2 |x| ulps, as GLSL allows; no subnormals).
+  // f64 and f32: GLSL's f32 versions may be far off (lavapipe's exp within
+  // 3 + 2 |x| ulps, as GLSL allows, and no subnormals; log within 2^-21 near 1).
   const bool alsoF32 = true;
   patterns.add<ExpandExact<math::ExpOp>>(context, expandExp, alsoF32);
   patterns.add<ExpandExact<math::Exp2Op>>(context, expandExp2, alsoF32);
   patterns.add<ExpandExact<math::CoshOp>>(context, expandCosh, alsoF32);
+  patterns.add<ExpandExact<math::LogOp>>(context, expandLog, alsoF32);
+  patterns.add<ExpandExact<math::Log2Op>>(context, expandLog2, alsoF32);
+  patterns.add<ExpandExact<math::Log10Op>>(context, expandLog10, alsoF32);
   patterns.add<ExpandExact<math::PowFOp>>(context, expandPositivePow, alsoF32);
   patterns.add<ExpandExact<math::SinOp>>(context, expandSin, alsoF32);
   patterns.add<ExpandExact<math::CosOp>>(context, expandCos, alsoF32);

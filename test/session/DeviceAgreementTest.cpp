@@ -1720,9 +1720,10 @@ TEST_F(DeviceAgreement, FloatMathAgreesWithLibmOnEveryDevice) {
                                       2.0f, 8.0f, 1024.0f, 1e30f, -1e30f, 88.7f, 88.72f, 89.5f,
                                       -103.9f, -103.2f, 3.0f, 1e-10f, -1e-10f, 0x1p-30f, 100.0f,
                                       // sin and cos: near multiples of pi/2, large
-                                      // arguments, the largest float
+                                      // arguments, the largest float, and one within
+                                      // 2^-24 of a multiple of pi/2 (|cos| is 1e-8)
                                       1.5707964f, 3.1415927f, 6433.9f, 6434.1f, 1e9f, 1e22f,
-                                      FLT_MAX,
+                                      FLT_MAX, 0x1.b079cap+111f,
                                       // pow: large exponents of bases near 1
                                       0.99999988f, 1.0000001f, 16777215.0f};
   expectMathAgreesWithLibm<float>(functions, special, {});
