@@ -7,6 +7,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <tuple>
+#include <utility>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -96,15 +99,34 @@ Value kiln::floatAtomicMinMax(OpBuilder &b, Location loc, ReduceKind kind, Value
   {
     Block *before = b.createBlock(&loop.getBefore(), {}, {bits}, {loc});
     Value current = before->getArgument(0);
-    Value updated = combineReduction(b, loc, kind, b.create<arith::BitcastOp>(loc, type, current),
-                                     value);
-    auto cas = b.create<LLVM::AtomicCmpXchgOp>(loc, ptr, current,
-                                               b.create<arith::BitcastOp>(loc, bits, updated),
-                                               ordering, LLVM::AtomicOrdering::monotonic, scope);
-    Value seen = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{0});
-    Value swapped = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{1});
-    Value retry = b.create<arith::XOrIOp>(loc, swapped,
-                                          b.create<arith::ConstantIntOp>(loc, 1, 1));
+    Value updated = b.create<arith::BitcastOp>(
+        loc, bits,
+        combineReduction(b, loc, kind, b.create<arith::BitcastOp>(loc, type, current), value));
+    // Whether to retry, and the element as the exchange saw it.
+    auto exchange = [&]() -> std::pair<Value, Value> {
+      auto cas = b.create<LLVM::AtomicCmpXchgOp>(loc, ptr, current, updated, ordering,
+                                                 LLVM::AtomicOrdering::monotonic, scope);
+      Value swapped = b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{1});
+      return {b.create<arith::XOrIOp>(loc, swapped, b.create<arith::ConstantIntOp>(loc, 1, 1)),
+              b.create<LLVM::ExtractValueOp>(loc, cas, ArrayRef<int64_t>{0})};
+    };
+    Value retry, seen;
+    if (ordering == LLVM::AtomicOrdering::monotonic) {
+      // A relaxed update that leaves the element as it is writes nothing (most
+      // of a max reduction's updates, whose exchanges would contend for it).
+      Value unchanged = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, updated, current);
+      auto branch = b.create<scf::IfOp>(loc, TypeRange{b.getI1Type(), bits}, unchanged,
+                                        /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      b.create<scf::YieldOp>(loc, ValueRange{b.create<arith::ConstantIntOp>(loc, 0, 1), current});
+      b.setInsertionPointToStart(branch.elseBlock());
+      auto [again, saw] = exchange();
+      b.create<scf::YieldOp>(loc, ValueRange{again, saw});
+      retry = branch.getResult(0), seen = branch.getResult(1);
+    } else {
+      std::tie(retry, seen) = exchange();
+    }
     b.create<scf::ConditionOp>(loc, retry, ValueRange{seen});
     Block *after = b.createBlock(&loop.getAfter(), {}, {bits}, {loc});
     b.create<scf::YieldOp>(loc, after->getArgument(0));

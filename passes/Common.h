@@ -31,8 +31,9 @@ mlir::Value atomicUpdate(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind
 /// Float atomic max or min of the element at `ptr` (an LLVM pointer) with
 /// `value`, NaN propagating as in arith.maximumf: a loop of compare-and-swaps
 /// of the element's bits, since LLVM 19's atomicrmw fmax/fmin ignore NaN (and
-/// its cmpxchg takes no floats). `ordering` and `scope` are the cmpxchg's;
-/// returns the element's value before the update.
+/// its cmpxchg takes no floats). `ordering` and `scope` are the cmpxchg's; a
+/// relaxed update that would leave the element as it is writes nothing.
+/// Returns the element's value before the update.
 mlir::Value floatAtomicMinMax(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind,
                               mlir::Value ptr, mlir::Value value,
                               mlir::LLVM::AtomicOrdering ordering, llvm::StringRef scope = {});
