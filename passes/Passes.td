@@ -383,10 +383,10 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
     With `target=spirv`: SPIR-V's GLSL.std.450 set has no `erf`, `atan2` or
     `trunc`; `math.erf` (f32) becomes MLIR's polynomial approximation (+-0 kept),
     `math.atan2(y, x)` becomes `atan(y / x)` corrected by quadrant (signed zeros
-    and two infinities as C's `atan2f`), and `math.trunc(x)` becomes
-    `x < 0 ? ceil(x) : floor(x)`.
-    `asin` and `acos` are expanded as for NVIDIA below: GLSL's own may be much
-    less accurate than its `atan`. `expm1` and `log1p` (of any type) take
+    and two infinities as C's `atan2f`) and by the quotient's remainder, `asin`
+    and `acos` `atan2`s of `x` and `sqrt(1 - x^2)` (GLSL's own were off by 2e-4),
+    and `math.trunc(x)` becomes `x < 0 ? ceil(x) : floor(x)`. `expm1` and
+    `log1p` (of any type) take
     series near 0 (passes/AccurateMath.h): MLIR's exp(x) - 1 and log(1 + x)
     gave 0 for 1e-10. GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other
     transcendental function, and Vulkan lets its f32 `exp`, `log`, `sin`, `cos`,

@@ -72,24 +72,6 @@ Value expandTrunc(FloatBuilder &f, math::TruncOp op) {
   return f.select(f.lt(x, 0), f.call<math::CeilOp>(x), f.floor(x));
 }
 
-/// atan2(y, x) from atan(y / x), corrected by quadrant. y / x is replaced by y
-/// where both are zero (atan(+-0) is +-0) and by +-1 where both are infinite
-/// (atan2(+-inf, +-inf) is an odd multiple of pi / 4), so every case matches
-/// C's atan2f.
-Value expandAtan2(FloatBuilder &f, math::Atan2Op op) {
-  Value y = op.getLhs(), x = op.getRhs();
-  Value negY = f.signBit(y), negX = f.signBit(x);
-  Value ratio = f.select(f.both(f.eq(y, 0), f.eq(x, 0)), y, f.div(y, x));
-  Value bothInf = f.both(f.eq(f.abs(y), INFINITY), f.eq(f.abs(x), INFINITY));
-  ratio = f.select(bothInf, f.select(f.differ(negY, negX), f.c(-1), f.c(1)), ratio);
-  Value angle = f.call<math::AtanOp>(ratio);
-  angle = f.select(f.eq(ratio, 0), ratio, angle); // +-0
-  Value turned = f.add(angle, f.select(negY, f.c(-M_PI), f.c(M_PI)));
-  Value result = f.select(negX, turned, angle);
-  // GLSL leaves atan of NaN undefined.
-  return f.select(f.cmp(FloatBuilder::P::UNO, y, x), f.c(NAN), result);
-}
-
 /// `value` where `x` is NaN or outside [-1, 1]: asin and acos are NaN there,
 /// whatever a target's sqrt and atan make of it.
 Value nanOutsideUnit(FloatBuilder &f, Value x, Value value) {
@@ -232,13 +214,11 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
     if (target == "spirv") {
       populatePolynomialApproximateErfPattern(patterns);
       patterns.add<Expand<math::ErfOp, expandErfZeroSign>>(&getContext(), /*benefit=*/2);
-      populateExpandExp2FPattern(patterns);
-      // GLSL's Asin and Acos may be far less accurate than its Atan (lavapipe's
-      // were off by 2e-4), so they go through atan2 as on NVIDIA.
-      patterns.add<Expand<math::TruncOp, expandTrunc>, Expand<math::Atan2Op, expandAtan2>,
-                   Expand<math::AsinOp, expandAsin>, Expand<math::AcosOp, expandAcos>,
-                   Expand<math::PowFOp, expandPow>, Expand<math::AsinhOp, expandAsinh>,
-                   Expand<math::AcoshOp, expandAcosh>, Expand<math::AtanhOp, expandAtanh>,
+      // exp2, atan2, asin and acos are ExactMath's (GLSL's Asin and Acos were
+      // off by 2e-4 on lavapipe).
+      patterns.add<Expand<math::TruncOp, expandTrunc>, Expand<math::PowFOp, expandPow>,
+                   Expand<math::AsinhOp, expandAsinh>, Expand<math::AcoshOp, expandAcosh>,
+                   Expand<math::AtanhOp, expandAtanh>,
                    Expand<math::CbrtOp, expandCbrt>, Expand<math::SinhOp, expandSinh>,
                    Expand<math::TanhOp, expandTanh>>(&getContext());
       // Bit counts of any width (Vulkan's OpBitCount and FindUMsb are 32-bit).

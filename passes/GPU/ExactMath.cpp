@@ -674,6 +674,76 @@ Value expandAtan(Exact &f, ValueRange ops) {
   return f.select(f.isNaN(x), x, result);
 }
 
+/// (y.hi + y.lo) / (x.hi + x.lo) as a double-word q + dq: q = y.hi / x.hi, and
+/// dq from the remainder; 0 where that is not finite (a zero or infinite
+/// divisor) or not exact (q or y.hi near the subnormals, where the product's
+/// low part underflows: atan2 of subnormal quotients was 2.5 ulps off).
+DD quotientWords(Exact &f, DD y, DD x) {
+  Value q = f.div(y.hi, x.hi);
+  DD p = f.twoProd(q, x.hi);
+  Value remainder = f.sub(f.add(f.sub(f.sub(y.hi, p.hi), p.lo), y.lo), f.mul(q, x.lo));
+  Value dq = f.div(remainder, x.hi);
+  double tiny = f.pick(0x1p-960, 0x1p-100);
+  Value exact = f.both(f.both(f.gt(f.abs(q), tiny), f.gt(f.abs(y.hi), tiny)),
+                       f.lt(f.abs(dq), INFINITY));
+  return {q, f.select(exact, dq, f.c(0))};
+}
+
+/// atan(y / x) for double-word y and x, corrected by quadrant, as C's atan2:
+/// y / x is replaced by y where both are zero (atan(+-0) is +-0) and by +-1
+/// where both are infinite (an odd multiple of pi / 4); the quotient's tail
+/// adds dq / (1 + q^2), and pi is added as a double-word.
+Value atan2Words(Exact &f, DD y, DD x) {
+  Value negY = f.signBit(y.hi), negX = f.signBit(x.hi);
+  DD ratio = quotientWords(f, y, x);
+  Value bothZero = f.both(f.eq(y.hi, 0), f.eq(x.hi, 0));
+  Value bothInf = f.both(f.eq(f.abs(y.hi), INFINITY), f.eq(f.abs(x.hi), INFINITY));
+  Value q = f.select(bothZero, y.hi, ratio.hi);
+  q = f.select(bothInf, f.select(f.differ(negY, negX), f.c(-1), f.c(1)), q);
+  Value dq = f.select(f.either(bothZero, bothInf), f.c(0), ratio.lo);
+  Value angle = expandAtan(f, q);
+  Value slope = f.div(dq, f.fma(q, q, f.c(1)));
+  Value corrected = f.both(f.cmp(arith::CmpFPredicate::ONE, dq, f.c(0)),
+                           f.lt(f.abs(slope), INFINITY));
+  angle = f.select(corrected, f.add(angle, slope), angle);
+  angle = f.select(f.eq(q, 0), q, angle); // +-0
+  double pi = f.pick(M_PI, 3.1415927410125732);
+  double piTail = f.pick(1.2246467991473532e-16, -8.742277657347586e-08);
+  Value turned = f.add(f.add(angle, f.select(negY, f.c(-pi), f.c(pi))),
+                       f.select(negY, f.c(-piTail), f.c(piTail)));
+  Value result = f.select(negX, turned, angle);
+  return f.select(f.cmp(arith::CmpFPredicate::UNO, y.hi, x.hi), f.c(NAN), result);
+}
+
+Value expandAtan2(Exact &f, ValueRange ops) {
+  return atan2Words(f, DD{ops[0], f.c(0)}, DD{ops[1], f.c(0)});
+}
+
+/// sqrt(1 - x^2) = cos(asin(x)) as a double-word: 1 - x^2 from the exact
+/// square, its root corrected by the remainder (t - s^2) / 2s.
+DD cosOfAsin(Exact &f, Value x) {
+  DD square = f.twoProd(x, x);
+  DD t = f.twoSum(f.c(1), f.neg(square.hi));
+  t.lo = f.sub(t.lo, square.lo);
+  Value s = f.sqrt(t.hi);
+  DD s2 = f.twoProd(s, s);
+  Value ds = f.div(f.add(f.sub(f.sub(t.hi, s2.hi), s2.lo), t.lo), f.mul(f.c(2), s));
+  return {s, f.select(f.lt(f.abs(ds), INFINITY), ds, f.c(0))};
+}
+
+/// asin(x) = atan2(x, sqrt(1 - x^2)) and acos(x) = atan2(sqrt(1 - x^2), x), NaN
+/// outside [-1, 1] (GLSL's own were off by 2e-4 on lavapipe).
+Value expandAsin(Exact &f, ValueRange ops) {
+  Value x = ops[0];
+  Value r = atan2Words(f, DD{x, f.c(0)}, cosOfAsin(f, x));
+  return f.select(f.le(f.abs(x), 1), r, f.c(NAN));
+}
+Value expandAcos(Exact &f, ValueRange ops) {
+  Value x = ops[0];
+  Value r = atan2Words(f, cosOfAsin(f, x), DD{x, f.c(0)});
+  return f.select(f.le(f.abs(x), 1), r, f.c(NAN));
+}
+
 //===- hyperbolic functions -----------------------------------------------===//
 
 /// sinh(x) = (e + e / (e + 1)) / 2 for e = expm1(|x|) below 22; beyond,
@@ -841,4 +911,7 @@ void kiln::populateExactMathPatterns(RewritePatternSet &patterns) {
   patterns.add<ExpandExact<math::CosOp>>(context, expandCos, alsoF32);
   patterns.add<ExpandExact<math::TanOp>>(context, expandTan, alsoF32);
   patterns.add<ExpandExact<math::AtanOp>>(context, expandAtan, alsoF32);
+  patterns.add<ExpandExact<math::Atan2Op>>(context, expandAtan2, alsoF32);
+  patterns.add<ExpandExact<math::AsinOp>>(context, expandAsin, alsoF32);
+  patterns.add<ExpandExact<math::AcosOp>>(context, expandAcos, alsoF32);
 }
