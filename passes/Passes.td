@@ -385,15 +385,14 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
     `math.atan2(y, x)` becomes `atan(y / x)` corrected by quadrant (signed zeros
     and two infinities as C's `atan2f`) and by the quotient's remainder, `asin`
     and `acos` `atan2`s of `x` and `sqrt(1 - x^2)` (GLSL's own were off by 2e-4),
-    and `math.trunc(x)` becomes `x < 0 ? ceil(x) : floor(x)`. `expm1` and
-    `log1p` (of any type) take
-    series near 0 (passes/AccurateMath.h): MLIR's exp(x) - 1 and log(1 + x)
-    gave 0 for 1e-10. GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other
-    transcendental function, and Vulkan lets its f32 `exp`, `log`, `sin`, `cos`,
-    `tan`, `atan` and `pow` be far off (lavapipe's `sin(1e9)` was 1.0): these,
-    f64 and f32, and `exp2`, `log2`, `log10` and `cosh`, are computed from
-    arithmetic
-    (passes/GPU/ExactMath.h), each within 2.5 ulps of the exact result: exact
+    and `math.trunc(x)` becomes `x < 0 ? ceil(x) : floor(x)`. `log1p` takes a
+    series near 0 (passes/AccurateMath.h): MLIR's log(1 + x) gave 0 for 1e-10.
+    GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other transcendental
+    function, and Vulkan lets its f32 `exp`, `log`, `sin`, `cos`, `tan`, `atan`
+    and `pow` be far off (lavapipe's `sin(1e9)` was 1.0): these, f64 and f32,
+    and `exp2`, `expm1`, `log2`, `log10` and `cosh`, are computed from
+    arithmetic (passes/GPU/ExactMath.h), each within 2.5 ulps of the exact
+    result: exact
     argument reductions (Cody and Waite's for sin, cos and tan below 2^26 pi,
     f32 2^11 pi, Payne and Hanek's beyond, in an `scf.if`), Taylor series,
     double-double or double-float where the reduction cancels (pow's log).

@@ -184,9 +184,10 @@ double inverseFactorial(int n) {
 llvm::SmallVector<double> expSeries(Exact &f) {
   return series(0, 1, f.f64 ? 14 : 8, inverseFactorial);
 }
-/// (e^r - 1 - r) / r^2 = 1/2! + r/3! + ... + r^15/17! for |r| <= 1/2.
-llvm::SmallVector<double> expm1Tail() {
-  return series(2, 1, 16, inverseFactorial);
+/// (e^r - 1 - r) / r^2 = 1/2! + r/3! + ... + r^15/17! for |r| <= 1/2 (f32: to
+/// r^9/11!).
+llvm::SmallVector<double> expm1Tail(Exact &f) {
+  return series(2, 1, f.f64 ? 16 : 10, inverseFactorial);
 }
 
 /// e^(hi + lo) * 2^shift, for |lo| < 2^-40 |hi| or so. hi = k ln 2 + r exactly
@@ -225,16 +226,16 @@ Value expandExp2(Exact &f, ValueRange ops) {
 /// expm1(x): the series itself for |x| <= 1/2; beyond it, with
 /// x = k ln 2 + r and e = expm1(r), expm1(x) = 2 (2^(k-1) e + (2^(k-1) - 1/2)),
 /// whose terms are exact or of one sign (and cancel by at most 1.5 past 1/2).
-/// x is clamped to [-40, 710]: expm1 is
-/// -1 below (to the nearest double) and overflows above.
+/// x is clamped to [-40, 710] (f32: [-20, 89]): expm1 is -1 below (to the
+/// nearest double) and overflows above.
 Value expandExpm1(Exact &f, ValueRange ops) {
   Value x = ops[0];
-  auto expm1Series = [&](Value r) { return f.fma(f.mul(r, r), f.poly(r, expm1Tail()), r); };
+  auto expm1Series = [&](Value r) { return f.fma(f.mul(r, r), f.poly(r, expm1Tail(f)), r); };
   Value small = expm1Series(x);
-  Value xc = f.clamp(x, -40, 710);
+  Value xc = f.clamp(x, f.pick(-40.0, -20.0), f.pick(710.0, 89.0));
   Value k = f.rint(f.mul(xc, f.c(kInvLn2)));
-  Value rh = f.sub(xc, f.mul(k, f.c(kLn2Hi)));
-  Value rl = f.mul(k, f.c(kLn2Lo));
+  Value rh = f.sub(xc, f.mul(k, f.c(f.pick(kLn2Hi, kLn2Hi32))));
+  Value rl = f.mul(k, f.c(f.pick(kLn2Lo, kLn2Lo32)));
   Value r = f.sub(rh, rl);
   Value c = f.sub(f.sub(rh, r), rl);
   Value e = expm1Series(r);
@@ -890,9 +891,8 @@ template <typename Op> struct ExpandExact : OpRewritePattern<Op> {
 
 void kiln::populateExactMathPatterns(RewritePatternSet &patterns) {
   MLIRContext *context = patterns.getContext();
-  // f64 only: f32 takes kiln-approximate-math's expm1, sinh, tanh and cbrt
-  // (which build on the f32 functions below) and MLIR's erf polynomial.
-  patterns.add<ExpandExact<math::ExpM1Op>>(context, expandExpm1);
+  // f64 only: f32 takes kiln-approximate-math's sinh, tanh and cbrt (which build
+  // on the f32 functions below) and MLIR's erf polynomial.
   patterns.add<ExpandExact<math::SinhOp>>(context, expandSinh);
   patterns.add<ExpandExact<math::TanhOp>>(context, expandTanh);
   patterns.add<ExpandExact<math::CbrtOp>>(context, expandCbrt);
@@ -902,6 +902,7 @@ void kiln::populateExactMathPatterns(RewritePatternSet &patterns) {
   const bool alsoF32 = true;
   patterns.add<ExpandExact<math::ExpOp>>(context, expandExp, alsoF32);
   patterns.add<ExpandExact<math::Exp2Op>>(context, expandExp2, alsoF32);
+  patterns.add<ExpandExact<math::ExpM1Op>>(context, expandExpm1, alsoF32);
   patterns.add<ExpandExact<math::CoshOp>>(context, expandCosh, alsoF32);
   patterns.add<ExpandExact<math::LogOp>>(context, expandLog, alsoF32);
   patterns.add<ExpandExact<math::Log2Op>>(context, expandLog2, alsoF32);

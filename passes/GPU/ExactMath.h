@@ -24,9 +24,9 @@ namespace kiln {
 /// base is positive and finite, and the special cases are handled around it.
 inline constexpr llvm::StringLiteral kPositiveBaseAttr = "kiln.positive_base";
 
-/// Expansions of f64 expm1, sinh, tanh, erf and cbrt (log1p is AccurateMath's),
-/// and of f64 and f32 exp, exp2, log, log2, log10, cosh, sin, cos, tan, atan and
-/// positive-base pow, each within a few ulp of the correctly rounded result.
+/// Expansions of f64 sinh, tanh, erf and cbrt (log1p is AccurateMath's), and of
+/// f64 and f32 exp, exp2, expm1, log, log2, log10, cosh, sin, cos, tan, atan,
+/// atan2, asin, acos and positive-base pow, each within a few ulp of the correctly rounded result.
 /// They outrank (benefit 2) the f32 expansions that would also match.
 void populateExactMathPatterns(mlir::RewritePatternSet &patterns);
 
