@@ -380,12 +380,13 @@ def KilnAttachSPIRVTarget : Pass<"kiln-attach-spirv-target", "mlir::ModuleOp"> {
 def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   let summary = "Replace math functions a target lacks with expansions";
   let description = [{
-    With `target=spirv`: SPIR-V's GLSL.std.450 set has no `erf`, `atan2` or
-    `trunc`; `math.erf` (f32) becomes MLIR's polynomial approximation (+-0 kept),
-    `math.atan2(y, x)` becomes `atan(y / x)` corrected by quadrant (signed zeros
-    and two infinities as C's `atan2f`) and by the quotient's remainder, `asin`
-    and `acos` `atan2`s of `x` and `sqrt(1 - x^2)` (GLSL's own were off by 2e-4),
-    and `math.trunc(x)` becomes `x < 0 ? ceil(x) : floor(x)`. `log1p` takes a
+    With `target=spirv`: `math.erf` (f32; GLSL.std.450 has none) becomes MLIR's
+    polynomial approximation (+-0 kept), and `math.trunc(x)` becomes
+    `x < 0 ? ceil(x) : floor(x)`. `math.atan2(y, x)` becomes `atan(y / x)`
+    corrected by quadrant (signed zeros and infinities as C's `atan2`) and by
+    the quotient's remainder, and `asin` and `acos` `atan2`s of `x` and
+    `sqrt(1 - x^2)` (GLSL's own were off by 2e-4), by ExactMath's patterns
+    below. `log1p` takes a
     series near 0 (passes/AccurateMath.h): MLIR's log(1 + x) gave 0 for 1e-10.
     GLSL.std.450 has no f64 `exp`, `log`, `sin` or any other transcendental
     function, and Vulkan lets its f32 `exp`, `log`, `sin`, `cos`, `tan`, `atan`

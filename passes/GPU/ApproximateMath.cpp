@@ -224,7 +224,8 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
       // Bit counts of any width (Vulkan's OpBitCount and FindUMsb are 32-bit).
       populateExpandCtlzPattern(patterns);
       patterns.add<ExpandCtPop>(&getContext());
-      // MLIR's math-to-spirv takes expm1 and log1p as exp(x) - 1 and log(1 + x).
+      // MLIR's math-to-spirv takes log1p as log(1 + x) (and expm1 as exp(x) - 1,
+      // but ExactMath's expm1 outranks AccurateMath's for f32 and f64).
       kiln::populateAccurateExpm1Log1pPatterns(patterns);
       // GLSL.std.450's exp, log, sin, ... take no f64.
       kiln::populateExactMathPatterns(patterns);

@@ -621,8 +621,9 @@ llvm::SmallVector<double> atanTail(Exact &f) {
 /// atan(x): a = |x|, or 1/a past 1 (atan = pi/2 - atan(1/a)); then
 /// atan(a) = j pi/12 + atan(u), u = (a - t) / (1 + a t) for t = tan(j pi/12)
 /// and the j whose interval holds a, |u| <= tan(pi/24).
-Value expandAtan(Exact &f, ValueRange ops) {
-  Value x = ops[0], a = f.abs(x);
+/// As a double-word hi + lo with x's sign (NaN for NaN).
+DD atanWords(Exact &f, Value x) {
+  Value a = f.abs(x);
   Value inverted = f.gt(a, 1);
   a = f.select(inverted, f.quotient(f.c(1), a), a);
   // tan(j pi/12) and j pi/12 as double-doubles (or double-floats), j = 0..3.
@@ -669,10 +670,15 @@ Value expandAtan(Exact &f, ValueRange ops) {
   angle.lo = f.add(angle.lo, pick(angleLo));
   DD turned = f.twoSum(f.c(f.pick(kHalfPi, kHalfPi32)), f.neg(angle.hi));
   turned.lo = f.add(turned.lo, f.sub(f.c(f.pick(kHalfPiTail, kHalfPiTail32)), angle.lo));
-  Value result = f.copysign(f.select(inverted, f.add(turned.hi, turned.lo),
-                                     f.add(angle.hi, angle.lo)),
-                            x);
-  return f.select(f.isNaN(x), x, result);
+  Value negative = f.signBit(x), nan = f.isNaN(x);
+  DD r{f.select(inverted, turned.hi, angle.hi), f.select(inverted, turned.lo, angle.lo)};
+  r = {f.select(negative, f.neg(r.hi), r.hi), f.select(negative, f.neg(r.lo), r.lo)};
+  return {f.select(nan, x, r.hi), f.select(nan, f.c(0), r.lo)};
+}
+
+Value expandAtan(Exact &f, ValueRange ops) {
+  DD r = atanWords(f, ops[0]);
+  return f.copysign(f.add(r.hi, r.lo), ops[0]); // atan(-0) = -0
 }
 
 /// (y.hi + y.lo) / (x.hi + x.lo) as a double-word q + dq: q = y.hi / x.hi, and
@@ -693,7 +699,9 @@ DD quotientWords(Exact &f, DD y, DD x) {
 /// atan(y / x) for double-word y and x, corrected by quadrant, as C's atan2:
 /// y / x is replaced by y where both are zero (atan(+-0) is +-0) and by +-1
 /// where both are infinite (an odd multiple of pi / 4); the quotient's tail
-/// adds dq / (1 + q^2), and pi is added as a double-word.
+/// adds dq / (1 + q^2), and +-pi is added to the double-word angle before the
+/// one rounding (pi + fl(-pi/2) + tail rounded twice: atan2(1, -0) was an ulp
+/// below pi/2).
 Value atan2Words(Exact &f, DD y, DD x) {
   Value negY = f.signBit(y.hi), negX = f.signBit(x.hi);
   DD ratio = quotientWords(f, y, x);
@@ -702,17 +710,17 @@ Value atan2Words(Exact &f, DD y, DD x) {
   Value q = f.select(bothZero, y.hi, ratio.hi);
   q = f.select(bothInf, f.select(f.differ(negY, negX), f.c(-1), f.c(1)), q);
   Value dq = f.select(f.either(bothZero, bothInf), f.c(0), ratio.lo);
-  Value angle = expandAtan(f, q);
+  DD angle = atanWords(f, q);
   Value slope = f.div(dq, f.fma(q, q, f.c(1)));
   Value corrected = f.both(f.cmp(arith::CmpFPredicate::ONE, dq, f.c(0)),
                            f.lt(f.abs(slope), INFINITY));
-  angle = f.select(corrected, f.add(angle, slope), angle);
-  angle = f.select(f.eq(q, 0), q, angle); // +-0
+  angle.lo = f.select(corrected, f.add(angle.lo, slope), angle.lo);
   double pi = f.pick(M_PI, 3.1415927410125732);
   double piTail = f.pick(1.2246467991473532e-16, -8.742277657347586e-08);
-  Value turned = f.add(f.add(angle, f.select(negY, f.c(-pi), f.c(pi))),
-                       f.select(negY, f.c(-piTail), f.c(piTail)));
-  Value result = f.select(negX, turned, angle);
+  DD turned = f.twoSum(f.select(negY, f.c(-pi), f.c(pi)), angle.hi);
+  turned.lo = f.add(turned.lo, f.add(angle.lo, f.select(negY, f.c(-piTail), f.c(piTail))));
+  Value near = f.select(f.eq(q, 0), q, f.add(angle.hi, angle.lo)); // +-0
+  Value result = f.select(negX, f.add(turned.hi, turned.lo), near);
   return f.select(f.cmp(arith::CmpFPredicate::UNO, y.hi, x.hi), f.c(NAN), result);
 }
 

@@ -1467,6 +1467,14 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], out: tensor<f32>[F, N], flags: te
           }
           continue;
         }
+        // asin, acos and atan2 at zeros and infinities are multiples of pi/4,
+        // correctly rounded (Vulkan's atan2(1, -0) was an ulp below pi/2).
+        bool specialArguments = x[i] == 0 || y[i] == 0 || std::isinf(x[i]) || std::isinf(y[i]) ||
+                                std::abs(x[i]) == 1;
+        if ((r == 1 || r == 2 || r == 12) && i >= 32 && specialArguments) {
+          EXPECT_EQ(g, float(want)) << what;
+          continue;
+        }
         EXPECT_NEAR(g, want, 2e-6 + 2e-6 * std::abs(want)) << what;
       }
     for (int64_t i = 0; i < n; ++i) {
