@@ -149,18 +149,31 @@ public:
     DD p = twoProd(x.hi, y);
     return fastTwoSum(p.hi, fma(x.lo, y, p.lo));
   }
-  /// x / y, for f32 corrected once by the exact remainder where that is
-  /// finite: Vulkan lets an f32 division be 2.5 ulp off, where the quotient is
-  /// most of a result.
-  Value quotient(Value x, Value y) {
-    Value q = div(x, y);
-    if (f64)
-      return q;
-    DD p = twoProd(q, y);
-    Value correction = div(sub(sub(x, p.hi), p.lo), y);
-    return select(lt(abs(correction), INFINITY), add(q, correction), q);
-  }
 };
+
+/// (y.hi + y.lo) / (x.hi + x.lo) as a double-word q + dq: q = y.hi / x.hi, and
+/// dq from the remainder; 0 where that is not finite (a zero or infinite
+/// divisor) or not exact (q or y.hi near the subnormals, where the product's
+/// low part underflows: atan2 of subnormal quotients was 2.5 ulps off).
+DD quotientWords(Exact &f, DD y, DD x) {
+  Value q = f.div(y.hi, x.hi);
+  DD p = f.twoProd(q, x.hi);
+  Value remainder = f.sub(f.add(f.sub(f.sub(y.hi, p.hi), p.lo), y.lo), f.mul(q, x.lo));
+  Value dq = f.div(remainder, x.hi);
+  double tiny = f.pick(0x1p-960, 0x1p-100);
+  Value exact = f.both(f.both(f.gt(f.abs(q), tiny), f.gt(f.abs(y.hi), tiny)),
+                       f.lt(f.abs(dq), INFINITY));
+  return {q, f.select(exact, dq, f.c(0))};
+}
+
+/// x / y, for f32 corrected once by the exact remainder: Vulkan lets an f32
+/// division be 2.5 ulp off, where the quotient is most of a result.
+Value quotient(Exact &f, Value x, Value y) {
+  if (f.f64)
+    return f.div(x, y);
+  DD q = quotientWords(f, DD{x, f.c(0)}, DD{y, f.c(0)});
+  return f.add(q.hi, q.lo);
+}
 
 /// Taylor coefficients term(n) for n = first, first + step, ... (count terms).
 template <typename Term>
@@ -602,13 +615,8 @@ Value expandTan(Exact &f, ValueRange x) {
   Value odd = f.ieq(f.iand(r.quadrant, f.ci(1)), 1);
   DD n{f.select(odd, cos.hi, sin.hi), f.select(odd, cos.lo, sin.lo)};
   DD d{f.select(odd, f.neg(sin.hi), cos.hi), f.select(odd, f.neg(sin.lo), cos.lo)};
-  d = f.fastTwoSum(d.hi, d.lo);
-  Value q = f.div(n.hi, d.hi);
-  DD p = f.twoProd(q, d.hi);
-  Value remainder = f.sub(f.add(f.sub(f.sub(n.hi, p.hi), p.lo), n.lo), f.mul(q, d.lo));
-  Value v = f.add(q, f.div(remainder, d.hi));
-  v = f.select(f.lt(f.abs(v), INFINITY), v, q);
-  return trigSpecials(f, x[0], v, /*zeroKeeps=*/true);
+  DD q = quotientWords(f, n, f.fastTwoSum(d.hi, d.lo));
+  return trigSpecials(f, x[0], f.add(q.hi, q.lo), /*zeroKeeps=*/true);
 }
 
 /// (atan(u) - u) / u^3 = -1/3 + z/5 - ... + z^8/19, z = u^2 <= tan(pi/24)^2:
@@ -625,7 +633,7 @@ llvm::SmallVector<double> atanTail(Exact &f) {
 DD atanWords(Exact &f, Value x) {
   Value a = f.abs(x);
   Value inverted = f.gt(a, 1);
-  a = f.select(inverted, f.quotient(f.c(1), a), a);
+  a = f.select(inverted, quotient(f, f.c(1), a), a);
   // tan(j pi/12) and j pi/12 as double-doubles (or double-floats), j = 0..3.
   const double tanHi64[4] = {0, 0.2679491924311227, 0.5773502691896257, 1};
   const double tanLo64[4] = {0, 1.0671460244446628e-17, 3.3450280739356345e-17, 0};
@@ -659,7 +667,7 @@ DD atanWords(Exact &f, Value x) {
   // made f32 atan 1.7 ulps off.
   DD product = f.twoProd(a, t);
   DD denominator = f.fastTwoSum(f.c(1), product.hi);
-  Value q = f.quotient(f.sub(f.sub(a, t), pick(tanLo)), denominator.hi);
+  Value q = quotient(f, f.sub(f.sub(a, t), pick(tanLo)), denominator.hi);
   Value correction = f.div(f.add(denominator.lo, product.lo), denominator.hi);
   Value u = f.sub(q, f.mul(q, correction));
   Value z = f.mul(u, u);
@@ -679,21 +687,6 @@ DD atanWords(Exact &f, Value x) {
 Value expandAtan(Exact &f, ValueRange ops) {
   DD r = atanWords(f, ops[0]);
   return f.copysign(f.add(r.hi, r.lo), ops[0]); // atan(-0) = -0
-}
-
-/// (y.hi + y.lo) / (x.hi + x.lo) as a double-word q + dq: q = y.hi / x.hi, and
-/// dq from the remainder; 0 where that is not finite (a zero or infinite
-/// divisor) or not exact (q or y.hi near the subnormals, where the product's
-/// low part underflows: atan2 of subnormal quotients was 2.5 ulps off).
-DD quotientWords(Exact &f, DD y, DD x) {
-  Value q = f.div(y.hi, x.hi);
-  DD p = f.twoProd(q, x.hi);
-  Value remainder = f.sub(f.add(f.sub(f.sub(y.hi, p.hi), p.lo), y.lo), f.mul(q, x.lo));
-  Value dq = f.div(remainder, x.hi);
-  double tiny = f.pick(0x1p-960, 0x1p-100);
-  Value exact = f.both(f.both(f.gt(f.abs(q), tiny), f.gt(f.abs(y.hi), tiny)),
-                       f.lt(f.abs(dq), INFINITY));
-  return {q, f.select(exact, dq, f.c(0))};
 }
 
 /// atan(y / x) for double-word y and x, corrected by quadrant, as C's atan2:
