@@ -266,16 +266,20 @@ std::string kiln::devicePipeline(const Target &target) {
   switch (target.kind) {
   case Target::Kind::CUDA:
     // PTX ISA 8.4 (CUDA 12.4) is the first with fp8 mma.sync; sm_90 code
-    // declares it, older architectures keep LLVM's default.
+    // declares it, older architectures keep LLVM's default. bf16 arithmetic is
+    // sm_80's: before it, it runs in f32 (LLVM's NVPTX backend widens some bf16
+    // operations itself, but not max and min, which it cannot select).
     return llvm::formatv("nvvm-attach-target{{chip={0} O=3{1}},"
                          "gpu.module(math-legalize-to-f32,kiln-keep-float-roundings),"
                          "kiln-approximate-math{{target=nvvm},"
-                         "gpu.module(convert-scf-to-cf,"
-                         "arith-emulate-unsupported-floats{{source-types=f8E4M3FN,f8E5M2 "
+                         "gpu.module(convert-scf-to-cf,{2}"
+                         "arith-emulate-unsupported-floats{{source-types={3}f8E4M3FN,f8E5M2 "
                          "target-type=f32},kiln-keep-float-roundings,kiln-expand-f8,"
                          "convert-gpu-to-nvvm,convert-math-to-llvm),"
                          "reconcile-unrealized-casts,kiln-extern-dynamic-shared",
-                         target.ptxChip(), target.smVersion() >= 90 ? " features=+ptx84" : "")
+                         target.ptxChip(), target.smVersion() >= 90 ? " features=+ptx84" : "",
+                         target.smVersion() >= 80 ? "" : "arith-expand,",
+                         target.smVersion() >= 80 ? "" : "bf16,")
         .str();
   case Target::Kind::AMDGPU:
     return llvm::formatv("rocdl-attach-target{{chip={0} O=3},"
@@ -378,6 +382,26 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
         "copysign", "isnan", "isinf", "isfinite"};
     return llvm::is_contained(handled, op->getName().stripDialect());
   };
+  // SPIR-V has 32- and 64-bit integer atomics only: a 16-bit float tensor that
+  // atomics update is bound as 32-bit words (MemoryToGPU.cpp, updateBySwaps),
+  // which its plain loads and stores cannot read. The error is at the first one.
+  auto halvesAlsoAccessed = [&](mlir::Operation *op) -> std::optional<mlir::InFlightDiagnostic> {
+    bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
+    if (!spirv || !mlir::isa<AtomicRMWOp, AtomicSwapOp>(op))
+      return std::nullopt;
+    mlir::Value memory = op->getOperand(0);
+    mlir::Type elem = mlir::cast<mlir::MemRefType>(memory.getType()).getElementType();
+    if (!mlir::isa<mlir::FloatType>(elem) || elem.getIntOrFloatBitWidth() != 16)
+      return std::nullopt;
+    for (mlir::Operation *user : memory.getUsers())
+      if (mlir::isa<LoadOp, StoreOp, LoadBlockOp, StoreBlockOp>(user))
+        return user->emitError()
+               << "a " << elem << " tensor that atomics update cannot also be loaded or stored "
+               << "in the same kernel on the " << (target.kind == Target::Kind::Vulkan ? "vulkan" : "metal")
+               << " target (SPIR-V has no 16-bit atomics: Kiln holds such a tensor as 32-bit "
+                  "words); use f32, or a separate kernel";
+    return std::nullopt;
+  };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
     // PTX identifiers are `[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`, and
     // WARP_SZ is its one predefined name without `%`: ptxas rejects both kernel names.
@@ -394,6 +418,10 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
         mlir::getElementTypeOrSelf(op->getResult(0)).getIntOrFloatBitWidth() == 64) {
       op->emitError("64-bit atomics are not supported on the metal target (Metal has 32-bit "
                     "atomics only)");
+      return mlir::WalkResult::interrupt();
+    }
+    if (auto error = halvesAlsoAccessed(op)) {
+      error->attachNote(op->getLoc()) << "updated atomically here";
       return mlir::WalkResult::interrupt();
     }
     if (target.kind == Target::Kind::Vulkan && op->getName().getDialectNamespace() == "math" &&

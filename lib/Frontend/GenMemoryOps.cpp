@@ -163,10 +163,13 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
                                           ? std::string("a block view")
                                           : withArticle(view->type.str())));
   DType dt = view->type.dtype;
-  bool floats = !kind || !isBitwise(*kind); // all but the bitwise ones also take f32
-  if (!(isInteger(dt) && dtypeBits(dt) >= 32) && (!floats || dt != DType::F32))
+  // All but the bitwise ones also take f16, bf16, f32 and f64.
+  bool floats = !kind || !isBitwise(*kind);
+  bool floatOk = floats && (dt == DType::F16 || dt == DType::BF16 || dt == DType::F32 ||
+                            dt == DType::F64);
+  if (!(isInteger(dt) && dtypeBits(dt) >= 32) && !floatOk)
     return error(e.args[0]->loc, name + " works on " +
-                                     (floats ? "i32, i64, u32, u64 and f32"
+                                     (floats ? "i32, i64, u32, u64, f16, bf16, f32 and f64"
                                              : "i32, i64, u32 and u64") +
                                      " tensors; '" + view->view->tensorName + "' holds " +
                                      dtypeName(dt));

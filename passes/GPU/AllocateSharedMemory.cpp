@@ -71,10 +71,14 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
     return need(a, a.getNumElements() + b.getNumElements());
   }
   SmallVector<Need, 2> needs;
-  // A float atomic on SPIR-V retries its swaps while any thread of the program
-  // has one to make: an i32 flag per thread (MemoryToGPU.cpp, updateBySwaps).
-  auto rmw = dyn_cast<AtomicRMWOp>(op);
-  if (rmw && integerAtomicsOnly && isa<FloatType>(getElementTypeOrSelf(rmw.getValue().getType())))
+  // A float read-modify-write on SPIR-V (and any atomic on 16-bit floats)
+  // retries its swaps while any thread of the program has one to make: an i32
+  // flag per thread (MemoryToGPU.cpp, updateBySwaps).
+  Type atomic = isa<AtomicRMWOp, AtomicSwapOp>(op)
+                    ? getElementTypeOrSelf(op->getResult(0).getType())
+                    : Type();
+  if (integerAtomicsOnly && atomic && isa<FloatType>(atomic) &&
+      (isa<AtomicRMWOp>(op) || atomic.getIntOrFloatBitWidth() == 16))
     needs.push_back(Need(sharedStorageType(IntegerType::get(op->getContext(), 32)),
                          layout.getThreads()));
   // A scalar atomic's old value goes from thread 0 to every thread.

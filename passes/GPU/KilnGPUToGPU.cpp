@@ -160,8 +160,10 @@ static Type storageOf(BlockArgument arg, MemoryModel memory) {
     return IntegerType::get(elementType.getContext(), 8);
   bool atomic = llvm::any_of(arg.getUsers(),
                              [](Operation *u) { return isa<AtomicRMWOp, AtomicSwapOp>(u); });
+  // SPIR-V has integer atomics of 32 and 64 bits: 16-bit floats go two to a word.
   if (memory == MemoryModel::SPIRVBuffers && isa<FloatType>(elementType) && atomic)
-    return IntegerType::get(elementType.getContext(), elementType.getIntOrFloatBitWidth());
+    return IntegerType::get(elementType.getContext(),
+                            std::max(32u, elementType.getIntOrFloatBitWidth()));
   return elementType;
 }
 

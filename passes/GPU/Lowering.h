@@ -41,6 +41,10 @@ struct TensorArg {
   /// A tile element as it is stored, and a stored element as the tile holds it.
   mlir::Value toStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) const;
   mlir::Value fromStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) const;
+  /// SPIR-V: 16-bit floats that atomics update, two to a 32-bit word (the
+  /// tensor's atomics only ever touch the word; Target.cpp refuses its loads
+  /// and stores).
+  bool holdsHalves() const;
 };
 
 /// One shared-memory buffer type per element type the kernel exchanges, sized by
@@ -171,12 +175,14 @@ private:
   /// holds `expected`; returns what it held.
   mlir::Value compareAndSwap(const TensorArg &t, mlir::Value index, mlir::Value expected,
                              mlir::Value desired);
-  /// SPIR-V float atomics on a tensor held as integers: `op`'s update of each
-  /// register's element (at `offsets`, where `oks`) by compare-and-swap loops;
-  /// returns the old values (0 where not ok). In uniform control flow: it
-  /// reduces across the program (`numElements` in its tile, 1 for a scalar).
-  Registers updateBySwaps(AtomicRMWOp op, const TensorArg &t, llvm::ArrayRef<mlir::Value> offsets,
-                          llvm::ArrayRef<mlir::Value> oks, llvm::ArrayRef<mlir::Value> values,
+  /// SPIR-V float atomics on a tensor held as integers: replaces each
+  /// register's element (at `offsets`, where `oks`) with `update(element, r)`
+  /// by compare-and-swap loops; returns the old values (0 where not ok). In
+  /// uniform control flow: it reduces across the program (`numElements` in its
+  /// tile, 1 for a scalar).
+  Registers updateBySwaps(const TensorArg &t, llvm::ArrayRef<mlir::Value> offsets,
+                          llvm::ArrayRef<mlir::Value> oks,
+                          llvm::function_ref<mlir::Value(mlir::Value, int64_t)> update,
                           int64_t numElements);
   /// `value`, as thread 0 has it, in every thread.
   mlir::Value broadcastFromThread0(mlir::Value value);

@@ -35,6 +35,10 @@ Value TensorArg::toStorage(OpBuilder &b, Location loc, Value v) const {
   return v;
 }
 
+bool TensorArg::holdsHalves() const {
+  return elementType.getIntOrFloatBitWidth() == 16 && storageType.getIntOrFloatBitWidth() == 32;
+}
+
 Value TensorArg::fromStorage(OpBuilder &b, Location loc, Value v) const {
   if (elementType.isInteger(1))
     return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v,
@@ -449,26 +453,52 @@ Value ThreadEmitter::compareAndSwap(const TensorArg &t, Value index, Value expec
   return cas.getResult();
 }
 
-Registers ThreadEmitter::updateBySwaps(AtomicRMWOp op, const TensorArg &t,
-                                       ArrayRef<Value> offsets, ArrayRef<Value> oks,
-                                       ArrayRef<Value> values, int64_t numElements) {
+Registers ThreadEmitter::updateBySwaps(const TensorArg &t, ArrayRef<Value> offsets,
+                                       ArrayRef<Value> oks,
+                                       function_ref<Value(Value, int64_t)> update,
+                                       int64_t numElements) {
   // Each element swaps in its updated bits until no other thread wrote between
   // its read and its swap. One loop serves the whole tile and runs while any
   // element of the program still has a swap to make, each swap under its own
   // flag, so every thread leaves the loop together: when threads leave a loop
   // at different trips, lavapipe loses updates and the stores after the loop.
+  // 16-bit elements are swapped as the 32-bit word that holds them (the low
+  // half holds the even element), which keeps its other half as it found it.
   int64_t n = offsets.size();
   Type bits = t.storageType, flag = b.getI1Type();
-  SmallVector<Value> indices, guesses;
+  bool halves = t.holdsHalves();
+  SmallVector<Value> indices, shifts, guesses;
   for (int64_t r = 0; r < n; ++r) {
-    indices.push_back(b.create<arith::IndexCastOp>(
-        loc, b.getIndexType(), b.create<arith::SelectOp>(loc, oks[r], offsets[r], i32(0))));
+    Value offset = b.create<arith::SelectOp>(loc, oks[r], offsets[r], i32(0));
+    Value word = halves ? b.create<arith::ShRUIOp>(loc, offset, i32(1)).getResult() : offset;
+    if (halves)
+      shifts.push_back(
+          b.create<arith::MulIOp>(loc, b.create<arith::AndIOp>(loc, offset, i32(1)), i32(16)));
+    indices.push_back(b.create<arith::IndexCastOp>(loc, b.getIndexType(), word));
     guesses.push_back(emitIfElse(oks[r], {bits}, [&]() -> SmallVector<Value> {
       return {b.create<memref::LoadOp>(loc, t.base, indices[r])};
     }, [&]() -> SmallVector<Value> {
       return {b.create<arith::ConstantOp>(loc, b.getZeroAttr(bits))};
     }).getResult(0));
   }
+  // Register r's element in the stored bits, and the stored bits with it replaced.
+  Type half = b.getI16Type();
+  auto get = [&](Value stored, int64_t r) -> Value {
+    if (!halves)
+      return t.fromStorage(b, loc, stored);
+    Value low = b.create<arith::TruncIOp>(loc, half, b.create<arith::ShRUIOp>(loc, stored, shifts[r]));
+    return b.create<arith::BitcastOp>(loc, t.elementType, low);
+  };
+  auto put = [&](Value stored, int64_t r, Value element) -> Value {
+    if (!halves)
+      return t.toStorage(b, loc, element);
+    Value placed = b.create<arith::ShLIOp>(
+        loc, b.create<arith::ExtUIOp>(loc, bits, b.create<arith::BitcastOp>(loc, half, element)),
+        shifts[r]);
+    Value other = b.create<arith::XOrIOp>(
+        loc, b.create<arith::ShLIOp>(loc, i32(0xffff), shifts[r]), i32(-1));
+    return b.create<arith::OrIOp>(loc, b.create<arith::AndIOp>(loc, stored, other), placed);
+  };
   auto anyElement = [&](ArrayRef<Value> pending) -> Value {
     Registers wide;
     for (Value p : pending)
@@ -495,9 +525,8 @@ Registers ThreadEmitter::updateBySwaps(AtomicRMWOp op, const TensorArg &t,
     for (int64_t r = 0; r < n; ++r) {
       Value expected = after->getArgument(r);
       found.push_back(emitIfElse(after->getArgument(n + r), {bits}, [&]() -> SmallVector<Value> {
-        Value updated =
-            combineReduction(b, loc, op.getKind(), t.fromStorage(b, loc, expected), values[r]);
-        return {compareAndSwap(t, indices[r], expected, t.toStorage(b, loc, updated))};
+        Value updated = update(get(expected, r), r);
+        return {compareAndSwap(t, indices[r], expected, put(expected, r, updated))};
       }, [&]() -> SmallVector<Value> { return {expected}; }).getResult(0));
       raced.push_back(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, found[r], expected));
     }
@@ -510,8 +539,7 @@ Registers ThreadEmitter::updateBySwaps(AtomicRMWOp op, const TensorArg &t,
   Registers olds;
   Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(t.elementType));
   for (int64_t r = 0; r < n; ++r)
-    olds.push_back(b.create<arith::SelectOp>(loc, oks[r],
-                                             t.fromStorage(b, loc, loop.getResult(r)), zero));
+    olds.push_back(b.create<arith::SelectOp>(loc, oks[r], get(loop.getResult(r), r), zero));
   return olds;
 }
 
@@ -559,16 +587,30 @@ LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
   if (needOld)
     types.push_back(t.elementType);
   Registers olds;
-  bool bySwaps = rmw && t.storageType != t.elementType;
+  // SPIR-V float read-modify-writes, and every atomic on 16-bit floats (held
+  // there two to a 32-bit word): swaps of the integer bits.
+  bool bySwaps = t.storageType != t.elementType && (rmw || t.holdsHalves());
   if (bySwaps) {
-    // SPIR-V float atomics: swaps of the integer bits.
-    SmallVector<Value> offsets, oks, values;
+    SmallVector<Value> offsets, oks, values, compares;
     for (int64_t r = 0; r < n; ++r) {
       offsets.push_back(acc[r].offset);
       oks.push_back(acc[r].ok);
       values.push_back(element(value, r));
+      compares.push_back(compare ? element(compare, r) : Value());
     }
-    olds = updateBySwaps(rmw, t, offsets, oks, values, tile ? tile.getNumElements() : 1);
+    Type elementBits = b.getIntegerType(t.elementType.getIntOrFloatBitWidth());
+    auto update = [&](Value current, int64_t r) -> Value {
+      if (rmw)
+        return combineReduction(b, loc, rmw.getKind(), current, values[r]);
+      if (!compare) // exchange
+        return values[r];
+      // compare-and-swap: bits, as below
+      Value same = b.create<arith::CmpIOp>(
+          loc, arith::CmpIPredicate::eq, b.create<arith::BitcastOp>(loc, elementBits, current),
+          b.create<arith::BitcastOp>(loc, elementBits, compares[r]));
+      return b.create<arith::SelectOp>(loc, same, values[r], current);
+    };
+    olds = updateBySwaps(t, offsets, oks, update, tile ? tile.getNumElements() : 1);
   }
   // A float exchange or compare-and-swap moves (and compares) the bits.
   Type floatBits = swap && isa<FloatType>(t.elementType)

@@ -771,6 +771,142 @@ kernel extremes(x: tensor<f32>[N], m: tensor<f32>[4]) grid(N) {
   });
 }
 
+TEST_F(DeviceAgreement, FloatAtomicsOfEveryWidthOnEveryDevice) {
+  // atomic_add, max, min, xchg and cas on f16, bf16 and f64 tensors. On the CPU,
+  // CUDA and HIP they are LLVM's atomics (compare-and-swap loops where the
+  // target has no such instruction); on Vulkan f64 is held as i64 and 16-bit
+  // floats two to a 32-bit word, each update a compare-and-swap of the word, so
+  // neighbours in `h` (an odd count: the last word is half used) contend for
+  // their words as well as colliding lanes for their elements. Each lane adding
+  // `step` sees a distinct earlier total (a lost update would repeat one); the
+  // totals are exact in any order.
+  const char *source = R"(
+kernel counts(h: tensor<T>[B], x: tensor<i32>[N], old: tensor<f64>[N])
+    params(BLOCK: i32 = 128) grid(cdiv(N, BLOCK)) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  let bin = load(x[offs], mask = offs < N, other = 0);
+  let was = atomic_add(h[bin], STEP, mask = offs < N && offs % 5 != 2);
+  store(old[offs], cast<f64>(was), mask = offs < N);
+}
+kernel extremes(h: tensor<T>[8], v: tensor<f32>[N]) params(BLOCK: i32 = 64) grid(cdiv(N, BLOCK)) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  let x = cast<T>(load(v[offs], mask = offs < N, other = 0.0));
+  atomic_max(h[offs % 2], x, mask = offs < N);
+  atomic_min(h[2 + offs % 2], x, mask = offs < N);
+}
+kernel swaps(h: tensor<T>[8], seen: tensor<f64>[4]) grid(1) {
+  store(seen[0], cast<f64>(atomic_cas(h[4], 0.0, 5.0)));
+  store(seen[1], cast<f64>(atomic_cas(h[5], nan, 7.0)));
+  store(seen[2], cast<f64>(atomic_cas(h[6], 2.5, 9.0)));
+  store(seen[3], cast<f64>(atomic_xchg(h[7], -4.0)));
+}
+)";
+  struct Width {
+    DType dtype;
+    const char *name, *step; // f64: 1 + 2^-30, which f32 cannot hold
+    double stepValue;
+  };
+  const Width widths[] = {{DType::F16, "f16", "1.0", 1.0},
+                          {DType::BF16, "bf16", "1.0", 1.0},
+                          {DType::F64, "f64", "1.000000000931322574615478515625",
+                           1.0 + std::ldexp(1.0, -30)}};
+  auto toBits = [](DType dtype, const std::vector<double> &values) {
+    std::vector<uint8_t> bytes(values.size() * dtypeBytes(dtype));
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == DType::F64) {
+        std::memcpy(&bytes[i * 8], &values[i], 8);
+        continue;
+      }
+      uint16_t b = dtype == DType::F16 ? floatToHalfBits(float(values[i]))
+                                       : floatToBF16Bits(float(values[i]));
+      std::memcpy(&bytes[i * 2], &b, 2);
+    }
+    return bytes;
+  };
+  auto fromBits = [](DType dtype, const std::vector<uint8_t> &bytes) {
+    std::vector<double> values(bytes.size() / dtypeBytes(dtype));
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == DType::F64) {
+        std::memcpy(&values[i], &bytes[i * 8], 8);
+        continue;
+      }
+      uint16_t b;
+      std::memcpy(&b, &bytes[i * 2], 2);
+      values[i] = dtype == DType::F16 ? halfBitsToFloat(b) : bf16BitsToFloat(b);
+    }
+    return values;
+  };
+  const int64_t n = 900, bins = 7;
+  std::vector<int32_t> x(n);
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = int32_t((i * 7919) % bins);
+    values[i] = float((i * 37) % 101) - 50.0f; // small integers: exact in bf16
+  }
+  const double inf = INFINITY, nan = NAN;
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (const Width &w : widths) {
+      std::string text = std::regex_replace(source, std::regex("\\bT\\b"), w.name);
+      text = std::regex_replace(text, std::regex("STEP"), w.step);
+      std::string where = device + " " + w.name;
+      Kernel counts = s.compile(text, "counts"), extremes = s.compile(text, "extremes"),
+             swaps = s.compile(text, "swaps");
+      for (Kernel *k : {&counts, &extremes, &swaps})
+        ASSERT_TRUE(k->ok()) << where << ": " << k->status().message();
+
+      std::vector<uint8_t> zeros = toBits(w.dtype, std::vector<double>(bins, 0.0));
+      Tensor h = s.upload(zeros.data(), w.dtype, {bins}), tx = s.upload(x, {n}),
+             old = s.empty<double>({n});
+      ASSERT_TRUE(counts(h, tx, old).ok()) << where;
+      std::vector<double> olds;
+      std::vector<uint8_t> finalBits(zeros.size());
+      ASSERT_TRUE(old.download(olds).ok() && h.download(finalBits.data()).ok()) << where;
+      std::vector<double> finals = fromBits(w.dtype, finalBits);
+      std::vector<std::vector<double>> seen(bins);
+      for (int64_t i = 0; i < n; ++i) {
+        if (i % 5 == 2)
+          EXPECT_EQ(olds[i], 0.0) << where << " masked lane " << i;
+        else
+          seen[x[i]].push_back(olds[i]);
+      }
+      for (int64_t b = 0; b < bins; ++b) {
+        std::sort(seen[b].begin(), seen[b].end());
+        EXPECT_EQ(finals[b], double(seen[b].size()) * w.stepValue) << where << " bin " << b;
+        for (size_t j = 0; j < seen[b].size(); ++j)
+          ASSERT_EQ(seen[b][j], double(j) * w.stepValue) << where << " bin " << b;
+      }
+
+      std::vector<uint8_t> start = toBits(w.dtype, {-inf, -inf, inf, inf, -0.0, nan, 2.5, 1.0});
+      Tensor hx = s.upload(start.data(), w.dtype, {8}), tv = s.upload(values, {n}),
+             tseen = s.empty<double>({4});
+      ASSERT_TRUE(extremes(hx, tv).ok()) << where;
+      ASSERT_TRUE(swaps(hx, tseen).ok()) << where;
+      std::vector<uint8_t> afterBits(start.size());
+      std::vector<double> was;
+      ASSERT_TRUE(hx.download(afterBits.data()).ok() && tseen.download(was).ok()) << where;
+      std::vector<double> after = fromBits(w.dtype, afterBits);
+      double most[2] = {-inf, -inf}, least[2] = {inf, inf};
+      for (int64_t i = 0; i < n; ++i) {
+        most[i % 2] = std::max(most[i % 2], double(values[i]));
+        least[i % 2] = std::min(least[i % 2], double(values[i]));
+      }
+      EXPECT_EQ(after[0], most[0]) << where;
+      EXPECT_EQ(after[1], most[1]) << where;
+      EXPECT_EQ(after[2], least[0]) << where;
+      EXPECT_EQ(after[3], least[1]) << where;
+      // atomic_cas compares bits: -0.0 is not 0.0, the same NaN matches.
+      EXPECT_TRUE(after[4] == 0.0 && std::signbit(after[4])) << where << ": -0.0 matched 0.0";
+      EXPECT_TRUE(was[0] == 0.0 && std::signbit(was[0])) << where;
+      EXPECT_EQ(after[5], 7.0) << where << ": the same NaN did not match";
+      EXPECT_TRUE(std::isnan(was[1])) << where;
+      EXPECT_EQ(after[6], 9.0) << where;
+      EXPECT_EQ(was[2], 2.5) << where;
+      EXPECT_EQ(after[7], -4.0) << where;
+      EXPECT_EQ(was[3], 1.0) << where;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, BitwiseReductionsAndAtomicsOnEveryDevice) {
   // xor_sum along each axis and over a whole tile (Triton's tl.xor_sum), and
   // atomic_and/or/xor with colliding lanes: the final words are the and/or/xor

@@ -398,14 +398,21 @@ LogicalResult StoreOp::verify() {
                       shapeOf(value));
 }
 
+/// The element types atomics update: 32- and 64-bit integers, and floats of 16
+/// bits and more (fp8 has no atomics).
+static bool isAtomicElementType(Type elem) {
+  return elem.isInteger(32) || elem.isInteger(64) || elem.isF16() || elem.isBF16() ||
+         elem.isF32() || elem.isF64();
+}
+
 LogicalResult AtomicRMWOp::verify() {
   Type elem = elementOf(getValue().getType());
   if (elem != getMemory().getType().getElementType())
     return emitOpError("value element type must match the memory");
   if (getKind() == ReduceKind::Prod)
     return emitOpError("kind must be sum, max, min, umax, umin, and, or or xor");
-  if (!elem.isInteger(32) && !elem.isInteger(64) && !elem.isF32())
-    return emitOpError("element type must be i32, i64 or f32, got ") << elem;
+  if (!isAtomicElementType(elem))
+    return emitOpError("element type must be i32, i64, f16, bf16, f32 or f64, got ") << elem;
   if (needsIntegers(getKind()) && !elem.isInteger())
     return emitOpError("'") << stringifyReduceKind(getKind())
                             << "' atomics need an integer element type, got " << elem;
@@ -417,8 +424,8 @@ LogicalResult AtomicSwapOp::verify() {
   Type elem = elementOf(getValue().getType());
   if (elem != getMemory().getType().getElementType())
     return emitOpError("value element type must match the memory");
-  if (!elem.isInteger(32) && !elem.isInteger(64) && !elem.isF32())
-    return emitOpError("element type must be i32, i64 or f32, got ") << elem;
+  if (!isAtomicElementType(elem))
+    return emitOpError("element type must be i32, i64, f16, bf16, f32 or f64, got ") << elem;
   if (getCompare() && getCompare().getType() != getValue().getType())
     return emitOpError("compare must have the value's type");
   return verifyAccess(*this, getMemory().getType(), getIndices(), getMask(),

@@ -295,7 +295,9 @@ public:
     auto *b = new VkBuf();
     b->size = bytes;
     VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-    bci.size = bytes;
+    // Whole 32-bit words: kernels read 16-bit floats that atomics update as the
+    // words that hold them, the last one included.
+    bci.size = (bytes + 3) / 4 * 4;
     bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                 VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;

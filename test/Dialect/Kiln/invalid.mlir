@@ -305,9 +305,9 @@ func.func @scan_bitwise_float(%t: tensor<8xf32>) {
 
 // -----
 
-func.func @atomic_type(%m: memref<?xf16, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xf16>) {
-  // expected-error @+1 {{element type must be i32, i64 or f32, got 'f16'}}
-  kiln.atomic_rmw sum %m[%i], %v : memref<?xf16, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xf16>
+func.func @atomic_type(%m: memref<?xi16, strided<[?], offset: ?>>, %i: tensor<8xi32>, %v: tensor<8xi16>) {
+  // expected-error @+1 {{element type must be i32, i64, f16, bf16, f32 or f64, got 'i16'}}
+  kiln.atomic_rmw sum %m[%i], %v : memref<?xi16, strided<[?], offset: ?>>[tensor<8xi32>], tensor<8xi16>
   return
 }
 
