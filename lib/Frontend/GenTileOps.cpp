@@ -352,10 +352,16 @@ MaybeValue Generator::genDot(const CallExpr &e) {
   MaybeValue b = genValue(*e.args[1], "dot operand");
   if (!b)
     return std::nullopt;
-  if (a->type.shape.size() != 2 || b->type.shape.size() != 2)
-    return error(e.loc, "dot multiplies 2-D tiles, got " + a->type.str() + " and " +
-                            b->type.str());
-  if (a->type.shape[1] != b->type.shape[0])
+  // 2-D, or 3-D with a leading batch dimension both operands share.
+  const Shape &sa = a->type.shape, &sb = b->type.shape;
+  size_t rank = sa.size();
+  if (sb.size() != rank || (rank != 2 && rank != 3))
+    return error(e.loc, "dot multiplies 2-D tiles, or 3-D ones with a batch dimension first, "
+                        "got " + a->type.str() + " and " + b->type.str());
+  if (rank == 3 && sa[0] != sb[0])
+    return error(e.loc, "dot: batch dimensions differ (" + a->type.str() + " times " +
+                            b->type.str() + ")");
+  if (sa[rank - 1] != sb[rank - 2])
     return error(e.loc, "dot: inner dimensions differ (" + a->type.str() + " times " +
                             b->type.str() + ")");
   if (a->type.dtype != b->type.dtype)
@@ -364,7 +370,8 @@ MaybeValue Generator::genDot(const CallExpr &e) {
                             dtypeName(b->type.dtype) + "); cast one of them");
   if (a->type.dtype == DType::I1)
     return error(e.loc, "dot is not defined on bool");
-  Shape shape = {a->type.shape[0], b->type.shape[1]};
+  Shape shape(sa.begin(), sa.end() - 1);
+  shape.push_back(sb.back());
   DType in = a->type.dtype;
   DType accType = isFloat(in)     ? (in == DType::F64 ? DType::F64 : DType::F32)
                   : isUnsigned(in) ? (in == DType::U64 ? DType::U64 : DType::U32)
@@ -431,12 +438,49 @@ MaybeValue Generator::genDot(const CallExpr &e) {
     x = castValue(x, in, accDType, l);
     y = castValue(y, in, accDType, l);
   }
+  auto dot2d = [&](Value x, Value y, Value c) -> Value {
+    auto dot = builder.create<DotOp>(l, c.getType(), x, y, c);
+    if (tf32)
+      dot.setTf32(true);
+    return dot;
+  };
   TValue out;
   out.type = SType::tile(accDType, shape);
-  auto dot = builder.create<DotOp>(l, acc.value.getType(), x, y, acc.value);
-  if (tf32)
-    dot.setTf32(true);
-  out.value = dot;
+  if (rank == 2) {
+    out.value = dot2d(x, y, acc.value);
+    return out;
+  }
+  // A batched dot is one 2-D dot per batch index, on the operands' slices,
+  // written back into the batch's slice of the result.
+  // Slices: a splat (the zero accumulator) is the same splat, smaller; other
+  // tiles gather their batch index (on GPUs, through shared memory).
+  auto slice = [&](Value v, int64_t i) -> Value {
+    auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+    Shape one(type.getShape()), plain(type.getShape().begin() + 1, type.getShape().end());
+    one[0] = 1;
+    auto plainType = mlir::RankedTensorType::get(plain, type.getElementType());
+    if (auto splatOp = v.getDefiningOp<SplatOp>())
+      return builder.create<SplatOp>(l, plainType, splatOp.getValue());
+    mlir::DenseElementsAttr dense;
+    if (mlir::matchPattern(v, mlir::m_Constant(&dense)) && dense.isSplat())
+      return builder.create<mlir::arith::ConstantOp>(l, dense.resizeSplat(plainType));
+    Value at = splat(Const::ofInt(i), DType::I32, one, e.loc);
+    Value g = builder.create<GatherOp>(l, mlir::RankedTensorType::get(one, type.getElementType()),
+                                       v, at, builder.getI32IntegerAttr(0));
+    return builder.create<ReshapeOp>(l, plainType, g);
+  };
+  Shape one = shape;
+  one[0] = 1;
+  Value batch = axisPositions(shape, 0, l);
+  out.value = acc.value;
+  for (int64_t i = 0; i < shape[0]; ++i) {
+    Value r = dot2d(slice(x, i), slice(y, i), slice(acc.value, i));
+    r = builder.create<ReshapeOp>(l, valueType(accDType, one), r);
+    Value here = builder.create<mlir::arith::CmpIOp>(
+        l, mlir::arith::CmpIPredicate::eq, batch, splat(Const::ofInt(i), DType::I32, shape, e.loc));
+    out.value = builder.create<mlir::arith::SelectOp>(
+        l, here, broadcastValue(r, one, shape, accDType, l), out.value);
+  }
   return out;
 }
 

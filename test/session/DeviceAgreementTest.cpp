@@ -137,6 +137,67 @@ kernel k(a: tensor<i32>[M, K], b: tensor<i32>[K, N], c: tensor<i32>[M, N]) grid(
   });
 }
 
+TEST_F(DeviceAgreement, BatchedDotOnEveryDevice) {
+  // dot of 3-D tiles: one product per index of the leading (batch) dimension,
+  // with or without an accumulator, for several operand types. Blocks over
+  // batch, rows and columns with masked edges (5 x 40 x 20 with K = 50 in
+  // 2 x 16 x 8 blocks, BK = 8); small integers keep every sum exact. (Small
+  // blocks: lavapipe takes seconds to compile a 4 x 16 x 16 one.)
+  const char *source = R"(
+kernel bmm(a: tensor<i32>[B, M, K], b: tensor<i32>[B, K, N], c: tensor<i32>[B, M, N])
+    params(BB: i32 = 2, BM: i32 = 16, BN: i32 = 8, BK: i32 = 8)
+    grid(cdiv(B, BB), cdiv(M, BM), cdiv(N, BN)) {
+  let z = program_id(0) * BB + arange(0, BB);
+  let m = program_id(1) * BM + arange(0, BM);
+  let n = program_id(2) * BN + arange(0, BN);
+  var acc = zeros<A>[BB, BM, BN];
+  for k0 in range(0, K, BK) {
+    let k = k0 + arange(0, BK);
+    let x = cast<T>(load(a[z[:, None, None], m[None, :, None], k[None, None, :]], other = 0));
+    let y = cast<T>(load(b[z[:, None, None], k[None, :, None], n[None, None, :]], other = 0));
+    acc = ACC;
+  }
+  store(c[z[:, None, None], m[None, :, None], n[None, None, :]], cast<i32>(acc));
+}
+)";
+  struct Case {
+    const char *operand, *acc, *update;
+  };
+  const Case cases[] = {{"f32", "f32", "dot(x, y, acc)"},
+                        {"f16", "f32", "dot(x, y, acc)"},
+                        {"bf16", "f32", "acc + dot(x, y)"},
+                        {"i8", "i32", "dot(x, y, acc)"},
+                        {"f64", "f64", "acc + dot(x, y)"}};
+  const int64_t batch = 5, m = 40, n = 20, k = 50;
+  std::vector<int32_t> ha(batch * m * k), hb(batch * k * n);
+  for (size_t i = 0; i < ha.size(); ++i)
+    ha[i] = int32_t(i * 7 % 9) - 4;
+  for (size_t i = 0; i < hb.size(); ++i)
+    hb[i] = int32_t(i * 5 % 7) - 3;
+  std::vector<int32_t> want(batch * m * n, 0);
+  for (int64_t z = 0; z < batch; ++z)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t l = 0; l < k; ++l)
+          want[(z * m + i) * n + j] += ha[(z * m + i) * k + l] * hb[(z * k + l) * n + j];
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (const Case &c : cases) {
+      std::string text = std::regex_replace(source, std::regex("<T>"), std::string("<") + c.operand + ">");
+      text = std::regex_replace(text, std::regex("<A>"), std::string("<") + c.acc + ">");
+      text = std::regex_replace(text, std::regex("ACC"), c.update);
+      Kernel kernel = s.compile(text, "bmm");
+      ASSERT_TRUE(kernel.ok()) << device << " " << c.operand << ": " << kernel.status().message();
+      Tensor a = s.upload(ha, {batch, m, k}), b = s.upload(hb, {batch, k, n}),
+             out = s.empty(DType::I32, {batch, m, n});
+      ASSERT_TRUE(kernel(a, b, out).ok()) << device << " " << c.operand;
+      std::vector<int32_t> got;
+      ASSERT_TRUE(out.download(got).ok());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << device << " " << c.operand << " at " << i;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, VulkanUsesTheDevicesSharedMemory) {
   // The device's profile carries its maxComputeSharedMemorySize beyond Vulkan's
   // 16 KiB (lavapipe: 32 KiB), so a 64 x 64 matmul with 48-wide K slices (24 KiB
