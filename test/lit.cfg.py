@@ -36,6 +36,9 @@ if shutil.which("ptxas") or os.path.exists(os.path.join(cuda_bin, "ptxas")):
                         subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout)
     if release and (int(release.group(1)), int(release.group(2))) >= (12, 8):
         config.available_features.add("ptxas-blackwell")
+    # CUDA 13 dropped Volta (sm_70, sm_72).
+    if release and int(release.group(1)) >= 13:
+        config.available_features.add("ptxas-without-volta")
 for tool in ["spirv-val", "spirv-dis"]:
     if shutil.which(tool):
         config.available_features.add(tool)

@@ -297,7 +297,12 @@ int buildBundle() {
       return fail("metal emits source (MSL), which kiln-rt cannot load; leave it out of bundles");
     auto artifact = compileSource((*buffer)->getBuffer(), inputFile, options, *target);
     if (!artifact) {
-      llvm::errs() << llvm::toString(artifact.takeError());
+      // Diagnostics come formatted (file:line:col: error: ..., each line
+      // ended); a bare message (from ptxas or the linker) is kilnc's to format.
+      std::string text = llvm::toString(artifact.takeError());
+      if (!llvm::StringRef(text).ends_with("\n"))
+        return fail(text);
+      llvm::errs() << text;
       return 1;
     }
     bundle.entries.push_back({target->str(), artifact->bytes, artifact->metadata});
