@@ -47,7 +47,6 @@ def driver_entries():
     for path in [os.path.join(ROOT, "test", "kilnc", "driver-errors.test"),
                  os.path.join(ROOT, "test", "kilnc", "matrix-units.test"),
                  os.path.join(ROOT, "test", "Target", "target-errors.test"),
-                 os.path.join(ROOT, "test", "Target", "atomic-float-widths.test"),
                  os.path.join(ROOT, "test", "Target", "NVPTX", "dynamic-shared-memory.test"),
                  os.path.join(ROOT, "test", "Target", "NVPTX", "dropped-arch.test"),
                  os.path.join(ROOT, "test", "tools", "kiln-run-errors.test"),

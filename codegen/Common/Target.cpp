@@ -382,26 +382,6 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
         "copysign", "isnan", "isinf", "isfinite"};
     return llvm::is_contained(handled, op->getName().stripDialect());
   };
-  // SPIR-V has 32- and 64-bit integer atomics only: a 16-bit float tensor that
-  // atomics update is bound as 32-bit words (MemoryToGPU.cpp, updateBySwaps),
-  // which its plain loads and stores cannot read. The error is at the first one.
-  auto halvesAlsoAccessed = [&](mlir::Operation *op) -> std::optional<mlir::InFlightDiagnostic> {
-    bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
-    if (!spirv || !mlir::isa<AtomicRMWOp, AtomicSwapOp>(op))
-      return std::nullopt;
-    mlir::Value memory = op->getOperand(0);
-    mlir::Type elem = mlir::cast<mlir::MemRefType>(memory.getType()).getElementType();
-    if (!mlir::isa<mlir::FloatType>(elem) || elem.getIntOrFloatBitWidth() != 16)
-      return std::nullopt;
-    for (mlir::Operation *user : memory.getUsers())
-      if (mlir::isa<LoadOp, StoreOp, LoadBlockOp, StoreBlockOp>(user))
-        return user->emitError()
-               << "a " << elem << " tensor that atomics update cannot also be loaded or stored "
-               << "in the same kernel on the " << (target.kind == Target::Kind::Vulkan ? "vulkan" : "metal")
-               << " target (SPIR-V has no 16-bit atomics: Kiln holds such a tensor as 32-bit "
-                  "words); use f32, or a separate kernel";
-    return std::nullopt;
-  };
   mlir::WalkResult result = module.walk([&](mlir::Operation *op) {
     // PTX identifiers are `[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`, and
     // WARP_SZ is its one predefined name without `%`: ptxas rejects both kernel names.
@@ -418,10 +398,6 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
         mlir::getElementTypeOrSelf(op->getResult(0)).getIntOrFloatBitWidth() == 64) {
       op->emitError("64-bit atomics are not supported on the metal target (Metal has 32-bit "
                     "atomics only)");
-      return mlir::WalkResult::interrupt();
-    }
-    if (auto error = halvesAlsoAccessed(op)) {
-      error->attachNote(op->getLoc()) << "updated atomically here";
       return mlir::WalkResult::interrupt();
     }
     if (target.kind == Target::Kind::Vulkan && op->getName().getDialectNamespace() == "math" &&

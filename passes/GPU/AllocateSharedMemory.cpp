@@ -71,14 +71,20 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
     return need(a, a.getNumElements() + b.getNumElements());
   }
   SmallVector<Need, 2> needs;
-  // A float read-modify-write on SPIR-V (and any atomic on 16-bit floats)
-  // retries its swaps while any thread of the program has one to make: an i32
-  // flag per thread (MemoryToGPU.cpp, updateBySwaps).
-  Type atomic = isa<AtomicRMWOp, AtomicSwapOp>(op)
-                    ? getElementTypeOrSelf(op->getResult(0).getType())
-                    : Type();
-  if (integerAtomicsOnly && atomic && isa<FloatType>(atomic) &&
-      (isa<AtomicRMWOp>(op) || atomic.getIntOrFloatBitWidth() == 16))
+  // A float read-modify-write on SPIR-V, and any atomic or store on 16-bit
+  // floats that atomics update (held two to a word), retries its swaps while
+  // any thread of the program has one to make: an i32 flag per thread
+  // (MemoryToGPU.cpp, updateBySwaps).
+  auto halves = [](Value memory) {
+    Type elem = cast<MemRefType>(memory.getType()).getElementType();
+    return isa<FloatType>(elem) && elem.getIntOrFloatBitWidth() == 16 &&
+           llvm::any_of(memory.getUsers(),
+                        [](Operation *u) { return isa<AtomicRMWOp, AtomicSwapOp>(u); });
+  };
+  bool bySwaps = isa<AtomicRMWOp>(op)
+                     ? isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType()))
+                     : isa<AtomicSwapOp, StoreOp, StoreBlockOp>(op) && halves(op->getOperand(0));
+  if (integerAtomicsOnly && bySwaps)
     needs.push_back(Need(sharedStorageType(IntegerType::get(op->getContext(), 32)),
                          layout.getThreads()));
   // A scalar atomic's old value goes from thread 0 to every thread.

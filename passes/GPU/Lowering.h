@@ -41,10 +41,16 @@ struct TensorArg {
   /// A tile element as it is stored, and a stored element as the tile holds it.
   mlir::Value toStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) const;
   mlir::Value fromStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) const;
-  /// SPIR-V: 16-bit floats that atomics update, two to a 32-bit word (the
-  /// tensor's atomics only ever touch the word; Target.cpp refuses its loads
-  /// and stores).
+  /// SPIR-V, which has no 16-bit atomics: 16-bit floats that atomics update
+  /// are held two to a 32-bit word, the even element in the low half.
   bool holdsHalves() const;
+  /// The memref index of the stored element (or word) that holds element
+  /// `offset` (i32), then the element in it, and it with the element replaced.
+  mlir::Value storedIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value offset) const;
+  mlir::Value elementIn(mlir::OpBuilder &b, mlir::Location loc, mlir::Value stored,
+                        mlir::Value offset) const;
+  mlir::Value withElement(mlir::OpBuilder &b, mlir::Location loc, mlir::Value stored,
+                          mlir::Value offset, mlir::Value element) const;
 };
 
 /// One shared-memory buffer type per element type the kernel exchanges, sized by

@@ -39,6 +39,42 @@ bool TensorArg::holdsHalves() const {
   return elementType.getIntOrFloatBitWidth() == 16 && storageType.getIntOrFloatBitWidth() == 32;
 }
 
+Value TensorArg::storedIndex(OpBuilder &b, Location loc, Value offset) const {
+  if (holdsHalves())
+    offset = b.create<arith::ShRUIOp>(loc, offset, b.create<arith::ConstantIntOp>(loc, 1, 32));
+  return b.create<arith::IndexCastOp>(loc, b.getIndexType(), offset);
+}
+
+/// The bit position of element `offset`'s half in its word: 0 or 16.
+static Value halfShift(OpBuilder &b, Location loc, Value offset) {
+  auto c = [&](int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); };
+  return b.create<arith::MulIOp>(loc, b.create<arith::AndIOp>(loc, offset, c(1)), c(16));
+}
+
+Value TensorArg::elementIn(OpBuilder &b, Location loc, Value stored, Value offset) const {
+  if (!holdsHalves())
+    return fromStorage(b, loc, stored);
+  Value half = b.create<arith::TruncIOp>(
+      loc, b.getI16Type(), b.create<arith::ShRUIOp>(loc, stored, halfShift(b, loc, offset)));
+  return b.create<arith::BitcastOp>(loc, elementType, half);
+}
+
+Value TensorArg::withElement(OpBuilder &b, Location loc, Value stored, Value offset,
+                             Value element) const {
+  if (!holdsHalves())
+    return toStorage(b, loc, element);
+  Value shift = halfShift(b, loc, offset);
+  Value placed = b.create<arith::ShLIOp>(
+      loc,
+      b.create<arith::ExtUIOp>(loc, storageType,
+                               b.create<arith::BitcastOp>(loc, b.getI16Type(), element)),
+      shift);
+  Value other = b.create<arith::XOrIOp>(
+      loc, b.create<arith::ShLIOp>(loc, b.create<arith::ConstantIntOp>(loc, 0xffff, 32), shift),
+      b.create<arith::ConstantIntOp>(loc, -1, 32));
+  return b.create<arith::OrIOp>(loc, b.create<arith::AndIOp>(loc, stored, other), placed);
+}
+
 Value TensorArg::fromStorage(OpBuilder &b, Location loc, Value v) const {
   if (elementType.isInteger(1))
     return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v,
@@ -66,10 +102,9 @@ Value ThreadEmitter::loadElement(const TensorArg &t, Value offset) {
                                       ValueRange{offset});
     v = b.create<LLVM::LoadOp>(loc, t.storageType, ptr);
   } else {
-    Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), offset);
-    v = b.create<memref::LoadOp>(loc, t.base, index);
+    v = b.create<memref::LoadOp>(loc, t.base, t.storedIndex(b, loc, offset));
   }
-  return t.fromStorage(b, loc, v);
+  return t.elementIn(b, loc, v, offset);
 }
 
 Value ThreadEmitter::loadElementOr(const TensorArg &t, Value offset, Value ok, Value other) {
@@ -330,6 +365,18 @@ LogicalResult ThreadEmitter::emitStore(Operation *op) {
   SmallVector<Access> acc = accesses(b, loc, t, n, coords, [&](int64_t r) {
     return writerOk(tile, mask, r);
   });
+  if (t.holdsHalves()) {
+    // A 16-bit float that atomics also update, two to a 32-bit word: a store of
+    // the word would overwrite the other element, so each is exchanged into it.
+    SmallVector<Value> offsets, oks;
+    for (const Access &a : acc) {
+      offsets.push_back(a.offset);
+      oks.push_back(a.ok);
+    }
+    updateBySwaps(t, offsets, oks, [&](Value, int64_t r) { return element(value, r); },
+                  tile ? tile.getNumElements() : 1);
+    return success();
+  }
   auto guardedStore = [&](int64_t r) {
     Value v = element(value, r);
     emitIfElse(
@@ -466,39 +513,16 @@ Registers ThreadEmitter::updateBySwaps(const TensorArg &t, ArrayRef<Value> offse
   // half holds the even element), which keeps its other half as it found it.
   int64_t n = offsets.size();
   Type bits = t.storageType, flag = b.getI1Type();
-  bool halves = t.holdsHalves();
-  SmallVector<Value> indices, shifts, guesses;
+  SmallVector<Value> safeOffsets, indices, guesses;
   for (int64_t r = 0; r < n; ++r) {
-    Value offset = b.create<arith::SelectOp>(loc, oks[r], offsets[r], i32(0));
-    Value word = halves ? b.create<arith::ShRUIOp>(loc, offset, i32(1)).getResult() : offset;
-    if (halves)
-      shifts.push_back(
-          b.create<arith::MulIOp>(loc, b.create<arith::AndIOp>(loc, offset, i32(1)), i32(16)));
-    indices.push_back(b.create<arith::IndexCastOp>(loc, b.getIndexType(), word));
+    safeOffsets.push_back(b.create<arith::SelectOp>(loc, oks[r], offsets[r], i32(0)));
+    indices.push_back(t.storedIndex(b, loc, safeOffsets[r]));
     guesses.push_back(emitIfElse(oks[r], {bits}, [&]() -> SmallVector<Value> {
       return {b.create<memref::LoadOp>(loc, t.base, indices[r])};
     }, [&]() -> SmallVector<Value> {
       return {b.create<arith::ConstantOp>(loc, b.getZeroAttr(bits))};
     }).getResult(0));
   }
-  // Register r's element in the stored bits, and the stored bits with it replaced.
-  Type half = b.getI16Type();
-  auto get = [&](Value stored, int64_t r) -> Value {
-    if (!halves)
-      return t.fromStorage(b, loc, stored);
-    Value low = b.create<arith::TruncIOp>(loc, half, b.create<arith::ShRUIOp>(loc, stored, shifts[r]));
-    return b.create<arith::BitcastOp>(loc, t.elementType, low);
-  };
-  auto put = [&](Value stored, int64_t r, Value element) -> Value {
-    if (!halves)
-      return t.toStorage(b, loc, element);
-    Value placed = b.create<arith::ShLIOp>(
-        loc, b.create<arith::ExtUIOp>(loc, bits, b.create<arith::BitcastOp>(loc, half, element)),
-        shifts[r]);
-    Value other = b.create<arith::XOrIOp>(
-        loc, b.create<arith::ShLIOp>(loc, i32(0xffff), shifts[r]), i32(-1));
-    return b.create<arith::OrIOp>(loc, b.create<arith::AndIOp>(loc, stored, other), placed);
-  };
   auto anyElement = [&](ArrayRef<Value> pending) -> Value {
     Registers wide;
     for (Value p : pending)
@@ -525,8 +549,9 @@ Registers ThreadEmitter::updateBySwaps(const TensorArg &t, ArrayRef<Value> offse
     for (int64_t r = 0; r < n; ++r) {
       Value expected = after->getArgument(r);
       found.push_back(emitIfElse(after->getArgument(n + r), {bits}, [&]() -> SmallVector<Value> {
-        Value updated = update(get(expected, r), r);
-        return {compareAndSwap(t, indices[r], expected, put(expected, r, updated))};
+        Value updated = update(t.elementIn(b, loc, expected, safeOffsets[r]), r);
+        return {compareAndSwap(t, indices[r], expected,
+                               t.withElement(b, loc, expected, safeOffsets[r], updated))};
       }, [&]() -> SmallVector<Value> { return {expected}; }).getResult(0));
       raced.push_back(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, found[r], expected));
     }
@@ -539,7 +564,8 @@ Registers ThreadEmitter::updateBySwaps(const TensorArg &t, ArrayRef<Value> offse
   Registers olds;
   Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(t.elementType));
   for (int64_t r = 0; r < n; ++r)
-    olds.push_back(b.create<arith::SelectOp>(loc, oks[r], get(loop.getResult(r), r), zero));
+    olds.push_back(b.create<arith::SelectOp>(
+        loc, oks[r], t.elementIn(b, loc, loop.getResult(r), safeOffsets[r]), zero));
   return olds;
 }
 

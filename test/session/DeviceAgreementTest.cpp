@@ -836,11 +836,12 @@ TEST_F(DeviceAgreement, FloatAtomicsOfEveryWidthOnEveryDevice) {
   // atomic_add, max, min, xchg and cas on f16, bf16 and f64 tensors. On the CPU,
   // CUDA and HIP they are LLVM's atomics (compare-and-swap loops where the
   // target has no such instruction); on Vulkan f64 is held as i64 and 16-bit
-  // floats two to a 32-bit word, each update a compare-and-swap of the word, so
-  // neighbours in `h` (an odd count: the last word is half used) contend for
-  // their words as well as colliding lanes for their elements. Each lane adding
-  // `step` sees a distinct earlier total (a lost update would repeat one); the
-  // totals are exact in any order.
+  // floats two to a 32-bit word, each update (and store) a compare-and-swap of
+  // the word, so neighbours in `h` (an odd count: the last word is half used)
+  // contend for their words as well as colliding lanes for their elements. Each
+  // lane adding `step` sees a distinct earlier total (a lost update would repeat
+  // one); the totals are exact in any order. `mixed` also loads and stores the
+  // tensor it updates.
   const char *source = R"(
 kernel counts(h: tensor<T>[B], x: tensor<i32>[N], old: tensor<f64>[N])
     params(BLOCK: i32 = 128) grid(cdiv(N, BLOCK)) {
@@ -854,6 +855,14 @@ kernel extremes(h: tensor<T>[8], v: tensor<f32>[N]) params(BLOCK: i32 = 64) grid
   let x = cast<T>(load(v[offs], mask = offs < N, other = 0.0));
   atomic_max(h[offs % 2], x, mask = offs < N);
   atomic_min(h[2 + offs % 2], x, mask = offs < N);
+}
+kernel mixed(h: tensor<T>[M], y: tensor<f64>[K]) params(K: i32 = 64) grid(1) {
+  // Even elements are updated atomically, odd ones (their word's other half on
+  // Vulkan) stored, and both loaded.
+  let c = arange(0, K);
+  let old = atomic_add(h[2 * c], 1.5);
+  store(h[2 * c + 1], old * 2.0);
+  store(y[c], cast<f64>(load(h[2 * c]) - old + load(h[2 * c + 1])));
 }
 kernel swaps(h: tensor<T>[8], seen: tensor<f64>[4]) grid(1) {
   store(seen[0], cast<f64>(atomic_cas(h[4], 0.0, 5.0)));
@@ -911,8 +920,8 @@ kernel swaps(h: tensor<T>[8], seen: tensor<f64>[4]) grid(1) {
       text = std::regex_replace(text, std::regex("STEP"), w.step);
       std::string where = device + " " + w.name;
       Kernel counts = s.compile(text, "counts"), extremes = s.compile(text, "extremes"),
-             swaps = s.compile(text, "swaps");
-      for (Kernel *k : {&counts, &extremes, &swaps})
+             swaps = s.compile(text, "swaps"), mixed = s.compile(text, "mixed");
+      for (Kernel *k : {&counts, &extremes, &swaps, &mixed})
         ASSERT_TRUE(k->ok()) << where << ": " << k->status().message();
 
       std::vector<uint8_t> zeros = toBits(w.dtype, std::vector<double>(bins, 0.0));
@@ -964,6 +973,22 @@ kernel swaps(h: tensor<T>[8], seen: tensor<f64>[4]) grid(1) {
       EXPECT_EQ(was[2], 2.5) << where;
       EXPECT_EQ(after[7], -4.0) << where;
       EXPECT_EQ(was[3], 1.0) << where;
+
+      std::vector<double> quarters(128);
+      for (int64_t i = 0; i < 128; ++i)
+        quarters[i] = double(i) * 0.25; // exact in bf16, as are the sums below
+      std::vector<uint8_t> mixedBits = toBits(w.dtype, quarters);
+      Tensor mh = s.upload(mixedBits.data(), w.dtype, {128}), my = s.empty<double>({64});
+      ASSERT_TRUE(mixed(mh, my).ok()) << where;
+      std::vector<double> sums;
+      ASSERT_TRUE(mh.download(mixedBits.data()).ok() && my.download(sums).ok()) << where;
+      std::vector<double> mixedAfter = fromBits(w.dtype, mixedBits);
+      for (int64_t c = 0; c < 64; ++c) {
+        double was = quarters[2 * c];
+        ASSERT_EQ(mixedAfter[2 * c], was + 1.5) << where << " at " << 2 * c;
+        ASSERT_EQ(mixedAfter[2 * c + 1], was * 2.0) << where << " at " << 2 * c + 1;
+        ASSERT_EQ(sums[c], 1.5 + was * 2.0) << where << " at " << c;
+      }
     }
   });
 }
