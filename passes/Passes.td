@@ -353,7 +353,11 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     Option<"dynamicSharedAbove", "dynamic-shared-above", "int64_t", /*default=*/"0",
            "With memory=llvm: kernels needing more shared memory than this many bytes "
            "take it as views of gpu.dynamic_shared_memory (sized at launch) instead "
-           "of workgroup attributions; 0 never does">
+           "of workgroup attributions; 0 never does">,
+    Option<"floatAtomicAdd", "float-atomic-add", "bool", /*default=*/"false",
+           "With memory=spirv: an f32 tensor that atomics only add to stays f32 and "
+           "each add is one OpAtomicFAddEXT (VK_EXT_shader_atomic_float); otherwise "
+           "float atomics are compare-and-swap loops on its bits">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
@@ -372,7 +376,10 @@ def KilnAttachSPIRVTarget : Pass<"kiln-attach-spirv-target", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"client", "client", "std::string", /*default=*/"\"vulkan1.2\"",
-           "vulkan1.1, vulkan1.2 or vulkan1.3">
+           "vulkan1.1, vulkan1.2 or vulkan1.3">,
+    Option<"floatAtomicAdd", "float-atomic-add", "bool", /*default=*/"false",
+           "The device adds f32 atomically (VK_EXT_shader_atomic_float's "
+           "shaderBufferFloat32AtomicAdd): allow AtomicFloat32AddEXT">
   ];
   let dependentDialects = ["mlir::spirv::SPIRVDialect"];
 }
@@ -571,6 +578,18 @@ def KilnExpandF8 : Pass<"kiln-expand-f8"> {
     saturates to the largest finite value (448 and 57344, as NVIDIA's
     `cvt.rn.satfinite` does), NaN stays NaN. Runs after
     `arith-emulate-unsupported-floats` has widened other fp8 arithmetic to f32.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def KilnExpandMinMax : Pass<"kiln-expand-min-max"> {
+  let summary = "Write bf16 and f32 maximumf/minimumf as compares and selects";
+  let description = [{
+    For NVIDIA before sm_80, which has no bf16 arithmetic and no NaN-propagating
+    max: run before `arith-emulate-unsupported-floats`, so that LLVM cannot
+    narrow an f32 maximum of widened bf16 values back to a bf16 one, which its
+    NVPTX backend cannot select there (it aborted). NaN operands give NaN and +0
+    is above -0, as `arith.maximumf` says; f16 and f64 are left alone.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }

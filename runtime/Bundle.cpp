@@ -113,8 +113,12 @@ bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
       return rest.find("loose-specials") != std::string::npos;
     };
     bool asksForSpecials = bv.substr(0, 3) >= "1.2" && !loose(bv);
+    // Code that adds floats atomically needs a device that does.
+    auto floatAdds = [](const std::string &rest) {
+      return rest.find("float-atomic-add") != std::string::npos;
+    };
     return bv.substr(0, 3) <= dv.substr(0, 3) && shared(bv) <= shared(dv) &&
-           !(asksForSpecials && loose(dv));
+           !(asksForSpecials && loose(dv)) && (!floatAdds(bv) || floatAdds(dv));
   }
   if (bk == "cuda" && bv.size() > 3 && dv.size() > 3) {
     int b = std::atoi(bv.c_str() + 3), d = std::atoi(dv.c_str() + 3);

@@ -56,14 +56,15 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
   }
   if (name == "vulkan" || name == "metal") {
     t.kind = name == "vulkan" ? Kind::Vulkan : Kind::Metal;
-    // vulkan[:VERSION][:cpu][:shared=BYTES][:loose-specials]; `cpu` tunes for an
-    // implementation on the host CPU, `shared` is the device's
+    // vulkan[:VERSION][:cpu][:shared=BYTES][:loose-specials][:float-atomic-add];
+    // `cpu` tunes for an implementation on the host CPU, `shared` is the device's
     // maxComputeSharedMemorySize, `loose-specials` a device that cannot
-    // preserve infinities, NaNs and signed zeros on request.
+    // preserve infinities, NaNs and signed zeros on request, `float-atomic-add`
+    // one that adds f32 atomically (VK_EXT_shader_atomic_float).
     if (t.kind == Kind::Metal && !chip.empty())
       return targetError("unknown metal target '" + spec + "' (it takes no version or options)");
     llvm::StringRef version, rest = chip;
-    llvm::StringSet<> seen; // cpu, loose-specials, shared: each at most once
+    llvm::StringSet<> seen; // each option at most once
     while (!rest.empty()) {
       auto [part, tail] = rest.split(':');
       rest = tail;
@@ -74,18 +75,21 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
         t.vulkanOnCPU = true;
       } else if (t.kind == Kind::Vulkan && part == "loose-specials") {
         t.vulkanLooseSpecials = true;
+      } else if (t.kind == Kind::Vulkan && part == "float-atomic-add") {
+        t.vulkanFloatAtomicAdd = true;
       } else if (t.kind == Kind::Vulkan && bytes.consume_front("shared=")) {
         if (bytes.getAsInteger(10, t.vulkanSharedBytes) || t.vulkanSharedBytes < 16 * 1024 ||
             t.vulkanSharedBytes > 1024 * 1024)
           return targetError("shared memory '" + part +
                              "' must be shared=BYTES, from 16384 (Vulkan's guarantee) to 1 MiB");
       } else if (version.empty() && !t.vulkanOnCPU && !t.vulkanSharedBytes &&
-                 !t.vulkanLooseSpecials) {
+                 !t.vulkanLooseSpecials && !t.vulkanFloatAtomicAdd) {
         version = part;
       } else {
         return targetError(
             "unknown " + name + " target '" + spec +
-            "' (expected vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES][:loose-specials])");
+            "' (expected vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES][:loose-specials]"
+            "[:float-atomic-add])");
       }
     }
     if (version.empty())
@@ -100,7 +104,8 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
   }
   return targetError("unknown target '" + spec +
                      "' (expected cpu, cuda:sm_XX, amdgpu:gfxXXX, "
-                     "vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES][:loose-specials], metal)");
+                     "vulkan[:1.1|1.2|1.3][:cpu][:shared=BYTES][:loose-specials]"
+                     "[:float-atomic-add], metal)");
 }
 
 std::string Target::str() const {
@@ -111,7 +116,8 @@ std::string Target::str() const {
   case Kind::Vulkan:
     return "vulkan:" + chip.substr(6) + (vulkanOnCPU ? ":cpu" : "") +
            (vulkanSharedBytes ? ":shared=" + std::to_string(vulkanSharedBytes) : "") +
-           (vulkanLooseSpecials ? ":loose-specials" : "");
+           (vulkanLooseSpecials ? ":loose-specials" : "") +
+           (vulkanFloatAtomicAdd ? ":float-atomic-add" : "");
   case Kind::Metal: return "metal";
   }
   return "?";
@@ -250,11 +256,12 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
   if (stage >= Stage::ThreadCode) {
     bool amd = target.kind == Target::Kind::AMDGPU;
     passes += llvm::formatv(",convert-kiln-gpu-to-gpu{{memory={0} subgroup-reduce={1} "
-                            "vendor={2} matrix-units={3} dynamic-shared-above={4}},"
-                            "canonicalize,cse",
+                            "vendor={2} matrix-units={3} dynamic-shared-above={4} "
+                            "float-atomic-add={5}},canonicalize,cse",
                             spirv ? "spirv" : "llvm",
                             spirv ? "native" : amd ? "amd-swizzle" : "shuffle",
-                            spirv ? "any" : amd ? "amd" : "nvidia", units, dynamicAbove)
+                            spirv ? "any" : amd ? "amd" : "nvidia", units, dynamicAbove,
+                            target.vulkanFloatAtomicAdd)
                   .str();
   }
   if (stage >= Stage::Device)
@@ -267,8 +274,8 @@ std::string kiln::devicePipeline(const Target &target) {
   case Target::Kind::CUDA:
     // PTX ISA 8.4 (CUDA 12.4) is the first with fp8 mma.sync; sm_90 code
     // declares it, older architectures keep LLVM's default. bf16 arithmetic is
-    // sm_80's: before it, it runs in f32 (LLVM's NVPTX backend widens some bf16
-    // operations itself, but not max and min, which it cannot select).
+    // sm_80's: before it, it runs in f32, max and min as compares (LLVM's NVPTX
+    // backend cannot select the bf16 maximum InstCombine narrows them to).
     return llvm::formatv("nvvm-attach-target{{chip={0} O=3{1}},"
                          "gpu.module(math-legalize-to-f32,kiln-keep-float-roundings),"
                          "kiln-approximate-math{{target=nvvm},"
@@ -278,7 +285,7 @@ std::string kiln::devicePipeline(const Target &target) {
                          "convert-gpu-to-nvvm,convert-math-to-llvm),"
                          "reconcile-unrealized-casts,kiln-extern-dynamic-shared",
                          target.ptxChip(), target.smVersion() >= 90 ? " features=+ptx84" : "",
-                         target.smVersion() >= 80 ? "" : "arith-expand,",
+                         target.smVersion() >= 80 ? "" : "kiln-expand-min-max,",
                          target.smVersion() >= 80 ? "" : "bf16,")
         .str();
   case Target::Kind::AMDGPU:
@@ -300,7 +307,7 @@ std::string kiln::devicePipeline(const Target &target) {
     // approximations, whose MLIR patterns take f32 and f16 only), their conversions
     // become integer arithmetic (kiln-expand-f8, arith-expand) and their values
     // their bits (kiln-retype-unsupported-floats).
-    return llvm::formatv("kiln-attach-spirv-target{{client={0}},"
+    return llvm::formatv("kiln-attach-spirv-target{{client={0} float-atomic-add={2}},"
                          "gpu.module(math-legalize-to-f32,kiln-keep-float-roundings),"
                          "kiln-spirv-remainders," // before: its ctlz are expanded there
                          "kiln-approximate-math{{target=spirv},"
@@ -319,7 +326,8 @@ std::string kiln::devicePipeline(const Target &target) {
                          target.kind != Target::Kind::Vulkan ? ""
                          : target.vulkanLooseSpecials
                              ? ",kiln-spirv-exact-floats{preserve-specials=0}"
-                             : ",kiln-spirv-exact-floats")
+                             : ",kiln-spirv-exact-floats",
+                         target.vulkanFloatAtomicAdd)
         .str();
   case Target::Kind::CPU:
     break;

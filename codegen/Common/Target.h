@@ -29,6 +29,9 @@ struct Target {
   /// whose kernels cannot ask for IEEE infinities, NaNs and signed zeros
   /// (kiln-spirv-exact-floats' preserve-specials).
   bool vulkanLooseSpecials = false;
+  /// `vulkan:...:float-atomic-add`: a device with VK_EXT_shader_atomic_float's
+  /// shaderBufferFloat32AtomicAdd, where an f32 atomic_add is one instruction.
+  bool vulkanFloatAtomicAdd = false;
   /// `matrix-units` chosen by the user (kilnc --matrix-units, KILN_MATRIX_UNITS
   /// for the JIT); empty picks the chip's best.
   std::string matrixUnitsOverride;

@@ -49,6 +49,10 @@ struct AttachSPIRVTarget : kiln::impl::KilnAttachSPIRVTargetBase<AttachSPIRVTarg
                            C::Float64,
                            C::StorageBuffer8BitAccess,
                            C::StorageBuffer16BitAccess};
+    if (floatAtomicAdd) {
+      caps.push_back(C::AtomicFloat32AddEXT);
+      extensions.push_back(spirv::Extension::SPV_EXT_shader_atomic_float_add);
+    }
     auto vce = spirv::VerCapExtAttr::get(version, caps, extensions, ctx);
     auto env = spirv::TargetEnvAttr::get(vce, spirv::getDefaultResourceLimits(ctx),
                                          spirv::ClientAPI::Vulkan);

@@ -94,7 +94,7 @@ template <typename OpT> struct OpTag {
   using type = OpT;
 };
 
-/// Integer memref.atomic_rmw -> the SPIR-V atomic of its kind, acquire-release
+/// Integer (and f32 addf) memref.atomic_rmw -> the SPIR-V atomic of its kind, acquire-release
 /// on the memory it updates. Upstream's pattern (which this one, with a higher
 /// benefit, replaces) lacks assign and gives AcquireRelease without a storage
 /// class, which orders no storage-buffer access: an atomic that publishes
@@ -104,7 +104,8 @@ struct AtomicRMWPattern : OpConversionPattern<memref::AtomicRMWOp> {
       : OpConversionPattern(converter, ctx, /*benefit=*/2) {}
   LogicalResult matchAndRewrite(memref::AtomicRMWOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().isSignlessInteger())
+    bool floatAdd = op.getKind() == arith::AtomicRMWKind::addf && op.getType().isF32();
+    if (!op.getType().isSignlessInteger() && !floatAdd)
       return failure();
     FailureOr<AtomicTarget> t =
         atomicTarget(*getTypeConverter<SPIRVTypeConverter>(), op.getMemRefType(),
@@ -123,6 +124,7 @@ struct AtomicRMWPattern : OpConversionPattern<memref::AtomicRMWOp> {
     switch (op.getKind()) {
     case Kind::assign: return replace(OpTag<spirv::AtomicExchangeOp>());
     case Kind::addi: return replace(OpTag<spirv::AtomicIAddOp>());
+    case Kind::addf: return replace(OpTag<spirv::EXTAtomicFAddOp>()); // float-atomic-add
     case Kind::maxs: return replace(OpTag<spirv::AtomicSMaxOp>());
     case Kind::mins: return replace(OpTag<spirv::AtomicSMinOp>());
     case Kind::maxu: return replace(OpTag<spirv::AtomicUMaxOp>());

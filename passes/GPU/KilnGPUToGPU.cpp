@@ -160,6 +160,15 @@ static Type storageOf(BlockArgument arg, MemoryModel memory) {
     return IntegerType::get(elementType.getContext(), 8);
   bool atomic = llvm::any_of(arg.getUsers(),
                              [](Operation *u) { return isa<AtomicRMWOp, AtomicSwapOp>(u); });
+  // A device that adds f32 atomically (kFloatAtomicAddAttr) takes an f32 tensor
+  // that atomics only add to as it is.
+  bool onlyAdds = llvm::all_of(arg.getUsers(), [](Operation *u) {
+    auto rmw = dyn_cast<AtomicRMWOp>(u);
+    return !isa<AtomicSwapOp>(u) && (!rmw || rmw.getKind() == ReduceKind::Sum);
+  });
+  if (elementType.isF32() && onlyAdds &&
+      arg.getOwner()->getParentOp()->hasAttr(kFloatAtomicAddAttr))
+    return elementType;
   // SPIR-V has integer atomics of 32 and 64 bits: 16-bit floats go two to a word.
   if (memory == MemoryModel::SPIRVBuffers && isa<FloatType>(elementType) && atomic)
     return IntegerType::get(elementType.getContext(),
@@ -701,6 +710,8 @@ struct ConvertKilnGPUToGPUPass
         kernel.erase(); // grid functions run on the host from the rule's text
         continue;
       }
+      if (floatAtomicAdd && model == MemoryModel::SPIRVBuffers)
+        kernel->setAttr(kFloatAtomicAddAttr, b.getUnitAttr());
       BlockedEncodingAttr layout = getKernelThreads(kernel);
       auto threadsAttr = kernel->getAttrOfType<IntegerAttr>(kThreadsAttr);
       int64_t threads = threadsAttr ? threadsAttr.getInt() : layout.getThreads();

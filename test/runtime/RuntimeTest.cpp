@@ -1252,6 +1252,11 @@ TEST(Bundle, RoundTripAndDamage) {
   EXPECT_TRUE(targetRuns("vulkan:1.2:loose-specials", "vulkan:1.3:shared=32768:loose-specials"));
   EXPECT_TRUE(targetRuns("vulkan:1.1", "vulkan:1.2:loose-specials"));
   EXPECT_TRUE(targetRuns("vulkan:1.2:loose-specials", "vulkan:1.2"));
+  // Code with OpAtomicFAddEXT needs a device that adds floats atomically; code
+  // without it runs on one.
+  EXPECT_FALSE(targetRuns("vulkan:1.2:float-atomic-add", "vulkan:1.3:cpu:shared=32768"));
+  EXPECT_TRUE(targetRuns("vulkan:1.2:float-atomic-add", "vulkan:1.3:cpu:float-atomic-add"));
+  EXPECT_TRUE(targetRuns("vulkan:1.2", "vulkan:1.3:cpu:shared=32768:float-atomic-add"));
 
   // The trailer is standard 64-bit FNV-1a (docs/runtime.md), so other tools can
   // write and check bundles: the known answer for "a" first, then the file's.

@@ -27,6 +27,9 @@ inline constexpr llvm::StringLiteral kPrintsAttr = "kiln_gpu.prints";
 /// On a gpu.barrier: it also orders the threads' accesses to device memory
 /// (tensors), which SPIR-V's workgroup barrier leaves out unless asked.
 inline constexpr llvm::StringLiteral kDeviceMemoryBarrierAttr = "kiln_gpu.device_memory";
+/// On a kernel (convert-kiln-gpu-to-gpu's float-atomic-add): SPIR-V adds f32
+/// atomically, so f32 tensors that atomics only add to stay f32.
+inline constexpr llvm::StringLiteral kFloatAtomicAddAttr = "kiln_gpu.float_atomic_add";
 
 /// The layout of a tile type, or null for scalars and unencoded tensors.
 inline BlockedEncodingAttr getLayout(mlir::Type type) {

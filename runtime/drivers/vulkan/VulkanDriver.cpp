@@ -172,7 +172,11 @@ public:
     timestampBits = qf[queueFamily].timestampValidBits;
 
     // Enable the optional features Kiln's SPIR-V may declare, as far as present.
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT fFloat{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+    bool atomicFloat = hasExtension(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    f12.pNext = atomicFloat ? &fFloat : nullptr;
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     f11.pNext = &f12;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -182,6 +186,14 @@ public:
     e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess;
     e12.shaderInt8 = f12.shaderInt8;
     e12.shaderFloat16 = f12.shaderFloat16;
+    e12.shaderBufferInt64Atomics = f12.shaderBufferInt64Atomics; // Int64Atomics
+    // VK_EXT_shader_atomic_float: an f32 atomic_add is one OpAtomicFAddEXT.
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT eFloat{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+    floatAtomicAdd = atomicFloat && fFloat.shaderBufferFloat32AtomicAdd;
+    eFloat.shaderBufferFloat32AtomicAdd = floatAtomicAdd;
+    e12.pNext = floatAtomicAdd ? &eFloat : nullptr;
+    const char *floatExtension = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
     VkPhysicalDeviceVulkan11Features e11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
     e11.pNext = &e12;
@@ -200,6 +212,8 @@ public:
     dci.pNext = &enabled;
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
+    dci.enabledExtensionCount = floatAtomicAdd ? 1 : 0;
+    dci.ppEnabledExtensionNames = floatAtomicAdd ? &floatExtension : nullptr;
     if (VkResult r = vkCreateDevice(physical, &dci, nullptr, &device); r != VK_SUCCESS) {
       why = vkError("vkCreateDevice", r);
       device = VK_NULL_HANDLE;
@@ -226,7 +240,8 @@ public:
     return "vulkan:1." + std::to_string(minor) +
            (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? ":cpu" : "") +
            (shared > 16 * 1024 ? ":shared=" + std::to_string(shared) : "") +
-           (looseSpecials ? ":loose-specials" : "");
+           (looseSpecials ? ":loose-specials" : "") +
+           (floatAtomicAdd ? ":float-atomic-add" : "");
   }
 
   /// Whether kernels may declare SignedZeroInfNanPreserve (Vulkan 1.2 float
@@ -248,6 +263,17 @@ public:
   /// Workgroups the device runs side by side: a CPU implementation's worker
   /// threads (lavapipe: LP_NUM_THREADS, else a thread per core), the SMs or
   /// compute units that NVIDIA's and AMD's extensions report, else a guess.
+  /// Whether the physical device offers extension `name`.
+  bool hasExtension(const char *name) const {
+    uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+    return std::any_of(extensions.begin(), extensions.end(), [&](const auto &e) {
+      return std::strcmp(e.extensionName, name) == 0;
+    });
+  }
+
   int64_t countProcessors() const {
     if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
       const char *env = std::getenv("LP_NUM_THREADS");
@@ -255,15 +281,7 @@ public:
         return std::max(1, std::atoi(env)); // 0: lavapipe runs on the calling thread
       return std::max(1u, std::thread::hardware_concurrency());
     }
-    uint32_t count = 0;
-    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
-    std::vector<VkExtensionProperties> extensions(count);
-    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
-    auto has = [&](const char *name) {
-      return std::any_of(extensions.begin(), extensions.end(), [&](const auto &e) {
-        return std::strcmp(e.extensionName, name) == 0;
-      });
-    };
+    auto has = [&](const char *name) { return hasExtension(name); };
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
     VkPhysicalDeviceShaderCorePropertiesAMD amd{
@@ -828,6 +846,7 @@ public:
   VkPhysicalDeviceMemoryProperties memory{};
   int64_t processorCount = 1;
   bool looseSpecials = false; // see preservesSpecials
+  bool floatAtomicAdd = false; // shaderBufferFloat32AtomicAdd, enabled
 };
 
 VkModule::~VkModule() {
