@@ -459,6 +459,8 @@ MaybeValue Generator::genDot(const CallExpr &e) {
     Shape one(type.getShape()), plain(type.getShape().begin() + 1, type.getShape().end());
     one[0] = 1;
     auto plainType = mlir::RankedTensorType::get(plain, type.getElementType());
+    if (one == Shape(type.getShape())) // a batch of one
+      return builder.create<ReshapeOp>(l, plainType, v);
     if (auto splatOp = v.getDefiningOp<SplatOp>())
       return builder.create<SplatOp>(l, plainType, splatOp.getValue());
     mlir::DenseElementsAttr dense;
@@ -471,6 +473,11 @@ MaybeValue Generator::genDot(const CallExpr &e) {
   };
   Shape one = shape;
   one[0] = 1;
+  if (shape[0] == 1) {
+    out.value = builder.create<ReshapeOp>(
+        l, valueType(accDType, shape), dot2d(slice(x, 0), slice(y, 0), slice(acc.value, 0)));
+    return out;
+  }
   Value batch = axisPositions(shape, 0, l);
   out.value = acc.value;
   for (int64_t i = 0; i < shape[0]; ++i) {

@@ -194,6 +194,15 @@ kernel bmm(a: tensor<i32>[B, M, K], b: tensor<i32>[B, K, N], c: tensor<i32>[B, M
       ASSERT_TRUE(out.download(got).ok());
       for (size_t i = 0; i < want.size(); ++i)
         ASSERT_EQ(got[i], want[i]) << device << " " << c.operand << " at " << i;
+      if (&c != &cases[0])
+        continue;
+      // A batch of one is a reshape, not a slice.
+      Kernel single = s.compile(text, "bmm", {{"BB", "1"}});
+      ASSERT_TRUE(single.ok()) << device << ": " << single.status().message();
+      Tensor out1 = s.empty(DType::I32, {batch, m, n});
+      ASSERT_TRUE(single(a, b, out1).ok()) << device;
+      ASSERT_TRUE(out1.download(got).ok());
+      EXPECT_EQ(got, want) << device << " with BB = 1";
     }
   });
 }

@@ -528,11 +528,15 @@ public:
     for (const LaunchArg &a : args) {
       if (a.info->isTensor) {
         size_t byteOffset = static_cast<size_t>(a.offset) * dtypeBytes(a.info->dtype);
-        if (byteOffset % props.limits.minStorageBufferOffsetAlignment != 0)
+        // Whole words at least: a 16-bit tensor that atomics update is bound as
+        // words, its even elements in their low halves.
+        VkDeviceSize alignment =
+            std::max<VkDeviceSize>(props.limits.minStorageBufferOffsetAlignment, 4);
+        if (byteOffset % alignment != 0)
           return Status::failure("kernel '" + kernel.name + "': argument '" + a.info->name +
                                  "' starts " + std::to_string(byteOffset) +
                                  " bytes into its buffer; Vulkan needs a multiple of " +
-                                 std::to_string(props.limits.minStorageBufferOffsetAlignment));
+                                 std::to_string(alignment));
         infos.push_back({static_cast<VkBuf *>(a.buffer)->buffer, byteOffset, VK_WHOLE_SIZE});
         for (int64_t s : a.sizes)
           words.push_back(static_cast<uint32_t>(s));
