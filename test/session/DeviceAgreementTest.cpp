@@ -42,6 +42,30 @@ using DeviceAgreement = test::FreshCacheTest;
 using test::forEachDevice;
 using reference::philox;
 
+/// Each lane `i` but the masked ones added `step` to bin `bins[i]` atomically
+/// and got the total before: the lanes of a bin saw start, start + step, start +
+/// 2 step, ... once each (a lost update would repeat one), and the bin ends
+/// after its last one. Masked lanes got 0.
+template <typename T>
+void expectEveryAddSeen(const std::vector<T> &olds, const std::vector<T> &finals,
+                        const std::vector<int32_t> &bins,
+                        const std::function<bool(int64_t)> &masked, T start, T step,
+                        const std::string &where) {
+  std::vector<std::vector<T>> seen(finals.size());
+  for (size_t i = 0; i < olds.size(); ++i) {
+    if (masked(int64_t(i)))
+      EXPECT_EQ(olds[i], T(0)) << where << " masked lane " << i;
+    else
+      seen[bins[i]].push_back(olds[i]);
+  }
+  for (size_t b = 0; b < finals.size(); ++b) {
+    std::sort(seen[b].begin(), seen[b].end());
+    EXPECT_EQ(finals[b], start + T(seen[b].size()) * step) << where << " bin " << b;
+    for (size_t j = 0; j < seen[b].size(); ++j)
+      ASSERT_EQ(seen[b][j], start + T(j) * step) << where << " bin " << b;
+  }
+}
+
 
 /// examples/matmul.kiln.
 std::string matmulSource() {
@@ -182,7 +206,8 @@ kernel bmm(a: tensor<i32>[B, M, K], b: tensor<i32>[B, K, N], c: tensor<i32>[B, M
           want[(z * m + i) * n + j] += ha[(z * m + i) * k + l] * hb[(z * k + l) * n + j];
   forEachDevice([&](Session &s, const std::string &device) {
     for (const Case &c : cases) {
-      std::string text = std::regex_replace(source, std::regex("<T>"), std::string("<") + c.operand + ">");
+      std::string text =
+          std::regex_replace(source, std::regex("<T>"), std::string("<") + c.operand + ">");
       text = std::regex_replace(text, std::regex("<A>"), std::string("<") + c.acc + ">");
       text = std::regex_replace(text, std::regex("ACC"), c.update);
       Kernel kernel = s.compile(text, "bmm");
@@ -597,19 +622,8 @@ kernel locked(x: tensor<f32>[N], acc: tensor<f32>[BLOCK], lock: tensor<i32>[1],
     ASSERT_TRUE(slots(h, tx, old).ok()) << device;
     std::vector<int64_t> olds, counts;
     ASSERT_TRUE(old.download(olds).ok() && h.download(counts).ok());
-    std::vector<std::vector<int64_t>> seen(bins);
-    for (int64_t i = 0; i < n; ++i) {
-      if (i % 7 == 3)
-        EXPECT_EQ(olds[i], 0) << device << " masked lane " << i;
-      else
-        seen[x[i]].push_back(olds[i]);
-    }
-    for (int64_t b = 0; b < bins; ++b) {
-      std::sort(seen[b].begin(), seen[b].end());
-      EXPECT_EQ(counts[b], 100 + int64_t(seen[b].size())) << device;
-      for (size_t j = 0; j < seen[b].size(); ++j)
-        ASSERT_EQ(seen[b][j], 100 + int64_t(j)) << device << " bin " << b;
-    }
+    expectEveryAddSeen<int64_t>(olds, counts, x, [](int64_t i) { return i % 7 == 3; }, 100, 1,
+                                device);
 
     std::vector<int32_t> before(n);
     for (int64_t i = 0; i < n; ++i)
@@ -781,19 +795,8 @@ kernel extremes(x: tensor<f32>[N], m: tensor<f32>[4]) grid(N) {
     ASSERT_TRUE(counts(h, tx, old).ok()) << device;
     std::vector<float> olds, finals;
     ASSERT_TRUE(old.download(olds).ok() && h.download(finals).ok());
-    std::vector<std::vector<float>> seen(bins);
-    for (int64_t i = 0; i < n; ++i) {
-      if (i % 5 == 2)
-        EXPECT_EQ(olds[i], 0.0f) << device << " masked lane " << i;
-      else
-        seen[x[i]].push_back(olds[i]);
-    }
-    for (int64_t b = 0; b < bins; ++b) {
-      std::sort(seen[b].begin(), seen[b].end());
-      EXPECT_EQ(finals[b], 100.0f + float(seen[b].size())) << device;
-      for (size_t j = 0; j < seen[b].size(); ++j)
-        ASSERT_EQ(seen[b][j], 100.0f + float(j)) << device << " bin " << b;
-    }
+    expectEveryAddSeen<float>(olds, finals, x, [](int64_t i) { return i % 5 == 2; }, 100.0f,
+                              1.0f, device);
 
     Tensor tv = s.upload(values, {n}), t = s.upload(std::vector<float>{0.5f, -1e30f, 1e30f}, {3});
     ASSERT_TRUE(totals(tv, t).ok()) << device;
@@ -940,20 +943,8 @@ kernel swaps(h: tensor<T>[8], seen: tensor<f64>[4]) grid(1) {
       std::vector<double> olds;
       std::vector<uint8_t> finalBits(zeros.size());
       ASSERT_TRUE(old.download(olds).ok() && h.download(finalBits.data()).ok()) << where;
-      std::vector<double> finals = fromBits(w.dtype, finalBits);
-      std::vector<std::vector<double>> seen(bins);
-      for (int64_t i = 0; i < n; ++i) {
-        if (i % 5 == 2)
-          EXPECT_EQ(olds[i], 0.0) << where << " masked lane " << i;
-        else
-          seen[x[i]].push_back(olds[i]);
-      }
-      for (int64_t b = 0; b < bins; ++b) {
-        std::sort(seen[b].begin(), seen[b].end());
-        EXPECT_EQ(finals[b], double(seen[b].size()) * w.stepValue) << where << " bin " << b;
-        for (size_t j = 0; j < seen[b].size(); ++j)
-          ASSERT_EQ(seen[b][j], double(j) * w.stepValue) << where << " bin " << b;
-      }
+      expectEveryAddSeen<double>(olds, fromBits(w.dtype, finalBits), x,
+                                 [](int64_t i) { return i % 5 == 2; }, 0.0, w.stepValue, where);
 
       std::vector<uint8_t> start = toBits(w.dtype, {-inf, -inf, inf, inf, -0.0, nan, 2.5, 1.0});
       Tensor hx = s.upload(start.data(), w.dtype, {8}), tv = s.upload(values, {n}),
