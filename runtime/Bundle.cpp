@@ -131,8 +131,18 @@ const BundleEntry *Bundle::find(const std::string &deviceTarget) const {
   for (const BundleEntry &e : entries)
     if (e.target == deviceTarget)
       return &e;
-  for (const BundleEntry &e : entries)
-    if (targetRuns(e.target, deviceTarget))
+  // Of the compatible entries, one that adds floats atomically where the
+  // device does (its atomic adds are one instruction, not swap loops).
+  auto floatAdds = [](const std::string &t) {
+    return t.find("float-atomic-add") != std::string::npos;
+  };
+  const BundleEntry *compatible = nullptr;
+  for (const BundleEntry &e : entries) {
+    if (!targetRuns(e.target, deviceTarget))
+      continue;
+    if (floatAdds(e.target) == floatAdds(deviceTarget))
       return &e;
-  return nullptr;
+    compatible = compatible ? compatible : &e;
+  }
+  return compatible;
 }

@@ -28,7 +28,8 @@ struct BundleEntry {
 struct Bundle {
   std::vector<BundleEntry> entries;
   /// The entry that runs on `deviceTarget`: an exact match first, else a
-  /// compatible one (an older Vulkan profile; an older SM of the same major).
+  /// compatible one (an older Vulkan profile; an older SM of the same major),
+  /// preferring one built for the device's float atomic adds.
   const BundleEntry *find(const std::string &deviceTarget) const;
 };
 

@@ -26,6 +26,9 @@ llvm::Expected<GPUBinary> serialize(mlir::ModuleOp module, const Target &target,
                                     llvm::StringRef format);
 /// The CUDA toolkit folder (CUDA_HOME, CUDA_PATH, /usr/local/cuda), or empty.
 std::string findToolkit();
+/// Whether the toolkit's ptxas assembles for `chip`: its --help lists every
+/// architecture it takes (CUDA 13 dropped sm_70 and sm_72). Asked once per chip.
+bool ptxasTakes(const std::string &toolkit, const std::string &chip);
 } // namespace nvptx
 
 namespace amdgpu {

@@ -34,13 +34,13 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
   if (name == "cuda") {
     t.kind = Kind::CUDA;
     t.chip = chip.empty() ? "sm_80" : chip.str();
-    static const unsigned known[] = {70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121};
+    static const unsigned known[] = {70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121};
     unsigned sm;
     if (!llvm::StringRef(t.chip).consume_front("sm_") ||
         llvm::StringRef(t.chip).drop_front(3).getAsInteger(10, sm) ||
         !llvm::is_contained(known, sm) || t.chip != "sm_" + std::to_string(sm))
       return targetError("unknown CUDA architecture '" + t.chip +
-                         "' (expected sm_70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120 or "
+                         "' (expected sm_70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120 or "
                          "121, e.g. cuda:sm_90)");
     return t;
   }
@@ -163,7 +163,8 @@ unsigned Target::smVersion() const {
 std::string Target::ptxChip() const {
   // wgmma and the other sm_90 warpgroup instructions exist only in the
   // architecture-specific sm_90a; its code runs on every sm_90 device. LLVM 19
-  // knows nothing newer than sm_90: Blackwell (sm_100 ... sm_121) gets sm_90 PTX
+  // knows nothing newer than sm_90: Blackwell (sm_100 ... sm_121, and sm_110,
+  // which CUDA 13 calls the Thor chip that CUDA 12.8 called sm_101) gets sm_90 PTX
   // (mma.sync, no sm_90a instructions), which ptxas and the driver's JIT
   // compile for the newer architecture.
   if (smVersion() == 90)

@@ -75,22 +75,22 @@ static llvm::Expected<GPUBinary> assemble(const std::string &toolkit, const std:
   return binary;
 }
 
-/// Whether the toolkit's ptxas assembles for `chip`: its --help lists every
-/// architecture it takes (CUDA 13 dropped sm_70 and sm_72). Asked once per chip.
-static bool ptxasTakes(const std::string &toolkit, const std::string &chip) {
+bool nvptx::ptxasTakes(const std::string &toolkit, const std::string &chip) {
   static std::mutex mutex;
   static std::map<std::string, bool> known;
   std::lock_guard<std::mutex> lock(mutex);
-  auto [it, inserted] = known.try_emplace(toolkit + " " + chip, true);
-  if (!inserted)
+  std::string key = toolkit + " " + chip;
+  if (auto it = known.find(key); it != known.end())
     return it->second;
   llvm::SmallString<128> help;
   if (llvm::sys::fs::createTemporaryFile("kiln-ptxas", "txt", help))
-    return true; // cannot ask: let ptxas itself say
+    return true; // cannot ask: let ptxas itself say (and ask again next time)
+  auto it = known.try_emplace(key, true).first;
   llvm::FileRemover remove(help);
   std::string ptxas = toolkit + "/bin/ptxas";
   llvm::StringRef args[] = {ptxas, "--help"};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(help), std::nullopt};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(help),
+                                                llvm::StringRef(help)};
   auto text = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects) == 0
                   ? llvm::MemoryBuffer::getFile(help)
                   : llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>>(std::errc::io_error);
@@ -105,10 +105,14 @@ llvm::Expected<GPUBinary> nvptx::serialize(mlir::ModuleOp module, const Target &
   if (format == "cubin" && toolkit.empty())
     return makeError("--emit=cubin needs ptxas from the CUDA toolkit; none found in "
                      "CUDA_HOME, CUDA_PATH or /usr/local/cuda (use --emit=ptx instead)");
-  if (format == "cubin" && !ptxasTakes(toolkit, target.chip))
+  if (format == "cubin" && !ptxasTakes(toolkit, target.chip)) {
+    bool volta = target.chip == "sm_70" || target.chip == "sm_72";
     return makeError("the CUDA toolkit in " + toolkit + " has no " + target.chip +
-                     " (its ptxas does not list it; CUDA 13 dropped sm_70 and sm_72): use "
-                     "--emit=ptx, or set CUDA_HOME to a toolkit that has it");
+                     " (its ptxas does not list it" +
+                     (volta ? "; CUDA 13 dropped sm_70 and sm_72" : "") +
+                     "): use --emit=ptx (bundles and the JIT then carry PTX, which the "
+                     "driver compiles), or set CUDA_HOME to a toolkit that has it");
+  }
   // PTX made for an older architecture than the chip is assembled here, for the chip.
   bool newerChip = format == "cubin" && target.isNewerThanLLVM();
   std::string pipeline = "builtin.module(gpu-module-to-binary{format=" +

@@ -113,9 +113,13 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
     switch (target.kind) {
     case Target::Kind::CUDA:
       // Blackwell's sm_90 PTX goes to the driver's JIT: a cubin for it needs a
-      // ptxas from CUDA 12.8 or later.
-      kind = nvptx::findToolkit().empty() || target.isNewerThanLLVM() ? ArtifactKind::PTX
-                                                                      : ArtifactKind::Cubin;
+      // ptxas from CUDA 12.8 or later. So does PTX for a chip the toolkit's
+      // ptxas no longer takes (CUDA 13: Volta).
+      if (std::string toolkit = nvptx::findToolkit();
+          toolkit.empty() || target.isNewerThanLLVM() || !nvptx::ptxasTakes(toolkit, target.chip))
+        kind = ArtifactKind::PTX;
+      else
+        kind = ArtifactKind::Cubin;
       break;
     case Target::Kind::AMDGPU: kind = ArtifactKind::Hsaco; break;
     case Target::Kind::Vulkan: kind = ArtifactKind::SPIRV; break;

@@ -1257,6 +1257,16 @@ TEST(Bundle, RoundTripAndDamage) {
   EXPECT_FALSE(targetRuns("vulkan:1.2:float-atomic-add", "vulkan:1.3:cpu:shared=32768"));
   EXPECT_TRUE(targetRuns("vulkan:1.2:float-atomic-add", "vulkan:1.3:cpu:float-atomic-add"));
   EXPECT_TRUE(targetRuns("vulkan:1.2", "vulkan:1.3:cpu:shared=32768:float-atomic-add"));
+  // Where both run, the entry with the device's float atomic adds is taken,
+  // whatever the order.
+  Bundle both;
+  both.entries.push_back({"vulkan:1.2", "a", "{}"});
+  both.entries.push_back({"vulkan:1.2:float-atomic-add", "b", "{}"});
+  EXPECT_EQ(both.find("vulkan:1.3:cpu:shared=32768:float-atomic-add")->binary, "b");
+  EXPECT_EQ(both.find("vulkan:1.3:cpu:shared=32768")->binary, "a");
+  std::swap(both.entries[0], both.entries[1]);
+  EXPECT_EQ(both.find("vulkan:1.3:cpu:float-atomic-add")->binary, "b");
+  EXPECT_EQ(both.find("vulkan:1.3")->binary, "a");
 
   // The trailer is standard 64-bit FNV-1a (docs/runtime.md), so other tools can
   // write and check bundles: the known answer for "a" first, then the file's.

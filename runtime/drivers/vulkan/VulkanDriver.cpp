@@ -190,7 +190,11 @@ public:
     // VK_EXT_shader_atomic_float: an f32 atomic_add is one OpAtomicFAddEXT.
     VkPhysicalDeviceShaderAtomicFloatFeaturesEXT eFloat{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
-    floatAtomicAdd = atomicFloat && fFloat.shaderBufferFloat32AtomicAdd;
+    // KILN_VULKAN_FLOAT_ATOMIC_ADD=0 leaves it off: the swap loops run instead
+    // (what devices without it, and Metal, run; the tests take both).
+    const char *allow = std::getenv("KILN_VULKAN_FLOAT_ATOMIC_ADD");
+    floatAtomicAdd = atomicFloat && fFloat.shaderBufferFloat32AtomicAdd &&
+                     !(allow && std::string(allow) == "0");
     eFloat.shaderBufferFloat32AtomicAdd = floatAtomicAdd;
     e12.pNext = floatAtomicAdd ? &eFloat : nullptr;
     const char *floatExtension = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
@@ -260,9 +264,6 @@ public:
 
   int64_t processors() const override { return processorCount; }
 
-  /// Workgroups the device runs side by side: a CPU implementation's worker
-  /// threads (lavapipe: LP_NUM_THREADS, else a thread per core), the SMs or
-  /// compute units that NVIDIA's and AMD's extensions report, else a guess.
   /// Whether the physical device offers extension `name`.
   bool hasExtension(const char *name) const {
     uint32_t count = 0;
@@ -274,6 +275,9 @@ public:
     });
   }
 
+  /// Workgroups the device runs side by side: a CPU implementation's worker
+  /// threads (lavapipe: LP_NUM_THREADS, else a thread per core), the SMs or
+  /// compute units that NVIDIA's and AMD's extensions report, else a guess.
   int64_t countProcessors() const {
     if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
       const char *env = std::getenv("LP_NUM_THREADS");
@@ -535,8 +539,10 @@ public:
         if (byteOffset % alignment != 0)
           return Status::failure("kernel '" + kernel.name + "': argument '" + a.info->name +
                                  "' starts " + std::to_string(byteOffset) +
-                                 " bytes into its buffer; Vulkan needs a multiple of " +
-                                 std::to_string(alignment));
+                                 " bytes into its buffer; tensors start at multiples of " +
+                                 std::to_string(alignment) +
+                                 " bytes (the device's minStorageBufferOffsetAlignment, "
+                                 "and whole words)");
         infos.push_back({static_cast<VkBuf *>(a.buffer)->buffer, byteOffset, VK_WHOLE_SIZE});
         for (int64_t s : a.sizes)
           words.push_back(static_cast<uint32_t>(s));
