@@ -299,7 +299,10 @@ def KilnGPUAllocateSharedMemory : Pass<"kiln-gpu-allocate-shared-memory", "mlir:
     Option<"integerAtomicsOnly", "integer-atomics-only", "bool", /*default=*/"false",
            "The target has integer atomics only (SPIR-V): a float atomic retries "
            "compare-and-swaps while any thread has one to make, which takes an i32 "
-           "per thread">
+           "per thread">,
+    Option<"floatAtomicAdd", "float-atomic-add", "bool", /*default=*/"false",
+           "With integer-atomics-only: the device adds f32 atomically, so f32 "
+           "tensors that atomics only add to need no swaps">
   ];
 }
 

@@ -247,9 +247,9 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
                     "convert-kiln-to-kiln-gpu{{num-warps=4 elementwise-warps={3} "
                     "exchange-registers={4} warp-size={0}},kiln-gpu-coalesce,"
                     "kiln-gpu-allocate-shared-memory{{max-bytes={1} matrix-units={2} "
-                    "integer-atomics-only={5}}",
+                    "integer-atomics-only={5} float-atomic-add={6}}",
                     target.warpSize(), target.sharedMemoryBytes(), units, elementwiseWarps,
-                    exchangeRegisters, spirv)
+                    exchangeRegisters, spirv, target.vulkanFloatAtomicAdd)
           .str();
   // CUDA declares up to 48 KiB of shared memory statically; beyond that it is
   // requested at launch.

@@ -41,7 +41,7 @@ int64_t kiln::gpu::matrixResultsOffset(DotOp dot, const MatrixShape &shape) {
 
 SmallVector<std::pair<Type, int64_t>, 2>
 kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUnits units,
-                             bool integerAtomicsOnly) {
+                             bool integerAtomicsOnly, bool floatAtomicAdd) {
   auto tile = [](Value v) { return cast<RankedTensorType>(v.getType()); };
   using Need = std::pair<Type, int64_t>;
   auto need = [](RankedTensorType t, int64_t count) -> SmallVector<Need, 2> {
@@ -71,20 +71,10 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
     return need(a, a.getNumElements() + b.getNumElements());
   }
   SmallVector<Need, 2> needs;
-  // A float read-modify-write on SPIR-V, and any atomic or store on 16-bit
-  // floats that atomics update (held two to a word), retries its swaps while
-  // any thread of the program has one to make: an i32 flag per thread
-  // (MemoryToGPU.cpp, updateBySwaps).
-  auto halves = [](Value memory) {
-    Type elem = cast<MemRefType>(memory.getType()).getElementType();
-    return isa<FloatType>(elem) && elem.getIntOrFloatBitWidth() == 16 &&
-           llvm::any_of(memory.getUsers(),
-                        [](Operation *u) { return isa<AtomicRMWOp, AtomicSwapOp>(u); });
-  };
-  bool bySwaps = isa<AtomicRMWOp>(op)
-                     ? isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType()))
-                     : isa<AtomicSwapOp, StoreOp, StoreBlockOp>(op) && halves(op->getOperand(0));
-  if (integerAtomicsOnly && bySwaps)
+  // An update by swaps retries while any thread of the program has one to
+  // make: an i32 flag per thread (MemoryToGPU.cpp, updateBySwaps).
+  if (isa<AtomicRMWOp, AtomicSwapOp, StoreOp, StoreBlockOp>(op) &&
+      updatesBySwaps(op, storageOf(op->getOperand(0), integerAtomicsOnly, floatAtomicAdd)))
     needs.push_back(Need(sharedStorageType(IntegerType::get(op->getContext(), 32)),
                          layout.getThreads()));
   // A scalar atomic's old value goes from thread 0 to every thread.
@@ -112,8 +102,8 @@ struct AllocateSharedMemory
       }
       func.walk([&](Operation *op) {
         int64_t bytes = 0;
-        for (auto [type, elementCount] : kiln::gpu::sharedRequirement(op, layout, *units,
-                                                                      integerAtomicsOnly)) {
+        for (auto [type, elementCount] : kiln::gpu::sharedRequirement(
+                 op, layout, *units, integerAtomicsOnly, floatAtomicAdd)) {
           int64_t &count = elements[type];
           count = std::max(count, elementCount);
           bytes += elementCount * type.getIntOrFloatBitWidth() / 8;

@@ -10,6 +10,7 @@
 #include "passes/Common.h"
 #include "passes/GPU/Layouts.h"
 #include "passes/GPU/Lowering.h"
+#include "passes/GPU/SharedMemory.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -149,31 +150,10 @@ SmallVector<Type> kiln::gpu::sharedBufferTypes(func::FuncOp kernel, Attribute me
 // Signature
 //===----------------------------------------------------------------------===//
 
-/// The type a tensor argument's elements have in global memory. Bools are
-/// bytes, and fp8 too: LLVM has no 8-bit float type for its loads and stores.
-/// SPIR-V atomics act on integers only, so there a float tensor that atomics
-/// update is held as integers of its width (MemoryToGPU bitcasts each access).
-static Type storageOf(BlockArgument arg, MemoryModel memory) {
-  Type elementType = cast<MemRefType>(arg.getType()).getElementType();
-  bool byte = elementType.isInteger(1) || isa<Float8E4M3FNType, Float8E5M2Type>(elementType);
-  if (byte)
-    return IntegerType::get(elementType.getContext(), 8);
-  bool atomic = llvm::any_of(arg.getUsers(),
-                             [](Operation *u) { return isa<AtomicRMWOp, AtomicSwapOp>(u); });
-  // A device that adds f32 atomically (kFloatAtomicAddAttr) takes an f32 tensor
-  // that atomics only add to as it is.
-  bool onlyAdds = llvm::all_of(arg.getUsers(), [](Operation *u) {
-    auto rmw = dyn_cast<AtomicRMWOp>(u);
-    return !isa<AtomicSwapOp>(u) && (!rmw || rmw.getKind() == ReduceKind::Sum);
-  });
-  if (elementType.isF32() && onlyAdds &&
-      arg.getOwner()->getParentOp()->hasAttr(kFloatAtomicAddAttr))
-    return elementType;
-  // SPIR-V has integer atomics of 32 and 64 bits: 16-bit floats go two to a word.
-  if (memory == MemoryModel::SPIRVBuffers && isa<FloatType>(elementType) && atomic)
-    return IntegerType::get(elementType.getContext(),
-                            std::max(32u, elementType.getIntOrFloatBitWidth()));
-  return elementType;
+/// storageOf for a kernel's argument: the kernel carries float-atomic-add.
+static Type argumentStorage(BlockArgument arg, MemoryModel memory) {
+  return kiln::gpu::storageOf(arg, memory == MemoryModel::SPIRVBuffers,
+                              arg.getOwner()->getParentOp()->hasAttr(kFloatAtomicAddAttr));
 }
 
 int64_t kiln::gpu::argumentWords(TypeRange kernelArgs) {
@@ -208,7 +188,7 @@ SmallVector<Type> ThreadEmitter::abiTypes(func::FuncOp kernel, MemoryModel memor
         types.push_back(LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1));
         types.append(2 * mem.getRank(), i32Type); // sizes, then strides
       } else {
-        types.push_back(MemRefType::get({ShapedType::kDynamic}, storageOf(arg, memory)));
+        types.push_back(MemRefType::get({ShapedType::kDynamic}, argumentStorage(arg, memory)));
       }
     } else if (memory == MemoryModel::LLVMPointers) {
       types.push_back(t.isInteger(1) ? i32Type : t); // bools travel as i32
@@ -299,7 +279,7 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       TensorArg t;
       t.base = entry.getArgument(next++);
       t.elementType = mem.getElementType();
-      t.storageType = storageOf(arg, memory);
+      t.storageType = argumentStorage(arg, memory);
       for (int64_t d = 0; d < mem.getRank(); ++d)
         t.sizes.push_back(scalarArg(b.getI32Type()));
       for (int64_t d = 0; d < mem.getRank(); ++d)

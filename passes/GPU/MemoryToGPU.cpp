@@ -9,6 +9,7 @@
 
 #include "passes/Common.h"
 #include "passes/GPU/Lowering.h"
+#include "passes/GPU/SharedMemory.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -33,6 +34,34 @@ Value TensorArg::toStorage(OpBuilder &b, Location loc, Value v) const {
   if (elementType != storageType)
     return b.create<arith::BitcastOp>(loc, storageType, v);
   return v;
+}
+
+Type kiln::gpu::storageOf(Value memory, bool integerAtomicsOnly, bool floatAtomicAdd) {
+  Type elementType = cast<MemRefType>(memory.getType()).getElementType();
+  bool byte = elementType.isInteger(1) || isa<Float8E4M3FNType, Float8E5M2Type>(elementType);
+  if (byte)
+    return IntegerType::get(elementType.getContext(), 8);
+  if (!integerAtomicsOnly || !isa<FloatType>(elementType))
+    return elementType;
+  bool atomic = false, onlyAdds = true;
+  for (Operation *u : memory.getUsers()) {
+    auto rmw = dyn_cast<AtomicRMWOp>(u);
+    atomic |= rmw || isa<AtomicSwapOp>(u);
+    onlyAdds &= !isa<AtomicSwapOp>(u) && (!rmw || rmw.getKind() == ReduceKind::Sum);
+  }
+  if (!atomic || (floatAtomicAdd && elementType.isF32() && onlyAdds))
+    return elementType;
+  // SPIR-V has integer atomics of 32 and 64 bits: 16-bit floats go two to a word.
+  return IntegerType::get(elementType.getContext(),
+                          std::max(32u, elementType.getIntOrFloatBitWidth()));
+}
+
+bool kiln::gpu::updatesBySwaps(Operation *op, Type storage) {
+  Type element = cast<MemRefType>(op->getOperand(0).getType()).getElementType();
+  bool halves = element.getIntOrFloatBitWidth() == 16 && storage.getIntOrFloatBitWidth() == 32;
+  if (isa<AtomicRMWOp>(op))
+    return storage != element;
+  return isa<AtomicSwapOp, StoreOp, StoreBlockOp>(op) && halves;
 }
 
 bool TensorArg::holdsHalves() const {
@@ -365,7 +394,7 @@ LogicalResult ThreadEmitter::emitStore(Operation *op) {
   SmallVector<Access> acc = accesses(b, loc, t, n, coords, [&](int64_t r) {
     return writerOk(tile, mask, r);
   });
-  if (t.holdsHalves()) {
+  if (updatesBySwaps(op, t.storageType)) {
     // A 16-bit float that atomics also update, two to a 32-bit word: a store of
     // the word would overwrite the other element, so each is exchanged into it.
     SmallVector<Value> offsets, oks;
@@ -615,7 +644,7 @@ LogicalResult ThreadEmitter::emitAtomic(Operation *op) {
   Registers olds;
   // SPIR-V float read-modify-writes, and every atomic on 16-bit floats (held
   // there two to a 32-bit word): swaps of the integer bits.
-  bool bySwaps = t.storageType != t.elementType && (rmw || t.holdsHalves());
+  bool bySwaps = updatesBySwaps(op, t.storageType);
   if (bySwaps) {
     SmallVector<Value> offsets, oks, values, compares;
     for (int64_t r = 0; r < n; ++r) {

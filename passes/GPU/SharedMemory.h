@@ -15,13 +15,27 @@ namespace kiln::gpu {
 /// index or integer tiles needs one 32-bit buffer, not two.
 mlir::Type sharedStorageType(mlir::Type elementType);
 
+/// The type a tensor argument's (`memory`'s) elements have in global memory.
+/// Bools are bytes, and fp8 too: LLVM has no 8-bit float type for its loads and
+/// stores. With `integerAtomicsOnly` (SPIR-V) a float tensor that atomics
+/// update is held as integers of its width, 16-bit floats two to a 32-bit word,
+/// unless `floatAtomicAdd` (the device adds f32 atomically) and the tensor is
+/// f32 that atomics only add to.
+mlir::Type storageOf(mlir::Value memory, bool integerAtomicsOnly, bool floatAtomicAdd);
+
+/// Whether `op`, an atomic or a store on a tensor held as `storage`, updates it
+/// by compare-and-swap loops that every thread of the program runs together
+/// (MemoryToGPU.cpp, updateBySwaps): float read-modify-writes held as integers,
+/// and every atomic and store on 16-bit floats held as words.
+bool updatesBySwaps(mlir::Operation *op, mlir::Type storage);
+
 /// The shared-memory elements (of sharedStorageType) an op needs to exchange its
 /// operands between threads, per element type; empty for ops that move no data
-/// between threads. `integerAtomicsOnly`: the target (SPIR-V) makes float
-/// atomics from compare-and-swap loops.
+/// between threads. `integerAtomicsOnly` and `floatAtomicAdd` as for storageOf:
+/// updates by swaps take a flag per thread.
 llvm::SmallVector<std::pair<mlir::Type, int64_t>, 2>
 sharedRequirement(mlir::Operation *op, BlockedEncodingAttr layout, MatrixUnits units,
-                  bool integerAtomicsOnly = false);
+                  bool integerAtomicsOnly = false, bool floatAtomicAdd = false);
 
 /// How many operand buffers a matrix dot keeps: the `stages` of the loop it
 /// sits in when that loop is pipelined (NVIDIA), else 1.
