@@ -87,6 +87,12 @@ bool kiln::rt::readBundle(const std::string &bytes, Bundle &out, std::string &er
   return true;
 }
 
+/// Whether Vulkan target `target` carries option `option` (`loose-specials`,
+/// `float-atomic-add`).
+static bool hasOption(const std::string &target, const char *option) {
+  return target.find(option) != std::string::npos;
+}
+
 bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
   if (built == device)
     return true;
@@ -108,17 +114,13 @@ bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
       return at == std::string::npos ? 16 * 1024 : std::atoll(rest.c_str() + at + 7);
     };
     // Code for Vulkan 1.2 and later asks for IEEE special values unless built
-    // for a `loose-specials` device, and only such code runs on one.
-    auto loose = [](const std::string &rest) {
-      return rest.find("loose-specials") != std::string::npos;
-    };
-    bool asksForSpecials = bv.substr(0, 3) >= "1.2" && !loose(bv);
-    // Code that adds floats atomically needs a device that does.
-    auto floatAdds = [](const std::string &rest) {
-      return rest.find("float-atomic-add") != std::string::npos;
-    };
+    // for a `loose-specials` device, and only such code runs on one. Code that
+    // adds floats atomically needs a device that does.
+    const char *loose = "loose-specials", *floatAdds = "float-atomic-add";
+    bool asksForSpecials = bv.substr(0, 3) >= "1.2" && !hasOption(bv, loose);
     return bv.substr(0, 3) <= dv.substr(0, 3) && shared(bv) <= shared(dv) &&
-           !(asksForSpecials && loose(dv)) && (!floatAdds(bv) || floatAdds(dv));
+           !(asksForSpecials && hasOption(dv, loose)) &&
+           (!hasOption(bv, floatAdds) || hasOption(dv, floatAdds));
   }
   if (bk == "cuda" && bv.size() > 3 && dv.size() > 3) {
     int b = std::atoi(bv.c_str() + 3), d = std::atoi(dv.c_str() + 3);
@@ -133,14 +135,11 @@ const BundleEntry *Bundle::find(const std::string &deviceTarget) const {
       return &e;
   // Of the compatible entries, one that adds floats atomically where the
   // device does (its atomic adds are one instruction, not swap loops).
-  auto floatAdds = [](const std::string &t) {
-    return t.find("float-atomic-add") != std::string::npos;
-  };
   const BundleEntry *compatible = nullptr;
   for (const BundleEntry &e : entries) {
     if (!targetRuns(e.target, deviceTarget))
       continue;
-    if (floatAdds(e.target) == floatAdds(deviceTarget))
+    if (hasOption(e.target, "float-atomic-add") == hasOption(deviceTarget, "float-atomic-add"))
       return &e;
     compatible = compatible ? compatible : &e;
   }
