@@ -649,7 +649,9 @@ def KilnExternDynamicShared : Pass<"kiln-extern-dynamic-shared", "mlir::ModuleOp
     block then starts after it, and the kernel's last bytes would fall outside
     the launch's request. This pass turns those globals into external
     declarations, which become `.extern .shared .b8 name[]` at the very start of
-    the dynamic block, as CUDA's `extern __shared__` arrays are.
+    the dynamic block, as CUDA's `extern __shared__` arrays are, aligned to
+    1024 bytes: the period of wgmma's 128-byte swizzle, which acts on
+    shared-memory addresses.
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }

@@ -2,6 +2,7 @@
 
 #include "passes/GPU/Layouts.h"
 #include "passes/GPU/SharedMemory.h"
+#include "passes/GPU/WgmmaLayout.h"
 #include "passes/Passes.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -22,6 +23,21 @@ Type kiln::gpu::sharedStorageType(Type elementType) {
   if (elementType.isInteger(1) || elementType.isInteger(32))
     return Float32Type::get(elementType.getContext());
   return elementType;
+}
+
+int64_t kiln::gpu::sharedAlignment(MatrixUnits units) {
+  return units == MatrixUnits::Wgmma ? WgmmaOperand::kAlignment : 16;
+}
+
+SmallVector<int64_t> kiln::gpu::packSharedBuffers(ArrayRef<int64_t> bytes, int64_t alignment) {
+  SmallVector<int64_t> offsets;
+  int64_t end = 0;
+  for (int64_t size : bytes) {
+    offsets.push_back(llvm::alignTo(end, alignment));
+    end = offsets.back() + size;
+  }
+  offsets.push_back(end);
+  return offsets;
 }
 
 int64_t kiln::gpu::pipelineStages(DotOp dot, const MatrixShape &shape) {
@@ -113,12 +129,13 @@ struct AllocateSharedMemory
           largest = op;
         }
       });
-      int64_t total = 0;
+      SmallVector<int64_t> bytes;
       SmallVector<Attribute> entries;
       for (auto [type, count] : elements) {
-        total += count * type.getIntOrFloatBitWidth() / 8;
+        bytes.push_back(count * type.getIntOrFloatBitWidth() / 8);
         entries.push_back(b.getArrayAttr({TypeAttr::get(type), b.getI64IntegerAttr(count)}));
       }
+      int64_t total = kiln::gpu::packSharedBuffers(bytes, kiln::gpu::sharedAlignment(*units)).back();
       if (total > static_cast<int64_t>(maxBytes)) {
         InFlightDiagnostic diag = func.emitError()
                                   << "kernel needs " << total

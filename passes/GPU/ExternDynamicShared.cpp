@@ -1,5 +1,6 @@
 //===- ExternDynamicShared.cpp - dynamic shared memory as extern arrays ---===//
 
+#include "passes/GPU/WgmmaLayout.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -19,6 +20,9 @@ struct ExternDynamicShared : kiln::impl::KilnExternDynamicSharedBase<ExternDynam
       if (!global.getSymName().starts_with("__dynamic_shmem__"))
         return;
       global.setLinkage(LLVM::Linkage::External);
+      // The block's buffers start at offsets aligned for wgmma's swizzled
+      // operands (sharedAlignment); so does the block.
+      global.setAlignment(kiln::gpu::WgmmaOperand::kAlignment);
       global.removeValueAttr();
       if (!global.getInitializerRegion().empty())
         global.getInitializerRegion().getBlocks().clear();

@@ -122,16 +122,13 @@ scf::IfOp ThreadEmitter::emitIfElse(Value cond, TypeRange types,
   return ifOp;
 }
 
-SmallVector<int64_t> kiln::gpu::dynamicSharedLayout(func::FuncOp kernel) {
-  SmallVector<int64_t> offsets;
-  int64_t end = 0;
+SmallVector<int64_t> kiln::gpu::dynamicSharedLayout(func::FuncOp kernel, MatrixUnits units) {
+  SmallVector<int64_t> bytes;
   for (Type type : sharedBufferTypes(kernel, Attribute())) {
     auto memref = cast<MemRefType>(type);
-    offsets.push_back(llvm::alignTo(end, 16));
-    end = offsets.back() + memref.getNumElements() * memref.getElementTypeBitWidth() / 8;
+    bytes.push_back(memref.getNumElements() * memref.getElementTypeBitWidth() / 8);
   }
-  offsets.push_back(end);
-  return offsets;
+  return packSharedBuffers(bytes, sharedAlignment(units));
 }
 
 SmallVector<Type> kiln::gpu::sharedBufferTypes(func::FuncOp kernel, Attribute memorySpace) {
@@ -298,13 +295,13 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
   for (BlockArgument attribution : gpuFunc.getWorkgroupAttributions())
     shared[cast<MemRefType>(attribution.getType()).getElementType()] = attribution;
   if (gpuFunc->hasAttr(kDynamicSharedAttr)) {
-    // One dynamic shared block, carved into the per-type buffers at 16-byte
-    // aligned offsets.
+    // One dynamic shared block, carved into the per-type buffers at aligned
+    // offsets.
     auto workgroup =
         mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup);
     Value block = b.create<mlir::gpu::DynamicSharedMemoryOp>(
         loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(), workgroup));
-    SmallVector<int64_t> offsets = dynamicSharedLayout(kernel);
+    SmallVector<int64_t> offsets = dynamicSharedLayout(kernel, matrixUnits);
     for (auto [type, offset] : llvm::zip(sharedBufferTypes(kernel, workgroup), offsets)) {
       auto memref = cast<MemRefType>(type);
       Value shift = b.create<arith::ConstantIndexOp>(loc, offset);
@@ -669,7 +666,7 @@ struct ConvertKilnGPUToGPUPass
     }
     std::optional<MatrixUnits> units = parseMatrixUnits(matrixUnits);
     if (!units) {
-      module.emitError("matrix-units must be none, mma-sync or mfma, not '") << matrixUnits << "'";
+      module.emitError("matrix-units must be none, mma-sync, wgmma, mfma or wmma, not '") << matrixUnits << "'";
       return signalPassFailure();
     }
     module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
@@ -711,10 +708,9 @@ struct ConvertKilnGPUToGPUPass
           kernel.getLoc(), kernel.getName(),
           b.getFunctionType(ThreadEmitter::abiTypes(kernel, model), {}),
           workgroup, TypeRange{});
-      // 16-byte aligned shared buffers: ldmatrix rows and vector accesses need it.
       for (unsigned i = 0; i < workgroup.size(); ++i)
         func.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                                         b.getI64IntegerAttr(16));
+                                         b.getI64IntegerAttr(sharedAlignment(*units)));
       func->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
       for (StringRef name : {kThreadsAttr, kSharedBytesAttr})
@@ -722,7 +718,7 @@ struct ConvertKilnGPUToGPUPass
           func->setAttr(name, a);
       if (dynamicShared) {
         func->setAttr(kDynamicSharedAttr, b.getUnitAttr());
-        func->setAttr(kSharedBytesAttr, b.getI64IntegerAttr(dynamicSharedLayout(kernel).back()));
+        func->setAttr(kSharedBytesAttr, b.getI64IntegerAttr(dynamicSharedLayout(kernel, *units).back()));
       }
 
       OpBuilder bodyBuilder(ctx);

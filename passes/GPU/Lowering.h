@@ -59,8 +59,9 @@ llvm::SmallVector<mlir::Type> sharedBufferTypes(mlir::func::FuncOp kernel,
                                                 mlir::Attribute memorySpace);
 
 /// Byte offsets of the shared buffers (sharedBufferTypes' order) inside one
-/// dynamic shared block, 16-byte aligned, followed by the block's size.
-llvm::SmallVector<int64_t> dynamicSharedLayout(mlir::func::FuncOp kernel);
+/// dynamic shared block, sharedAlignment(units) aligned, followed by the
+/// block's size.
+llvm::SmallVector<int64_t> dynamicSharedLayout(mlir::func::FuncOp kernel, MatrixUnits units);
 
 /// SPIR-V kernels receive every size, stride and scalar argument in one block of
 /// 32-bit words (64-bit values take two, low first): push constants after the

@@ -5,8 +5,8 @@
 //
 //   1. A and B reach shared memory (registers -> st.shared, or straight from
 //      global memory with cp.async, see MemoryToGPU and PipelineToGPU), laid out
-//      for the instruction: row-major for mma.sync / MFMA / WMMA, 8 x 8 core
-//      matrices for wgmma (matrixOperandIndex);
+//      for the instruction: row-major for mma.sync / MFMA / WMMA, swizzled atoms
+//      for wgmma (WgmmaLayout.h; matrixOperandIndex);
 //   2. the result is cut into instruction tiles dealt round-robin to the workers
 //      (warps; warpgroups of four for wgmma): slot j of worker w is tile
 //      w + j * workers (FragmentLayout). Each worker loops over K from its
@@ -25,7 +25,7 @@
 //   mma.sync.m16n8k8.tf32: A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4];
 //     B[t][g], B[t+4][g], each rounded by cvt.rna.tf32.f32;
 //   wgmma.mma_async.m64nNk16 (sm_90a): both operands by shared-memory
-//     descriptor (wgmmaTile);
+//     descriptor over swizzled layouts (wgmmaTile);
 //   v_mfma_f32_16x16x16f16 / 16x16x16bf16_1k (CDNA, wave64) and
 //     v_wmma_f32_16x16x16_f16 / _bf16 (gfx11, wave32): each lane gathers its
 //     elements from shared memory (amdTile); bf16 goes in as i16 bits, fp8
@@ -37,6 +37,7 @@
 #include "passes/GPU/Lowering.h"
 #include "passes/GPU/MatrixUnits.h"
 #include "passes/GPU/SharedMemory.h"
+#include "passes/GPU/WgmmaLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -168,11 +169,15 @@ struct MatrixDot {
   Value operands;  // shared memory: A at stage, B at stage + m * k, laid out per instruction
   Value stageBase; // i32 element offset of the pipeline stage (null: 0)
 
+  // i32 arithmetic (also WgmmaOperand's `Arith`).
+  using Int = Value;
   Value i32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
   Value add(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
   Value mul(Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y); }
+  Value mul(Value x, int64_t y) { return mul(x, i32(y)); }
   Value div(Value x, int64_t y) { return b.create<arith::DivUIOp>(loc, x, i32(y)); }
   Value rem(Value x, int64_t y) { return b.create<arith::RemUIOp>(loc, x, i32(y)); }
+  Value bitXor(Value x, Value y) { return b.create<arith::XOrIOp>(loc, x, y); }
   Value index(Value v) { return b.create<arith::IndexCastOp>(loc, b.getIndexType(), v); }
   Value toI32(Value v) { return b.create<arith::IndexCastOp>(loc, b.getI32Type(), v); }
 
@@ -201,7 +206,8 @@ struct MatrixDot {
     return inlinePTX(b, loc, text, constraints, results, type, operands);
   }
 
-  Value coreMatrixOffset(Value mn, Value kk, int64_t rows, bool kMajor);
+  WgmmaOperand wgmmaA() const { return WgmmaOperand::forA(m, k); }
+  WgmmaOperand wgmmaB() const { return WgmmaOperand::forB(k, n, shape.n); }
   SmallVector<Value> ldmatrixA(Value lane, Value row0, Value k0);
   SmallVector<Value> mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc);
   SmallVector<Value> mmaSyncF8Tile(Value lane, Value row0, Value col0, ValueRange acc);
@@ -309,36 +315,23 @@ SmallVector<Value> MatrixDot::mmaSyncF8Tile(Value lane, Value row0, Value col0, 
   return loop.getResults();
 }
 
-/// Where element (mn, kk) of a wgmma operand with `rows` rows along M (or N) goes:
-/// 8 x 8 core matrices of 128 contiguous bytes, adjacent along M (or N), `rows`
-/// * 8 elements apart along K (the no-swizzle layouts). Inside a core matrix the
-/// 16-byte rows run along K (K-major: A) or along M/N (MN-major: B, which then
-/// takes 16-byte row chunks of a row-major K x N tile as they are).
-Value MatrixDot::coreMatrixOffset(Value mn, Value kk, int64_t rows, bool kMajor) {
-  Value core = add(mul(div(kk, 8), i32(rows * 8)), mul(div(mn, 8), i32(64)));
-  Value inside = kMajor ? add(mul(rem(mn, 8), i32(8)), rem(kk, 8))
-                        : add(mul(rem(kk, 8), i32(8)), rem(mn, 8));
-  return add(core, inside);
-}
-
 // wgmma.mma_async.m64nNk16 with both operands read through shared-memory
-// descriptors (PTX ISA, "Matrix Descriptor Format"): start address, leading
-// byte offset (between core matrices along K) and stride byte offset (between
-// core matrices along M or N), each in 16-byte units, no swizzle. A is K-major
-// (imm-trans-a 0), B MN-major (imm-trans-b 1); both layouts place their core
-// matrices alike, so one descriptor shape serves both.
+// descriptors (PTX ISA, "Matrix Descriptor Format"): the start address of the
+// instruction's first element in the unswizzled layout, the byte offsets and
+// the swizzle of WgmmaOperand. A is K-major (imm-trans-a 0), B N-major
+// (imm-trans-b 1).
 SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) {
   Type f32 = b.getF32Type(), i64 = b.getI64Type();
   const int64_t regs = shape.n / 2;
   const char *kind = in.isF16() ? "f16" : "bf16";
-  auto descriptor = [&](Value element, int64_t rows) {
-    int64_t bytes = in.getIntOrFloatBitWidth() / 8;
-    uint64_t leading = uint64_t(rows * 8 * bytes) >> 4, stride = uint64_t(64 * bytes) >> 4;
+  auto descriptor = [&](Value element, const WgmmaOperand &layout) {
     Value address = b.create<arith::ShRUIOp>(loc, sharedAddress(element), i32(4));
     address = b.create<arith::AndIOp>(loc, address, i32(0x3FFF));
-    Value fields = b.create<arith::ConstantIntOp>(loc, int64_t(leading << 16 | stride << 32), 64);
+    Value fields =
+        b.create<arith::ConstantIntOp>(loc, int64_t(layout.descriptorFields()), 64);
     return b.create<arith::OrIOp>(loc, b.create<arith::ExtUIOp>(loc, i64, address), fields);
   };
+  WgmmaOperand aLayout = wgmmaA(), bLayout = wgmmaB();
 
   // The fence orders the accumulator registers' last writes (the incoming
   // values, or the previous step) before the asynchronous read; it sits in the
@@ -361,11 +354,10 @@ SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) 
   waitConstraints.pop_back();
 
   auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
-    Value kGroup = div(k0, 8);
-    Value aStart = add(mul(kGroup, i32(m * 8)), mul(div(row0, 8), i32(64)));
-    Value bStart = add(i32(m * k), add(mul(kGroup, i32(n * 8)), mul(div(col0, 8), i32(64))));
+    Value aStart = aLayout.linear(*this, row0, k0);
+    Value bStart = add(i32(m * k), bLayout.linear(*this, k0, col0));
     SmallVector<Value> args(acc);
-    args.append({descriptor(aStart, m), descriptor(bStart, n), i32(1)});
+    args.append({descriptor(aStart, aLayout), descriptor(bStart, bLayout), i32(1)});
     return ptx(text, mmaConstraints, regs, f32, args);
   });
   ptx("wgmma.commit_group.sync.aligned;", "", 0, f32, {});
@@ -538,11 +530,10 @@ Value ThreadEmitter::matrixOperandIndex(DotOp dot, unsigned operand, Value e, Va
   Value index;
   if (shape.units != MatrixUnits::Wgmma) // row-major A, then B
     index = operand == 0 ? e : md.add(e, md.i32(m * k));
-  else if (operand == 0) // core matrices: A K-major, B N-major
-    index = md.coreMatrixOffset(md.div(e, k), md.rem(e, k), m, /*kMajor=*/true);
+  else if (operand == 0) // swizzled atoms: A K-major, B N-major
+    index = md.wgmmaA().offset(md, md.div(e, k), md.rem(e, k));
   else
-    index = md.add(md.i32(m * k),
-                   md.coreMatrixOffset(md.rem(e, n), md.div(e, n), n, /*kMajor=*/false));
+    index = md.add(md.i32(m * k), md.wgmmaB().offset(md, md.div(e, n), md.rem(e, n)));
   return stageBase ? md.add(stageBase, index) : index;
 }
 

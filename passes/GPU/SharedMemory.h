@@ -37,6 +37,15 @@ llvm::SmallVector<std::pair<mlir::Type, int64_t>, 2>
 sharedRequirement(mlir::Operation *op, BlockedEncodingAttr layout, MatrixUnits units,
                   bool integerAtomicsOnly = false, bool floatAtomicAdd = false);
 
+/// Shared buffers start at multiples of this many bytes: 16 (vector accesses,
+/// ldmatrix rows), or with wgmma 1024, the period of its operands' swizzle
+/// (WgmmaLayout.h).
+int64_t sharedAlignment(MatrixUnits units);
+
+/// Where buffers of `bytes` each start when packed in order, each at a
+/// multiple of `alignment`, followed by where the last one ends.
+llvm::SmallVector<int64_t> packSharedBuffers(llvm::ArrayRef<int64_t> bytes, int64_t alignment);
+
 /// How many operand buffers a matrix dot keeps: the `stages` of the loop it
 /// sits in when that loop is pipelined (NVIDIA), else 1.
 int64_t pipelineStages(DotOp dot, const MatrixShape &shape);
