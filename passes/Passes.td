@@ -323,11 +323,12 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     With `matrix-units`, a dot of f16 or bf16 tiles into an f32 accumulator whose
     shape is a multiple of the instruction's runs on the matrix units: the operands
     go to shared memory, each warp takes instruction-sized tiles of the result
-    round-robin (mma-sync: `ldmatrix.x4` for A, `ldmatrix.x2.trans` for B,
+    round-robin (mma-sync: `ldmatrix.x4` for A, `ldmatrix.x2.trans` for B from
+    row-major operands with swizzled 16-byte chunks,
     `mma.sync.aligned.m16n8k16.row.col.f32`, or `m16n8k8.tf32` for f32 dots
     with tf32; wgmma: each warpgroup of four warps issues
-    `wgmma.mma_async.m64nNk16` with shared-memory descriptors over no-swizzle
-    core-matrix layouts (A K-major, B N-major), falling back to mma-sync when
+    `wgmma.mma_async.m64nNk16` with shared-memory descriptors over 128-, 64- or
+    32-byte swizzled layouts (A K-major, B N-major), falling back to mma-sync when
     the tile is not a multiple of 64 rows; mfma and wmma:
     `rocdl.mfma.f32.16x16x16` / `rocdl.wmma.f32.16x16x16` fed from shared
     memory). Block loads that only feed such a dot are copied into its operand

@@ -2,7 +2,7 @@
 
 #include "passes/GPU/Layouts.h"
 #include "passes/GPU/SharedMemory.h"
-#include "passes/GPU/WgmmaLayout.h"
+#include "passes/GPU/OperandLayouts.h"
 #include "passes/Passes.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"

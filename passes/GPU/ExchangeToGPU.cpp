@@ -43,11 +43,16 @@ Value ThreadEmitter::toSharedStorage(Value v) {
 }
 
 void ThreadEmitter::writeShared(const Registers &regs, int64_t numElements, Type type,
-                                int64_t base, function_ref<Value(Value)> place) {
-  Value buffer = sharedBuffer(type);
+                                int64_t base, function_ref<Value(Value)> place,
+                                int64_t together) {
+  Value buffer = sharedBuffer(type), runStart;
   for (auto [r, v] : llvm::enumerate(regs)) {
     Value value = toSharedStorage(v);
-    Value at = place ? place(elementIndex(r)) : elementIndex(r);
+    Value at = elementIndex(r);
+    if (place && r % together == 0)
+      at = runStart = place(at);
+    else if (place)
+      at = b.create<arith::AddIOp>(loc, runStart, i32(r % together));
     Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(),
                                                b.create<arith::AddIOp>(loc, at, i32(base)));
     Value valid = registerValid(r, numElements);

@@ -1,6 +1,6 @@
 //===- ExternDynamicShared.cpp - dynamic shared memory as extern arrays ---===//
 
-#include "passes/GPU/WgmmaLayout.h"
+#include "passes/GPU/OperandLayouts.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

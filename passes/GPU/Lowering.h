@@ -286,10 +286,13 @@ private:
   mlir::Value reduceWholeTile(const Registers &regs, int64_t numElements, ReduceKind kind,
                               mlir::Type type);
   /// Writes a tile's valid registers to shared memory at `base` + element index,
-  /// or at `base` + place(element index) when `place` is given.
+  /// or at `base` + place(element index) when `place` is given; `place` keeps
+  /// runs of `together` elements (a power of two dividing the layout's vec)
+  /// contiguous, so it is asked once a run.
   void writeShared(const Registers &regs, int64_t numElements, mlir::Type type,
                    int64_t base = 0,
-                   llvm::function_ref<mlir::Value(mlir::Value)> place = nullptr);
+                   llvm::function_ref<mlir::Value(mlir::Value)> place = nullptr,
+                   int64_t together = 1);
   mlir::Value readShared(mlir::Value index, mlir::Type type);
   /// `v` as shared memory holds it (sharedStorageType's bits).
   mlir::Value toSharedStorage(mlir::Value v);

@@ -5,8 +5,9 @@
 //
 //   1. A and B reach shared memory (registers -> st.shared, or straight from
 //      global memory with cp.async, see MemoryToGPU and PipelineToGPU), laid out
-//      for the instruction: row-major for mma.sync / MFMA / WMMA, swizzled atoms
-//      for wgmma (WgmmaLayout.h; matrixOperandIndex);
+//      for the instruction (OperandLayouts.h; matrixOperandIndex): rows with
+//      XOR-permuted chunks for mma.sync, swizzled atoms for wgmma, row-major
+//      for MFMA / WMMA;
 //   2. the result is cut into instruction tiles dealt round-robin to the workers
 //      (warps; warpgroups of four for wgmma): slot j of worker w is tile
 //      w + j * workers (FragmentLayout). Each worker loops over K from its
@@ -37,7 +38,7 @@
 #include "passes/GPU/Lowering.h"
 #include "passes/GPU/MatrixUnits.h"
 #include "passes/GPU/SharedMemory.h"
-#include "passes/GPU/WgmmaLayout.h"
+#include "passes/GPU/OperandLayouts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -46,6 +47,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "llvm/ADT/StringSwitch.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace kiln;
@@ -169,7 +172,7 @@ struct MatrixDot {
   Value operands;  // shared memory: A at stage, B at stage + m * k, laid out per instruction
   Value stageBase; // i32 element offset of the pipeline stage (null: 0)
 
-  // i32 arithmetic (also WgmmaOperand's `Arith`).
+  // i32 arithmetic (also OperandLayouts' `Arith`).
   using Int = Value;
   Value i32(int64_t v) { return b.create<arith::ConstantIntOp>(loc, v, 32); }
   Value add(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
@@ -208,6 +211,18 @@ struct MatrixDot {
 
   WgmmaOperand wgmmaA() const { return WgmmaOperand::forA(m, k); }
   WgmmaOperand wgmmaB() const { return WgmmaOperand::forB(k, n, shape.n); }
+  /// mma.sync's operand elements A[row][col] and B[row][col] in the stage.
+  SwizzledRows rowsA() const { return {m, k, in.getIntOrFloatBitWidth() / 8}; }
+  SwizzledRows rowsB() const { return {k, n, in.getIntOrFloatBitWidth() / 8}; }
+  Value aIndex(Value row, Value col) { return rowsA().offset(*this, row, col); }
+  Value bIndex(Value row, Value col) { return add(i32(m * k), rowsB().offset(*this, row, col)); }
+  /// The readers' A[row][step + lane] and B[row][step + lane] (SwizzledRows).
+  Value aIndex(Value row, Value step, Value lane) {
+    return rowsA().offset(*this, row, step, lane);
+  }
+  Value bIndex(Value row, Value step, Value lane) {
+    return add(i32(m * k), rowsB().offset(*this, row, step, lane));
+  }
   SmallVector<Value> ldmatrixA(Value lane, Value row0, Value k0);
   SmallVector<Value> mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc);
   SmallVector<Value> mmaSyncF8Tile(Value lane, Value row0, Value col0, ValueRange acc);
@@ -217,7 +232,7 @@ struct MatrixDot {
 
 } // namespace
 
-// mma.sync.m16n8k16 fed by ldmatrix from row-major A and B; for f32 operands
+// mma.sync.m16n8k16 fed by ldmatrix from A and B (aIndex, bIndex); for f32 operands
 // (tf32), mma.sync.m16n8k8.tf32 with each register read from shared memory and
 // rounded by cvt.rna.tf32.f32: with g = lane / 4, t = lane % 4, A registers
 // hold A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4] and B registers B[t][g],
@@ -235,11 +250,10 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
     auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
       SmallVector<Value> args;
       for (int64_t i = 0; i < 4; ++i) // A: rows g, g + 8; columns t, t + 4
-        args.push_back(tf32(add(mul(add(row0, add(g, i32(i % 2 ? 8 : 0))), i32(k)),
-                                add(k0, add(t, i32(i >= 2 ? 4 : 0))))));
+        args.push_back(tf32(aIndex(add(row0, add(g, i32(i % 2 ? 8 : 0))), k0,
+                                   add(t, i32(i >= 2 ? 4 : 0)))));
       for (int64_t i = 0; i < 2; ++i) // B: rows t, t + 4; column g
-        args.push_back(tf32(add(i32(m * k), add(mul(add(k0, add(t, i32(4 * i))), i32(n)),
-                                                add(col0, g)))));
+        args.push_back(tf32(bIndex(add(k0, add(t, i32(4 * i))), col0, g)));
       args.append(acc.begin(), acc.end());
       return ptx("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0,$1,$2,$3}, "
                  "{$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
@@ -257,9 +271,9 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
   Value lane16 = rem(lane, 16);
   auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
     SmallVector<Value> args = ldmatrixA(lane, row0, k0);
-    Value bIndex = add(i32(m * k), add(mul(add(k0, lane16), i32(n)), col0));
     args.append(ptx("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {$0,$1}, [$2];",
-                    "=r,=r,r", 2, b.getI32Type(), {sharedAddress(bIndex)}));
+                    "=r,=r,r", 2, b.getI32Type(),
+                    {sharedAddress(bIndex(add(k0, lane16), col0, i32(0)))}));
     args.append(acc.begin(), acc.end());
     return ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
   });
@@ -271,10 +285,9 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
 /// l >= 16 (8 f16/bf16 elements or 16 fp8 ones).
 SmallVector<Value> MatrixDot::ldmatrixA(Value lane, Value row0, Value k0) {
   int64_t perHalf = 16 / (in.getIntOrFloatBitWidth() / 8);
-  Value aIndex = add(mul(add(row0, rem(lane, 16)), i32(k)),
-                     add(k0, mul(div(lane, 16), i32(perHalf))));
+  Value at = aIndex(add(row0, rem(lane, 16)), k0, mul(div(lane, 16), i32(perHalf)));
   return ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0,$1,$2,$3}, [$4];", "=r,=r,=r,=r,r",
-             4, b.getI32Type(), {sharedAddress(aIndex)});
+             4, b.getI32Type(), {sharedAddress(at)});
 }
 
 // mma.sync.m16n8k32 with fp8 operands (PTX ISA, "Matrix Fragments for
@@ -303,7 +316,7 @@ SmallVector<Value> MatrixDot::mmaSyncF8Tile(Value lane, Value row0, Value col0, 
       Value word = i32(0);
       for (int64_t i = 0; i < 4; ++i) {
         Value kk = add(k0, add(mul(t, i32(4)), i32(16 * reg + i)));
-        Value byte = byteAt(add(i32(m * k), add(mul(kk, i32(n)), add(col0, g))));
+        Value byte = byteAt(bIndex(kk, col0, g));
         word = b.create<arith::OrIOp>(loc, word,
                                       b.create<arith::ShLIOp>(loc, byte, i32(8 * i)));
       }
@@ -528,7 +541,10 @@ Value ThreadEmitter::matrixOperandIndex(DotOp dot, unsigned operand, Value e, Va
                at.getElementType(), shape, Value(), Value()};
   int64_t m = md.m, n = md.n, k = md.k;
   Value index;
-  if (shape.units != MatrixUnits::Wgmma) // row-major A, then B
+  if (shape.units == MatrixUnits::MmaSync) // rows with permuted chunks
+    index = operand == 0 ? md.aIndex(md.div(e, k), md.rem(e, k))
+                         : md.bIndex(md.div(e, n), md.rem(e, n));
+  else if (shape.units != MatrixUnits::Wgmma) // row-major A, then B
     index = operand == 0 ? e : md.add(e, md.i32(m * k));
   else if (operand == 0) // swizzled atoms: A K-major, B N-major
     index = md.wgmmaA().offset(md, md.div(e, k), md.rem(e, k));
@@ -578,12 +594,20 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
                sharedBuffer(in), stageBase};
   bool wgmma = shape.units == MatrixUnits::Wgmma;
   bool copiedA = copiedToShared.contains(op.getA()), copiedB = copiedToShared.contains(op.getB());
+  // Both operand layouts keep 16-byte chunks whole; a thread's registers run
+  // along rows `vec` elements at a time.
+  auto together = [&](int64_t columns) {
+    return std::gcd(std::gcd(int64_t(layout.getVec()), 16 / (in.getIntOrFloatBitWidth() / 8)),
+                    columns);
+  };
   if (!copiedA)
-    writeShared(regs(op.getA()), md.m * md.k, in, 0,
-                [&](Value e) { return matrixOperandIndex(op, 0, e, stageBase); });
+    writeShared(
+        regs(op.getA()), md.m * md.k, in, 0,
+        [&](Value e) { return matrixOperandIndex(op, 0, e, stageBase); }, together(md.k));
   if (!copiedB)
-    writeShared(regs(op.getB()), md.k * md.n, in, 0,
-                [&](Value e) { return matrixOperandIndex(op, 1, e, stageBase); });
+    writeShared(
+        regs(op.getB()), md.k * md.n, in, 0,
+        [&](Value e) { return matrixOperandIndex(op, 1, e, stageBase); }, together(md.n));
   // This dot's copies are done once at most `inFlight` later groups are pending.
   if (staged != stagedDots.end())
     md.ptx("cp.async.wait_group " + std::to_string(staged->second.inFlight) + ";", "", 0, f32,

@@ -327,10 +327,11 @@ void ThreadEmitter::emitAsyncCopy(LoadBlockOp op, DotOp dot, unsigned operand, V
     ArrayRef<Access> run(acc.begin() + r0, vec);
     Value fast = b.create<arith::AndIOp>(loc, runIsContiguous(b, loc, run),
                                          isAlignedRun(t, run[0].offset, vec));
-    // Where the run's elements go in the dot's operand buffer.
-    SmallVector<Value> at;
-    for (unsigned k = 0; k < vec; ++k)
-      at.push_back(matrixOperandIndex(dot, operand, elementIndex(r0 + k), stageBase));
+    // Where the run's elements go in the dot's operand buffer: one after the
+    // other, as every operand layout keeps 16-byte chunks whole.
+    SmallVector<Value> at = {matrixOperandIndex(dot, operand, elementIndex(r0), stageBase)};
+    for (unsigned k = 1; k < vec; ++k)
+      at.push_back(b.create<arith::AddIOp>(loc, at[0], i32(k)));
     emitIfElse(
         fast, {},
         [&]() -> SmallVector<Value> {

@@ -39,7 +39,7 @@ sharedRequirement(mlir::Operation *op, BlockedEncodingAttr layout, MatrixUnits u
 
 /// Shared buffers start at multiples of this many bytes: 16 (vector accesses,
 /// ldmatrix rows), or with wgmma 1024, the period of its operands' swizzle
-/// (WgmmaLayout.h).
+/// (OperandLayouts.h).
 int64_t sharedAlignment(MatrixUnits units);
 
 /// Where buffers of `bytes` each start when packed in order, each at a

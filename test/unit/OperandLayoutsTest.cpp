@@ -1,18 +1,19 @@
-//===- WgmmaLayoutTest.cpp - wgmma operand layouts against the PTX model --===//
+//===- OperandLayoutsTest.cpp - wgmma operand layouts against the PTX model --===//
 //
 // No GPU runs here, so the shared-memory layouts Kiln writes for wgmma are
 // checked against a model of what the hardware reads: the descriptor decoded
 // field by field and the canonical layouts of the PTX ISA ("Shared Memory
 // Matrix Layout", in CUTLASS's notation for make_gmma_desc), written out
-// separately from WgmmaLayout.h. For every instruction of a tile, each element
+// separately from OperandLayouts.h. For every instruction of a tile, each element
 // the model says wgmma reads must be where Kiln stored it.
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/GPU/WgmmaLayout.h"
+#include "passes/GPU/OperandLayouts.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 using kiln::gpu::WgmmaOperand;
@@ -79,7 +80,7 @@ void expectPermutation(const WgmmaOperand &layout) {
 // Any 1024-aligned block start works: the swizzle repeats every 1024 bytes.
 constexpr int64_t kBase = 3 * WgmmaOperand::kAlignment;
 
-TEST(WgmmaLayout, OperandAMatchesTheHardwareRead) {
+TEST(WgmmaOperand, OperandAMatchesTheHardwareRead) {
   Ints ints;
   for (int64_t m : {64, 128, 192})
     for (int64_t k : {16, 32, 48, 64, 96, 128, 256}) {
@@ -100,7 +101,7 @@ TEST(WgmmaLayout, OperandAMatchesTheHardwareRead) {
     }
 }
 
-TEST(WgmmaLayout, OperandBMatchesTheHardwareRead) {
+TEST(WgmmaOperand, OperandBMatchesTheHardwareRead) {
   Ints ints;
   for (int64_t k : {16, 32, 48, 64, 128})
     for (int64_t n : {8, 16, 24, 32, 64, 96, 128, 192, 256})
@@ -127,7 +128,7 @@ TEST(WgmmaLayout, OperandBMatchesTheHardwareRead) {
 
 // A pipelined dot keeps one A and B block per stage, B after A: every block
 // must start on its swizzle's period when the first does.
-TEST(WgmmaLayout, StagesKeepBlocksAligned) {
+TEST(WgmmaOperand, StagesKeepBlocksAligned) {
   for (int64_t m : {64, 128})
     for (int64_t k : {16, 32, 48, 64, 128})
       for (int64_t n : {8, 16, 24, 32, 64, 128, 256}) {
@@ -147,10 +148,86 @@ TEST(WgmmaLayout, StagesKeepBlocksAligned) {
 
 // The fields of the default matmul_f16 tile (64 x 32 by 32 x 64, m64n64k16),
 // as tensor-cores.test finds them in the PTX.
-TEST(WgmmaLayout, DescriptorFields) {
+TEST(WgmmaOperand, DescriptorFields) {
   WgmmaOperand a = WgmmaOperand::forA(64, 32), b = WgmmaOperand::forB(32, 64, 64);
   EXPECT_EQ(a.descriptorFields(), 2ull << 62 | 32ull << 32 | 1ull << 16); // 64B, SBO 512
   EXPECT_EQ(b.descriptorFields(), 1ull << 62 | 64ull << 32 | 256ull << 16); // 128B, LBO 4096
+}
+
+/// The most 16-byte pieces of one ldmatrix phase (rows row0 .. row0 + 7 at
+/// column `col`) that fall in one bank group.
+int64_t ldmatrixConflicts(const kiln::gpu::SwizzledRows &layout, int64_t row0, int64_t col) {
+  Ints ints;
+  int64_t groups[8] = {}, worst = 0;
+  for (int64_t r = row0; r < row0 + 8; ++r) {
+    int64_t bytes = layout.offset(ints, r, col) * layout.elementBytes;
+    worst = std::max(worst, ++groups[bytes / 16 % 8]);
+  }
+  return worst;
+}
+
+TEST(SwizzledRows, PermutesWholeChunksWithoutBankConflicts) {
+  Ints ints;
+  for (int64_t elementBytes : {1, 2, 4})
+    for (int64_t chunks = 1; chunks <= 32; ++chunks) {
+      kiln::gpu::SwizzledRows layout{32, chunks * 16 / elementBytes, elementBytes};
+      SCOPED_TRACE(std::to_string(layout.columns) + " columns of " +
+                   std::to_string(elementBytes) + "-byte elements");
+      std::set<int64_t> seen;
+      for (int64_t r = 0; r < layout.rows; ++r)
+        for (int64_t c = 0; c < layout.columns; ++c) {
+          int64_t at = layout.offset(ints, r, c);
+          // Rows keep their own elements; chunks stay whole.
+          ASSERT_EQ(at / layout.columns, r);
+          if (c % layout.chunkElements() != 0) {
+            ASSERT_EQ(at, layout.offset(ints, r, c - 1) + 1);
+          }
+          seen.insert(at);
+        }
+      ASSERT_EQ(int64_t(seen.size()), layout.rows * layout.columns);
+      for (int64_t row0 = 0; row0 < layout.rows; row0 += 8)
+        for (int64_t c = 0; c < layout.columns; c += layout.chunkElements())
+          ASSERT_EQ(ldmatrixConflicts(layout, row0, c), 1) << "rows " << row0 << ", column " << c;
+    }
+}
+
+// The readers' form (a step plus a lane's part) finds what the writers' form
+// stored, for the steps and lane parts the readers use: K steps of 8, 16 or 32
+// with lanes within them, tile columns of 8 with lanes below 8.
+TEST(SwizzledRows, ReadersFindTheWritersElements) {
+  Ints ints;
+  for (int64_t elementBytes : {1, 2, 4})
+    for (int64_t chunks = 1; chunks <= 32; ++chunks) {
+      kiln::gpu::SwizzledRows layout{32, chunks * 16 / elementBytes, elementBytes};
+      int64_t group = layout.phases() * layout.chunkElements();
+      for (int64_t unit : {8, 16, 32})
+        for (int64_t step = 0; step < layout.columns; step += unit)
+          for (int64_t lane = 0; lane < unit && step + lane < layout.columns; ++lane) {
+            if (layout.phases() > 1 && lane >= group)
+              continue;
+            for (int64_t r = 0; r < layout.rows; ++r)
+              ASSERT_EQ(layout.offset(ints, r, step, lane), layout.offset(ints, r, step + lane))
+                  << layout.columns << " columns of " << elementBytes << "-byte elements, row "
+                  << r << ", step " << step << " + " << lane;
+          }
+    }
+}
+
+// What the swizzle buys on the default matmul_f16 tiles on sm_80: A is 64 x 32
+// f16 (64-byte rows: row-major, rows r and r + 2 share banks, four to a group)
+// and B 32 x 64 (128-byte rows: all eight rows in one group).
+TEST(SwizzledRows, RowMajorConflictsItRemoves) {
+  kiln::gpu::SwizzledRows a{64, 32, 2}, b{32, 64, 2};
+  auto rowMajor = [](int64_t columns, int64_t elementBytes) {
+    int64_t groups[8] = {}, worst = 0;
+    for (int64_t r = 0; r < 8; ++r)
+      worst = std::max(worst, ++groups[r * columns * elementBytes / 16 % 8]);
+    return worst;
+  };
+  EXPECT_EQ(rowMajor(a.columns, 2), 4);
+  EXPECT_EQ(rowMajor(b.columns, 2), 8);
+  EXPECT_EQ(ldmatrixConflicts(a, 0, 8), 1);
+  EXPECT_EQ(ldmatrixConflicts(b, 8, 16), 1);
 }
 
 } // namespace
