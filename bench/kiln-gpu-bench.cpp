@@ -63,6 +63,8 @@ struct Bench {
         std::memcpy(&bytes[i * 2], &h, 2);
       } else if (isF8(dtype)) {
         bytes[i] = static_cast<char>(floatToF8Bits(v, dtype));
+      } else if (dtype == DType::I8) {
+        bytes[i] = static_cast<char>(static_cast<int>(v * 127));
       } else {
         std::memcpy(&bytes[i * 4], &v, 4);
       }
@@ -193,6 +195,25 @@ int main(int argc, char **argv) {
                           Arg::tensor(*c, DType::BF16, {n, n}), Arg::f32(1.0)};
     bench.report("gemm-f8e4m3", std::to_string(n) + "^3",
                  bench.time([&] { return bench.device->launch(*m, "matmul_f8", args); }),
+                 2.0 * n * n * n, 0);
+  }
+
+  // int8 GEMM (W8A8: i8 in, exact i32 sums, scaled f16 out: examples/quant_matmul.kiln)
+  // on mma.sync.m16n8k32's s8 form; CUDA only.
+  if (bench.ext == "cuda.ptx") {
+    auto a = bench.random(n * n, DType::I8, 3), b = bench.random(n * n, DType::I8, 4);
+    auto sa = bench.random(n, DType::F32, 5), sw = bench.random(n, DType::F32, 6);
+    auto c = bench.device->allocate(n * n * 2);
+    auto m = bench.load("quant_matmul");
+    if (!a || !b || !sa || !sw || !c)
+      return fail(Status::failure("out of device memory for the int8 GEMM"));
+    if (!m)
+      return fail(m.status());
+    std::vector<Arg> args{Arg::tensor(*a, DType::I8, {n, n}), Arg::tensor(*b, DType::I8, {n, n}),
+                          Arg::tensor(*sa, DType::F32, {n}), Arg::tensor(*sw, DType::F32, {n}),
+                          Arg::tensor(*c, DType::F16, {n, n})};
+    bench.report("gemm-w8a8", std::to_string(n) + "^3",
+                 bench.time([&] { return bench.device->launch(*m, "matmul_w8a8", args); }),
                  2.0 * n * n * n, 0);
   }
 

@@ -8,7 +8,7 @@
 #
 # Kiln's kernels (kilnc, sm_90) are timed by kiln-gpu-bench with CUDA events; the
 # peers by bench/peers/gpu_peers.py with torch.cuda events, on the same shapes:
-# GEMM f16/bf16 8192^3, the MoE grouped GEMM (8 experts of 2048 rows, 4096 x 4096
+# GEMM f16/bf16/fp8/int8 8192^3, the MoE grouped GEMM (8 experts of 2048 rows, 4096 x 4096
 # weights), softmax/layernorm/rmsnorm 16384x4096, flash attention 32x4096x64
 # (causal and not). Record the table in docs/performance.md.
 set -euo pipefail

@@ -79,6 +79,16 @@ if hasattr(torch, "float8_e4m3fn"):
     except Exception as e:  # noqa: BLE001 - any torch error means no peer figure
         print("gpu_peers: fp8 GEMM peer failed:", e, file=sys.stderr)
 
+# int8 GEMM: torch._int_mm (cuBLAS, i8 in, i32 out) alone; Kiln's W8A8 kernel also
+# scales each result and rounds it to f16 in the same launch.
+try:
+    ai = torch.randint(-128, 128, (n, n), device=dev, dtype=torch.int8)
+    bi = torch.randint(-128, 128, (n, n), device=dev, dtype=torch.int8)
+    ms = median_ms(lambda: torch._int_mm(ai, bi))
+    report("gemm-w8a8", f"{n}^3", "torch._int_mm (cuBLAS, unscaled)", ms, flops=2.0 * n ** 3)
+except Exception as e:  # noqa: BLE001 - any torch error means no peer figure
+    print("gpu_peers: int8 GEMM peer failed:", e, file=sys.stderr)
+
 # The MoE grouped GEMM as eager PyTorch MoE layers run it: one torch.matmul per
 # expert over its rows (f16 out where Kiln writes f32).
 t, k, nn, experts = (512, 256, 256, 8) if small else (16384, 4096, 4096, 8)

@@ -151,6 +151,22 @@ inline std::vector<double> quantMatmul(const float *a, const uint8_t *qw, const 
   return matmul(a, w.data(), m, n, k, k, 1);
 }
 
+/// c = (a * w) scaled by sa[row] * sw[column], for examples/quant_matmul.kiln's
+/// W8A8 kernel: a [m, k] and w [k, n] row-major int8, the products summed
+/// exactly (as the kernel's i32 accumulator does within its range).
+inline std::vector<double> matmulW8A8(const int8_t *a, const int8_t *w, const float *sa,
+                                      const float *sw, int64_t m, int64_t n, int64_t k) {
+  std::vector<double> c(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += int64_t(a[i * k + p]) * w[p * n + j];
+      c[i * n + j] = double(sum) * sa[i] * sw[j];
+    }
+  return c;
+}
+
 /// examples/moe.kiln's grouped GEMM: x [t, k], w [e, k, n], y [t, n] row-major;
 /// expert i owns the rows from the previous end up to ends[i], the ends read as
 /// clamped running maxima. Rows no expert owns keep `y`'s values.

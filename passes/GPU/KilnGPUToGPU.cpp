@@ -388,10 +388,11 @@ SmallVector<Value> ThreadEmitter::loopValues(ValueRange values, ArrayRef<DotOp> 
     } else {
       // A zero accumulator needs no trip through shared memory.
       DenseElementsAttr constant;
+      Type type = cast<RankedTensorType>(value.getType()).getElementType();
       if (matchPattern(value, m_Constant(&constant)) && constant.isSplat() &&
-          constant.getSplatValue<APFloat>().isPosZero())
-        flat.append(flatCount(value, dot),
-                    b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0)));
+          (isa<FloatType>(type) ? constant.getSplatValue<APFloat>().isPosZero()
+                                : constant.getSplatValue<APInt>().isZero()))
+        flat.append(flatCount(value, dot), b.create<arith::ConstantOp>(loc, b.getZeroAttr(type)));
       else
         llvm::append_range(flat, toFragments(dot, regs(value)));
     }

@@ -1,7 +1,8 @@
 //===- MatrixToGPU.cpp - dots on tensor cores and matrix cores ------------===//
 //
-// A dot C = A * B + acc with f16/bf16 operands (or f32 ones with tf32) and an f32
-// accumulator runs on the target's matrix instructions:
+// A dot C = A * B + acc with f16/bf16 operands (or f32 ones with tf32, or fp8)
+// and an f32 accumulator, or s8 operands and an i32 one, runs on the target's
+// matrix instructions:
 //
 //   1. A and B reach shared memory (registers -> st.shared, or straight from
 //      global memory with cp.async, see MemoryToGPU and PipelineToGPU), laid out
@@ -98,6 +99,17 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
       return fits({units, 16, 16, 16});
     return std::nullopt;
   }
+  // int8 into i32 (s8 products summed in 32 bits, wrapping as the FMA loop
+  // does): mma.sync.m16n8k32.s32.s8.s8.s32 from sm_80, the sm_90 family too
+  // (wgmma's s8 form wants B K-major, as fp8's does). u8 operands reach the dot
+  // widened to i16 and keep the FMA loop, as AMD's int8 does.
+  if (in.isInteger(8)) {
+    if (b.getElementType() != in || !c.getElementType().isInteger(32))
+      return std::nullopt;
+    if (units == MatrixUnits::MmaSync || units == MatrixUnits::Wgmma)
+      return fits({MatrixUnits::MmaSync, 16, 8, 32});
+    return std::nullopt;
+  }
   if (!(in.isF16() || in.isBF16()) || b.getElementType() != in || !c.getElementType().isF32())
     return std::nullopt;
   switch (units) {
@@ -167,7 +179,7 @@ struct MatrixDot {
   OpBuilder &b;
   Location loc;
   int64_t m, n, k;
-  Type in; // f16, bf16, fp8, or f32 (tf32)
+  Type in; // f16, bf16, fp8, i8 or f32 (tf32)
   MatrixShape shape;
   Value operands;  // shared memory: A at stage, B at stage + m * k, laid out per instruction
   Value stageBase; // i32 element offset of the pipeline stage (null: 0)
@@ -225,7 +237,7 @@ struct MatrixDot {
   }
   SmallVector<Value> ldmatrixA(Value lane, Value row0, Value k0);
   SmallVector<Value> mmaSyncTile(Value lane, Value row0, Value col0, ValueRange acc);
-  SmallVector<Value> mmaSyncF8Tile(Value lane, Value row0, Value col0, ValueRange acc);
+  SmallVector<Value> mmaSyncByteTile(Value lane, Value row0, Value col0, ValueRange acc);
   SmallVector<Value> wgmmaTile(Value row0, Value col0, ValueRange acc);
   SmallVector<Value> amdTile(Value lane, Value row0, Value col0, ValueRange acc);
 };
@@ -262,7 +274,7 @@ SmallVector<Value> MatrixDot::mmaSyncTile(Value lane, Value row0, Value col0, Va
     return loop.getResults();
   }
   if (shape.k == 32)
-    return mmaSyncF8Tile(lane, row0, col0, acc);
+    return mmaSyncByteTile(lane, row0, col0, acc);
   const char *kind = in.isF16() ? "f16" : "bf16";
   std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + kind + "." + kind +
                     ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
@@ -290,24 +302,31 @@ SmallVector<Value> MatrixDot::ldmatrixA(Value lane, Value row0, Value k0) {
              4, b.getI32Type(), {sharedAddress(at)});
 }
 
-// mma.sync.m16n8k32 with fp8 operands (PTX ISA, "Matrix Fragments for
+// mma.sync.m16n8k32 with fp8 or s8 operands (PTX ISA, "Matrix Fragments for
 // mma.m16n8k32"), g = lane / 4, t = lane % 4, four 8-bit elements per register:
 // A regs hold A[g][4t..4t+3], A[g+8][4t..], A[g][16+4t..], A[g+8][16+4t..], the
 // rows' 16-byte halves that ldmatrix.x4 (b16) delivers when lane l points at row
 // l % 16, byte 16 (l / 16); B regs hold B[4t..4t+3][g], B[16+4t..][g], columns of
 // row-major B that ldmatrix cannot transpose at 8 bits, so each thread gathers
-// its eight bytes. The accumulator layout is m16n8k16's.
-SmallVector<Value> MatrixDot::mmaSyncF8Tile(Value lane, Value row0, Value col0, ValueRange acc) {
-  Type f32 = b.getF32Type(), i32Type = b.getI32Type();
-  const char *kind = isa<Float8E4M3FNType>(in) ? "e4m3" : "e5m2";
-  std::string mma = std::string("mma.sync.aligned.m16n8k32.row.col.f32.") + kind + "." + kind +
-                    ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+// its eight bytes. The accumulator layout (f32, or s32 for s8) is m16n8k16's.
+SmallVector<Value> MatrixDot::mmaSyncByteTile(Value lane, Value row0, Value col0,
+                                              ValueRange acc) {
+  Type i32Type = b.getI32Type();
+  bool integer = in.isInteger(8);
+  const char *kind = integer ? "s8" : isa<Float8E4M3FNType>(in) ? "e4m3" : "e5m2";
+  const char *sum = integer ? "s32" : "f32";
+  std::string mma = std::string("mma.sync.aligned.m16n8k32.row.col.") + sum + "." + kind + "." +
+                    kind + "." + sum +
+                    " {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  std::string constraints =
+      integer ? "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r" : "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f";
   Value g = div(lane, 4), t = rem(lane, 4);
   auto byteAt = [&](Value element) -> Value {
     if (stageBase)
       element = add(stageBase, element);
-    Value v = b.create<memref::LoadOp>(loc, operands, ValueRange{index(element)});
-    Value bits = b.create<arith::BitcastOp>(loc, b.getI8Type(), v);
+    Value bits = b.create<memref::LoadOp>(loc, operands, ValueRange{index(element)});
+    if (!integer)
+      bits = b.create<arith::BitcastOp>(loc, b.getI8Type(), bits);
     return b.create<arith::ExtUIOp>(loc, i32Type, bits);
   };
   auto loop = kLoop(acc, [&](Value k0, ValueRange acc) {
@@ -323,7 +342,7 @@ SmallVector<Value> MatrixDot::mmaSyncF8Tile(Value lane, Value row0, Value col0, 
       args.push_back(word);
     }
     args.append(acc.begin(), acc.end());
-    return ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", 4, f32, args);
+    return ptx(mma, constraints, 4, integer ? i32Type : b.getF32Type(), args);
   });
   return loop.getResults();
 }
@@ -480,9 +499,9 @@ std::pair<Value, Value> ThreadEmitter::fragmentElement(const FragmentLayout &f, 
 
 Registers ThreadEmitter::toFragments(DotOp dot, const Registers &blocked) {
   FragmentLayout f = fragmentLayout(dot, matrixUnits, layout.getNumWarps());
-  Type f32 = b.getF32Type();
+  Type accType = dot.getType().getElementType(); // f32, or i32 for s8
   int64_t base = matrixResultsOffset(dot, f.shape);
-  writeShared(blocked, f.m * f.n, f32, base);
+  writeShared(blocked, f.m * f.n, accType, base);
   barrier();
   Registers out;
   for (int64_t slot = 0; slot < f.slots; ++slot) {
@@ -491,7 +510,7 @@ Registers ThreadEmitter::toFragments(DotOp dot, const Registers &blocked) {
       auto [row, col] = fragmentElement(f, row0, col0, r);
       Value at = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(f.n)), col);
       at = b.create<arith::AddIOp>(loc, at, i32(base));
-      out.push_back(readShared(at, f32)); // slots without a tile read their origin
+      out.push_back(readShared(at, accType)); // slots without a tile read their origin
     }
   }
   barrier();
@@ -501,8 +520,8 @@ Registers ThreadEmitter::toFragments(DotOp dot, const Registers &blocked) {
 Registers ThreadEmitter::fromFragments(DotOp dot, const Registers &fragments,
                                        const Registers *addend) {
   FragmentLayout f = fragmentLayout(dot, matrixUnits, layout.getNumWarps());
-  Type f32 = b.getF32Type();
-  Value results = sharedBuffer(f32);
+  Type accType = dot.getType().getElementType();
+  Value results = sharedBuffer(accType);
   int64_t base = matrixResultsOffset(dot, f.shape);
   for (int64_t slot = 0; slot < f.slots; ++slot) {
     auto [row0, col0, valid] = fragmentTile(f, slot);
@@ -511,7 +530,7 @@ Registers ThreadEmitter::fromFragments(DotOp dot, const Registers &fragments,
       Value flat = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, row, i32(f.n)), col);
       Value at = b.create<arith::IndexCastOp>(loc, b.getIndexType(),
                                               b.create<arith::AddIOp>(loc, flat, i32(base)));
-      Value value = fragments[slot * f.perTile + r];
+      Value value = toSharedStorage(fragments[slot * f.perTile + r]);
       emitIfElse(
           valid, {},
           [&]() -> SmallVector<Value> {
@@ -527,8 +546,12 @@ Registers ThreadEmitter::fromFragments(DotOp dot, const Registers &fragments,
   for (int64_t r = 0, count = registers(ct); r < count; ++r) {
     Value valid = registerValid(r, ct.getNumElements());
     Value e = b.create<arith::SelectOp>(loc, valid, elementIndex(r), i32(0));
-    Value value = readShared(b.create<arith::AddIOp>(loc, e, i32(base)), f32);
-    out.push_back(addend ? b.create<arith::AddFOp>(loc, value, (*addend)[r]) : value);
+    Value value = readShared(b.create<arith::AddIOp>(loc, e, i32(base)), accType);
+    if (addend)
+      value = isa<FloatType>(accType)
+                  ? b.create<arith::AddFOp>(loc, value, (*addend)[r]).getResult()
+                  : b.create<arith::AddIOp>(loc, value, (*addend)[r]).getResult();
+    out.push_back(value);
   }
   barrier();
   return out;
@@ -587,7 +610,7 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
   auto at = op.getA().getType(), bt = op.getB().getType();
   FragmentLayout f = fragmentLayout(op, matrixUnits, layout.getNumWarps());
   MatrixShape shape = f.shape;
-  Type in = at.getElementType(), f32 = b.getF32Type();
+  Type in = at.getElementType(), f32 = b.getF32Type(), accType = op.getType().getElementType();
   auto staged = stagedDots.find(op);
   Value stageBase = staged != stagedDots.end() ? staged->second.stageBase : Value();
   MatrixDot md{b, loc, at.getDimSize(0), bt.getDimSize(1), at.getDimSize(1), in, shape,
@@ -625,7 +648,7 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
   bool accIsFragments = carried != fragmentTiles.end();
   Registers acc = accIsFragments ? carried->second : Registers();
   if (!accIsFragments)
-    acc.assign(f.registers(), b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0)));
+    acc.assign(f.registers(), b.create<arith::ConstantOp>(loc, b.getZeroAttr(accType)));
   Value lane = md.rem(threadId, layout.getWarpSize());
   Registers out;
   for (int64_t slot = 0; slot < f.slots; ++slot) {
@@ -645,7 +668,7 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
       llvm::append_range(out, tile());
       continue;
     }
-    SmallVector<Type> types(f.perTile, f32);
+    SmallVector<Type> types(f.perTile, accType);
     auto ifOp = emitIfElse(valid, types, tile, [&]() -> SmallVector<Value> { return slotAcc; });
     llvm::append_range(out, ifOp.getResults());
   }

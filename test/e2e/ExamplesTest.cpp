@@ -311,6 +311,39 @@ TEST(QuantizedMatmul, GroupsAndTileShapes) {
   }
 }
 
+TEST(QuantizedMatmul, W8A8SumsExactlyAndScales) {
+  // examples/quant_matmul.kiln's matmul_w8a8: ragged M, N and K (the masked
+  // loads pad with zeros), the full int8 range including -128, and sums large
+  // enough that an f32 accumulator would have rounded them (|sum| up to 2^21).
+  const int64_t m = 70, n = 45, k = 130;
+  std::vector<int8_t> a(m * k), w(k * n);
+  std::vector<float> sa(m), sw(n);
+  for (int64_t i = 0; i < m * k; ++i)
+    a[i] = int8_t(i * 89 % 256 - 128);
+  for (int64_t i = 0; i < k * n; ++i)
+    w[i] = int8_t((i * 53 + i / 7) % 256 - 128);
+  auto rs = randomVector(m + n, 51, 0.001f, 0.01f);
+  std::copy(rs.begin(), rs.begin() + m, sa.begin());
+  std::copy(rs.begin() + m, rs.end(), sw.begin());
+  auto want = reference::matmulW8A8(a.data(), w.data(), sa.data(), sw.data(), m, n, k);
+  for (const char *bk : {"32", "64"}) {
+    auto exe = compileExample("quant_matmul.kiln", "matmul_w8a8", {{"BK", bk}});
+    ASSERT_TRUE(exe);
+    std::vector<uint16_t> c(m * n, 0x7E00); // NaN until written
+    launchOrFail(*exe, "matmul_w8a8",
+                 {KernelArg::of(TensorRef::contiguous(a.data(), DType::I8, {m, k})),
+                  KernelArg::of(TensorRef::contiguous(w.data(), DType::I8, {k, n})),
+                  KernelArg::of(TensorRef::contiguous(sa.data(), DType::F32, {m})),
+                  KernelArg::of(TensorRef::contiguous(sw.data(), DType::F32, {n})),
+                  KernelArg::of(TensorRef::contiguous(c.data(), DType::F16, {m, n}))});
+    std::vector<float> got(m * n);
+    for (int64_t i = 0; i < m * n; ++i)
+      got[i] = halfBitsToFloat(c[i]);
+    // f16 rounding of the scaled result (2^-11 relative), nothing else.
+    EXPECT_TRUE(allClose(got, want, 1e-3, 1e-3)) << "BK = " << bk;
+  }
+}
+
 TEST(MoeMatmul, EachExpertMultipliesItsRows) {
   // examples/moe.kiln: 4 experts over 300 rows; ends sorted with an empty expert,
   // unsorted and out of range, and short of the last row (rows past it keep y).

@@ -455,6 +455,39 @@ TEST_P(OnDevice, QuantizedMatmulUnpacksInt4Weights) {
   }
 }
 
+TEST_P(OnDevice, MatmulW8A8) {
+  // examples/quant_matmul.kiln's int8 GEMM: s8 operands summed exactly in i32
+  // (on CUDA sm_80+ mma.sync.m16n8k32.s8, elsewhere the FMA loop), scaled per
+  // row and column and stored as f16. Shapes: one K step, ragged edges, and
+  // sums past f32's exact range.
+  Module m = load("quant_matmul");
+  for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32}, {70, 45, 130}, {128, 64, 2048}}) {
+    std::mt19937 gen(62);
+    std::uniform_int_distribution<int> byte(-128, 127);
+    std::vector<int8_t> a(M * K), w(K * N);
+    for (int8_t &v : a)
+      v = int8_t(byte(gen));
+    for (int8_t &v : w)
+      v = int8_t(byte(gen));
+    auto scales = randomVector(M + N, 63, 0.0001f, 0.001f);
+    std::vector<float> sa(scales.begin(), scales.begin() + M), sw(scales.begin() + M, scales.end());
+    auto bytes = [&](const std::vector<int8_t> &v) {
+      return uploadBytes(std::vector<uint8_t>(v.begin(), v.end()));
+    };
+    Buffer ba = bytes(a), bw = bytes(w), bsa = upload(sa), bsw = upload(sw);
+    std::vector<float> nan(M * N, NAN);
+    Buffer bc = uploadHalf(nan);
+    run(m, "matmul_w8a8",
+        {Arg::tensor(ba, DType::I8, {M, K}), Arg::tensor(bw, DType::I8, {K, N}),
+         Arg::tensor(bsa, DType::F32, {M}), Arg::tensor(bsw, DType::F32, {N}),
+         Arg::tensor(bc, DType::F16, {M, N})});
+    EXPECT_TRUE(allClose(downloadHalf(bc, M * N),
+                         reference::matmulW8A8(a.data(), w.data(), sa.data(), sw.data(), M, N, K),
+                         1e-3, 1e-3))
+        << M << " x " << N << " x " << K;
+  }
+}
+
 TEST_P(OnDevice, MatmulF16EightWarps) {
   // NUM_WARPS=8: 256-thread programs (two wgmma warpgroups on sm_90, where a
   // 64 x 64 tile leaves the second one idle; the FMA loop on Vulkan).
