@@ -320,8 +320,9 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     `memory=llvm` passes tensors as `!llvm.ptr<1>` (NVVM, ROCDL); `memory=spirv`
     passes them as 1-D memrefs that become storage buffers.
 
-    With `matrix-units`, a dot of f16 or bf16 tiles into an f32 accumulator whose
-    shape is a multiple of the instruction's runs on the matrix units: the operands
+    With `matrix-units`, a dot of f16 or bf16 tiles into an f32 accumulator (on
+    NVIDIA also f32 with tf32, fp8, and s8 into i32) whose shape is a multiple
+    of the instruction's runs on the matrix units: the operands
     go to shared memory, each warp takes instruction-sized tiles of the result
     round-robin (mma-sync: `ldmatrix.x4` for A, `ldmatrix.x2.trans` for B from
     row-major operands with swizzled 16-byte chunks,

@@ -18,9 +18,10 @@ namespace kiln::gpu {
 
 enum class MatrixUnits {
   None,    // no matrix instructions: FMA loops
-  MmaSync, // NVIDIA sm_80+: ldmatrix + mma.sync.m16n8k16 (f16/bf16 in, f32 out)
+  MmaSync, // NVIDIA sm_80+: ldmatrix + mma.sync (f16/bf16 m16n8k16, tf32 m16n8k8 and
+           // fp8 m16n8k32 into f32; s8 m16n8k32 into i32)
   Wgmma,   // NVIDIA sm_90a: wgmma.mma_async.m64nNk16 from shared-memory descriptors
-           // (f16/bf16 in, f32 out), falling back to MmaSync for other shapes
+           // (f16/bf16 in, f32 out), falling back to MmaSync for other shapes and types
   Mfma,    // AMD CDNA (gfx90a, gfx94x): v_mfma_f32_16x16x16f16 (f16 in, f32 out)
   Wmma,    // AMD RDNA3 (gfx11): v_wmma_f32_16x16x16_f16, 32-lane waves (f16 in, f32 out)
 };

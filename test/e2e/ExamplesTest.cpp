@@ -313,8 +313,7 @@ TEST(QuantizedMatmul, GroupsAndTileShapes) {
 
 TEST(QuantizedMatmul, W8A8SumsExactlyAndScales) {
   // examples/quant_matmul.kiln's matmul_w8a8: ragged M, N and K (the masked
-  // loads pad with zeros), the full int8 range including -128, and sums large
-  // enough that an f32 accumulator would have rounded them (|sum| up to 2^21).
+  // loads pad with zeros) and the full int8 range, -128 * -128 included.
   const int64_t m = 70, n = 45, k = 130;
   std::vector<int8_t> a(m * k), w(k * n);
   std::vector<float> sa(m), sw(n);

@@ -459,7 +459,7 @@ TEST_P(OnDevice, MatmulW8A8) {
   // examples/quant_matmul.kiln's int8 GEMM: s8 operands summed exactly in i32
   // (on CUDA sm_80+ mma.sync.m16n8k32.s8, elsewhere the FMA loop), scaled per
   // row and column and stored as f16. Shapes: one K step, ragged edges, and
-  // sums past f32's exact range.
+  // many K steps (every pipeline stage reused).
   Module m = load("quant_matmul");
   for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32}, {70, 45, 130}, {128, 64, 2048}}) {
     std::mt19937 gen(62);
