@@ -6,6 +6,8 @@
 // accumulators live in vector registers for the whole K loop; each K step loads
 // NR/VL vectors of one B row and broadcasts MR scalars of one A column into
 // fused multiply-adds. Matmuls it cannot block are left for the loop lowering.
+// On x86, 8- and 16-bit integer matmuls into i32 take K in pairs through
+// pmaddwd, on a copy of B packed in (k, k + 1) pairs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -90,8 +93,51 @@ Value multiplyAdd(OpBuilder &b, Location loc, Value a, Value bv, Value acc) {
   return b.create<arith::AddIOp>(loc, product, acc);
 }
 
+/// x86's pmaddwd at `registerBits`: i16 lanes multiplied, each adjacent pair of
+/// products summed into one i32 lane.
+StringRef pmaddwdIntrinsic(int64_t registerBits) {
+  return registerBits == 512   ? "llvm.x86.avx512.pmaddw.d.512"
+         : registerBits == 256 ? "llvm.x86.avx2.pmadd.wd"
+                               : "llvm.x86.sse2.pmadd.wd";
+}
+
+/// B (k x n, 8- or 16-bit integers, k even) as k / 2 rows of 2n i16: row p
+/// holds B[2p][j], B[2p + 1][j] for each column j, so that one 2vl-lane load
+/// gives pmaddwd vl columns' pairs. Written vl columns at a time.
+Value packPairs(OpBuilder &b, Location loc, Value bm, int64_t k, int64_t n, int64_t vl) {
+  Type i16 = b.getI16Type();
+  Type element = cast<MemRefType>(bm.getType()).getElementType();
+  auto index = [&](int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v).getResult(); };
+  Value packed = b.create<memref::AllocaOp>(loc, MemRefType::get({k / 2, 2 * n}, i16));
+  SmallVector<int64_t> interleave;
+  for (int64_t j = 0; j < vl; ++j)
+    interleave.append({j, vl + j});
+  b.create<scf::ForOp>(
+      loc, index(0), index(k / 2), index(1), ValueRange{},
+      [&](OpBuilder &rb, Location l, Value p, ValueRange) {
+        Value even = rb.create<arith::MulIOp>(l, p, index(2));
+        Value odd = rb.create<arith::AddIOp>(l, even, index(1));
+        rb.create<scf::ForOp>(
+            l, index(0), index(n), index(vl), ValueRange{},
+            [&](OpBuilder &cb, Location cl, Value j, ValueRange) {
+              auto row = [&](Value kk) {
+                Value v = cb.create<vector::LoadOp>(cl, VectorType::get({vl}, element), bm,
+                                                    ValueRange{kk, j});
+                return castTo(cb, cl, v, i16);
+              };
+              Value pairs = cb.create<vector::ShuffleOp>(cl, row(even), row(odd), interleave);
+              Value at = cb.create<arith::MulIOp>(cl, j, index(2));
+              cb.create<vector::StoreOp>(cl, pairs, packed, ValueRange{p, at});
+              cb.create<scf::YieldOp>(cl);
+            });
+        rb.create<scf::YieldOp>(l);
+      });
+  return packed;
+}
+
 /// Replaces `op` with the register-blocked loop nest; false when it does not apply.
-bool rewriteMatmul(linalg::MatmulOp op, int64_t registerBits, int64_t registers) {
+bool rewriteMatmul(linalg::MatmulOp op, int64_t registerBits, int64_t registers,
+                   bool x86Pmaddwd) {
   if (!op.hasPureBufferSemantics() || op.getInputs().size() != 2 || op.getOutputs().size() != 1)
     return false;
   Value a = op.getInputs()[0], bm = op.getInputs()[1], c = op.getOutputs()[0];
@@ -112,6 +158,9 @@ bool rewriteMatmul(linalg::MatmulOp op, int64_t registerBits, int64_t registers)
     return false;
   const int64_t vl = blocking->vectorLength, nv = blocking->vectorsPerRow,
                 mr = blocking->rows;
+  // 8- and 16-bit integer products summed in i32 two K steps at a time.
+  bool paired = x86Pmaddwd && isa<IntegerType>(aType) && aType == bType &&
+                aType.getIntOrFloatBitWidth() <= 16 && cType.isInteger(32) && k % 2 == 0;
 
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -119,6 +168,8 @@ bool rewriteMatmul(linalg::MatmulOp op, int64_t registerBits, int64_t registers)
   Value zero = index(0), one = index(1);
   auto accVector = VectorType::get({vl}, cType);
   auto bVector = VectorType::get({vl}, bType);
+  auto pairVector = VectorType::get({2 * vl}, b.getI16Type());
+  Value packed = paired ? packPairs(b, loc, bm, k, n, vl) : Value();
 
   auto rowLoop = b.create<scf::ForOp>(loc, zero, index(m), index(mr));
   b.setInsertionPointToStart(rowLoop.getBody());
@@ -141,9 +192,42 @@ bool rewriteMatmul(linalg::MatmulOp op, int64_t registerBits, int64_t registers)
       accs.push_back(b.create<vector::LoadOp>(loc, accVector, c,
                                               ValueRange{offset(b, i0, r), offset(b, j0, v * vl)}));
 
+  // Paired: step p covers K steps 2p and 2p + 1; each A pair (adjacent in its
+  // row) is broadcast as one 32-bit value.
+  auto pairedStep = [&](OpBuilder &kb, Location l, Value p, ValueRange carried) {
+    SmallVector<Value> bRow;
+    for (int64_t v = 0; v < nv; ++v) {
+      Value at = kb.create<arith::MulIOp>(l, offset(kb, j0, v * vl), index(2));
+      bRow.push_back(kb.create<vector::LoadOp>(l, pairVector, packed, ValueRange{p, at}));
+    }
+    Value even = kb.create<arith::MulIOp>(l, p, index(2));
+    Value odd = kb.create<arith::AddIOp>(l, even, index(1));
+    SmallVector<Value> next;
+    for (int64_t r = 0; r < mr; ++r) {
+      auto element = [&](Value kk) {
+        Value x = kb.create<memref::LoadOp>(l, a, ValueRange{offset(kb, i0, r), kk});
+        return castTo(kb, l, x, kb.getI16Type());
+      };
+      Value pair = kb.create<vector::FromElementsOp>(
+          l, VectorType::get({2}, kb.getI16Type()), ValueRange{element(even), element(odd)});
+      Value word = kb.create<vector::BitCastOp>(l, VectorType::get({1}, cType), pair);
+      Value splat = kb.create<vector::BroadcastOp>(
+          l, accVector, kb.create<vector::ExtractOp>(l, word, ArrayRef<int64_t>{0}));
+      Value pairs = kb.create<vector::BitCastOp>(l, pairVector, splat);
+      for (int64_t v = 0; v < nv; ++v) {
+        Value sums = kb.create<LLVM::CallIntrinsicOp>(l, accVector, pmaddwdIntrinsic(registerBits),
+                                                      ValueRange{pairs, bRow[v]})
+                         .getResult(0);
+        next.push_back(kb.create<arith::AddIOp>(l, sums, carried[r * nv + v]));
+      }
+    }
+    kb.create<scf::YieldOp>(l, next);
+  };
   auto kLoop = b.create<scf::ForOp>(
-      loc, zero, index(k), one, accs,
+      loc, zero, index(paired ? k / 2 : k), one, accs,
       [&](OpBuilder &kb, Location l, Value kk, ValueRange carried) {
+        if (paired)
+          return pairedStep(kb, l, kk, carried);
         SmallVector<Value> bRow;
         for (int64_t v = 0; v < nv; ++v) {
           Value loaded =
@@ -173,7 +257,7 @@ struct MatmulMicroKernel : kiln::impl::KilnCPUMatmulMicroKernelBase<MatmulMicroK
     SmallVector<linalg::MatmulOp> matmuls;
     getOperation().walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
     for (linalg::MatmulOp op : matmuls)
-      (void)rewriteMatmul(op, registerBits, registers);
+      (void)rewriteMatmul(op, registerBits, registers, x86Pmaddwd);
   }
 };
 

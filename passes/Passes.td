@@ -222,15 +222,25 @@ def KilnCPUMatmulMicroKernel : Pass<"kiln-cpu-matmul-microkernel", "mlir::func::
     broadcast fit in `registers` vector registers of `register-bits` bits (the
     CPU pipeline sets both from the host). Other matmuls are left to
     `convert-linalg-to-loops`.
+
+    With `x86-pmaddwd` (x86 with SSE2, AVX2 or AVX-512BW at `register-bits`),
+    8- and 16-bit integer operands into an i32 accumulator take K two steps at
+    a time: B's tile is packed once into rows of (k, k + 1) pairs widened to
+    i16, each A pair is broadcast as one 32-bit value, and `pmaddwd` sums both
+    products per lane (`vpdpwssd` where the CPU has VNNI), in place of two
+    widening multiplies and adds. K must be even.
   }];
   let options = [
     Option<"registerBits", "register-bits", "int64_t", /*default=*/"512",
            "Width of one vector register in bits">,
     Option<"registers", "registers", "int64_t", /*default=*/"32",
-           "Vector registers the blocking may occupy">
+           "Vector registers the blocking may occupy">,
+    Option<"x86Pmaddwd", "x86-pmaddwd", "bool", /*default=*/"false",
+           "Multiply 8- and 16-bit integer pairs with x86's pmaddwd">
   ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
-                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect",
+                           "mlir::LLVM::LLVMDialect"];
 }
 
 //===----------------------------------------------------------------------===//

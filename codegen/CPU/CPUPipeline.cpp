@@ -20,15 +20,17 @@
 using namespace mlir;
 
 /// The micro-kernel's register budget on this host: 32 x 512-bit registers
-/// with AVX-512, 16 x 256-bit with AVX2, else 16 x 128-bit (SSE, NEON).
+/// with AVX-512, 16 x 256-bit with AVX2, else 16 x 128-bit (SSE, NEON); and
+/// whether x86's pmaddwd exists at that width for integer pairs.
 static std::string hostVectorOptions() {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   auto has = [&](llvm::StringRef f) { return features.lookup(f); };
   if (has("avx512f"))
-    return "register-bits=512 registers=32";
+    return std::string("register-bits=512 registers=32 x86-pmaddwd=") +
+           (has("avx512bw") ? "1" : "0");
   if (has("avx2"))
-    return "register-bits=256 registers=16";
-  return "register-bits=128 registers=16";
+    return "register-bits=256 registers=16 x86-pmaddwd=1";
+  return std::string("register-bits=128 registers=16 x86-pmaddwd=") + (has("sse2") ? "1" : "0");
 }
 
 const std::string &kiln::cpu::pipelineString() {

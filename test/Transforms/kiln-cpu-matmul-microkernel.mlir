@@ -1,5 +1,7 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-cpu-matmul-microkernel))" | FileCheck %s
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-cpu-matmul-microkernel{register-bits=256 registers=16}))" | FileCheck %s --check-prefix=AVX2
+// RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-cpu-matmul-microkernel{x86-pmaddwd=1}))" | FileCheck %s --check-prefix=PAIRS
+// RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-cpu-matmul-microkernel))" | FileCheck %s --check-prefix=NOPAIRS
 
 // 512-bit registers: 8 x 32 blocks, 16 accumulators carried through the K loop,
 // one B row as two vectors, eight broadcasts of A.
@@ -65,4 +67,36 @@ func.func @left_alone(%a: memref<8x8xf32>, %b: memref<8x12xf32>, %c: memref<8x12
   linalg.matmul ins(%a, %s : memref<8x8xf32>, memref<8x16xf32, strided<[?, ?]>>) outs(%d : memref<8x16xf32>)
   %r = linalg.matmul ins(%ta, %tb : tensor<8x8xf32>, tensor<8x16xf32>) outs(%tc : tensor<8x16xf32>) -> tensor<8x16xf32>
   return %r : tensor<8x16xf32>
+}
+
+// -----
+
+// With x86-pmaddwd, int8 into i32 takes K two steps at a time: B is packed
+// once into rows of (k, k + 1) pairs widened to i16, each A pair is broadcast as
+// one 32-bit word, and pmaddwd sums both products per lane. Odd K keeps the
+// widening multiply-add.
+// PAIRS-LABEL: func @i8_pairs
+// PAIRS: memref.alloca() : memref<8x64xi16>
+// PAIRS: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 1, 17, 2, 18
+// PAIRS-SAME: : vector<16xi16>, vector<16xi16>
+// PAIRS: scf.for %{{.*}} = %c0{{[_0-9]*}} to %c8{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args
+// PAIRS: vector.load %{{.*}} : memref<8x64xi16>, vector<32xi16>
+// PAIRS: vector.from_elements %{{.*}}, %{{.*}} : vector<2xi16>
+// PAIRS: vector.bitcast %{{.*}} : vector<2xi16> to vector<1xi32>
+// PAIRS: vector.bitcast %{{.*}} : vector<16xi32> to vector<32xi16>
+// PAIRS: llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"(%{{.*}}, %{{.*}}) : (vector<32xi16>, vector<32xi16>) -> vector<16xi32>
+// PAIRS: arith.addi %{{.*}}, %{{.*}} : vector<16xi32>
+// PAIRS-LABEL: func @i8_odd_k
+// PAIRS-NOT: pmaddw
+// PAIRS: arith.muli %{{.*}}, %{{.*}} : vector<16xi32>
+// NOPAIRS-LABEL: func @i8_pairs
+// NOPAIRS-NOT: pmaddw
+// NOPAIRS: arith.muli %{{.*}}, %{{.*}} : vector<16xi32>
+func.func @i8_pairs(%a: memref<16x16xi8>, %b: memref<16x32xi8>, %c: memref<16x32xi32>) {
+  linalg.matmul ins(%a, %b : memref<16x16xi8>, memref<16x32xi8>) outs(%c : memref<16x32xi32>)
+  return
+}
+func.func @i8_odd_k(%a: memref<16x15xi8>, %b: memref<15x32xi8>, %c: memref<16x32xi32>) {
+  linalg.matmul ins(%a, %b : memref<16x15xi8>, memref<15x32xi8>) outs(%c : memref<16x32xi32>)
+  return
 }

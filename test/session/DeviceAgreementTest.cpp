@@ -105,6 +105,54 @@ TEST_F(DeviceAgreement, VulkanDotEveryTileShapeAgrees) {
   }
 }
 
+TEST_F(DeviceAgreement, IntegerDotsAtTheirExtremes) {
+  // 8- and 16-bit integer dots into 32 bits over each type's whole range
+  // (-128 * -128, 255 * 255, -32768 * -32768 included): every device must give
+  // the exact sum wrapped to 32 bits. The CPU takes K in pairs through x86's
+  // pmaddwd where it has it, whose pair sums wrap too; Vulkan runs the FMA loop.
+  struct Case {
+    const char *operand, *acc;
+    int32_t lo, hi;
+  };
+  const Case cases[] = {{"i8", "i32", -128, 127}, {"u8", "u32", 0, 255},
+                        {"i16", "i32", -32768, 32767}, {"u16", "u32", 0, 65535}};
+  const int64_t m = 16, n = 16, k = 32;
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (const Case &c : cases) {
+      std::string source = R"(
+kernel k(a: tensor<i32>[M, K], b: tensor<i32>[K, N], c: tensor<i32>[M, N]) grid(1) {
+  let x = cast<T>(load(a.tile([16, 32], [0, 0])));
+  let y = cast<T>(load(b.tile([32, 16], [0, 0])));
+  store(c.tile([16, 16], [0, 0]), cast<i32>(dot(x, y, zeros<A>[16, 16])));
+}
+)";
+      for (auto [from, to] : {std::pair{"<T>", c.operand}, {"<A>", c.acc}})
+        for (size_t at; (at = source.find(from)) != std::string::npos;)
+          source.replace(at, 3, std::string("<") + to + ">");
+      Kernel kernel = s.compile(source, "k");
+      ASSERT_TRUE(kernel.ok()) << device << " " << c.operand << ": " << kernel.status().message();
+      // Mostly the extremes, some values in between.
+      std::vector<int32_t> a(m * k), b(k * n);
+      for (int64_t i = 0; i < m * k; ++i)
+        a[i] = i % 3 == 0 ? c.lo : i % 3 == 1 ? c.hi : c.lo + int32_t(i * 37 % (c.hi - c.lo));
+      for (int64_t i = 0; i < k * n; ++i)
+        b[i] = i % 5 < 2 ? c.lo : i % 5 < 4 ? c.hi : c.lo + int32_t(i * 11 % (c.hi - c.lo));
+      Tensor ta = s.upload(a, {m, k}), tb = s.upload(b, {k, n}), tc = s.empty(DType::I32, {m, n});
+      ASSERT_TRUE(kernel(ta, tb, tc).ok()) << device;
+      std::vector<int32_t> out(m * n);
+      ASSERT_TRUE(tc.download(out.data()).ok());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t want = 0;
+          for (int64_t l = 0; l < k; ++l)
+            want += uint32_t(int64_t(a[i * k + l]) * b[l * n + j]);
+          ASSERT_EQ(uint32_t(out[i * n + j]), want)
+              << device << " " << c.operand << " at " << i << ", " << j;
+        }
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, DotAccumulatorsOfOtherTypesOnEveryDevice) {
   // An accumulator may be narrower than the operands, the other 16-bit float
   // format, or f64 under bf16 or fp8 operands; the products are taken in its
