@@ -42,6 +42,18 @@ using DeviceAgreement = test::FreshCacheTest;
 using test::forEachDevice;
 using reference::philox;
 
+/// A 16 x 32 by 32 x 16 dot of i32 tensors cast to `operand`, into a zero
+/// accumulator of type `acc`, stored back as i32.
+std::string dotKernel(const std::string &operand, const std::string &acc) {
+  return R"(
+kernel k(a: tensor<i32>[M, K], b: tensor<i32>[K, N], c: tensor<i32>[M, N]) grid(1) {
+  let x = cast<)" + operand + R"(>(load(a.tile([16, 32], [0, 0])));
+  let y = cast<)" + operand + R"(>(load(b.tile([32, 16], [0, 0])));
+  store(c.tile([16, 16], [0, 0]), cast<i32>(dot(x, y, zeros<)" + acc + R"(>[16, 16])));
+}
+)";
+}
+
 /// Each lane `i` but the masked ones added `step` to bin `bins[i]` atomically
 /// and got the total before: the lanes of a bin saw start, start + step, start +
 /// 2 step, ... once each (a lost update would repeat one), and the bin ends
@@ -119,17 +131,7 @@ TEST_F(DeviceAgreement, IntegerDotsAtTheirExtremes) {
   const int64_t m = 16, n = 16, k = 32;
   forEachDevice([&](Session &s, const std::string &device) {
     for (const Case &c : cases) {
-      std::string source = R"(
-kernel k(a: tensor<i32>[M, K], b: tensor<i32>[K, N], c: tensor<i32>[M, N]) grid(1) {
-  let x = cast<T>(load(a.tile([16, 32], [0, 0])));
-  let y = cast<T>(load(b.tile([32, 16], [0, 0])));
-  store(c.tile([16, 16], [0, 0]), cast<i32>(dot(x, y, zeros<A>[16, 16])));
-}
-)";
-      for (auto [from, to] : {std::pair{"<T>", c.operand}, {"<A>", c.acc}})
-        for (size_t at; (at = source.find(from)) != std::string::npos;)
-          source.replace(at, 3, std::string("<") + to + ">");
-      Kernel kernel = s.compile(source, "k");
+      Kernel kernel = s.compile(dotKernel(c.operand, c.acc), "k");
       ASSERT_TRUE(kernel.ok()) << device << " " << c.operand << ": " << kernel.status().message();
       // Mostly the extremes, some values in between.
       std::vector<int32_t> a(m * k), b(k * n);
@@ -173,17 +175,7 @@ TEST_F(DeviceAgreement, DotAccumulatorsOfOtherTypesOnEveryDevice) {
   forEachDevice([&](Session &s, const std::string &device) {
     for (auto [operand, acc] : pairs) {
       bool isUnsigned = operand[0] == 'u';
-      std::string source = R"(
-kernel k(a: tensor<i32>[M, K], b: tensor<i32>[K, N], c: tensor<i32>[M, N]) grid(1) {
-  let x = cast<T>(load(a.tile([16, 32], [0, 0])));
-  let y = cast<T>(load(b.tile([32, 16], [0, 0])));
-  store(c.tile([16, 16], [0, 0]), cast<i32>(dot(x, y, zeros<A>[16, 16])));
-}
-)";
-      for (auto [from, to] : {std::pair{"<T>", operand}, {"<A>", acc}})
-        for (size_t at; (at = source.find(from)) != std::string::npos;)
-          source.replace(at, 3, std::string("<") + to + ">");
-      Kernel kernel = s.compile(source, "k");
+      Kernel kernel = s.compile(dotKernel(operand, acc), "k");
       ASSERT_TRUE(kernel.ok()) << device << " " << operand << " -> " << acc << ": "
                                << kernel.status().message();
       std::vector<int32_t> xa = ha, xb = hb;
