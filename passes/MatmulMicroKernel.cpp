@@ -159,7 +159,8 @@ bool rewriteMatmul(linalg::MatmulOp op, int64_t registerBits, int64_t registers,
   const int64_t vl = blocking->vectorLength, nv = blocking->vectorsPerRow,
                 mr = blocking->rows;
   // 8- and 16-bit integer products summed in i32 two K steps at a time.
-  bool paired = x86Pmaddwd && isa<IntegerType>(aType) && aType == bType &&
+  bool paired = x86Pmaddwd && llvm::is_contained({128, 256, 512}, registerBits) &&
+                isa<IntegerType>(aType) && aType == bType &&
                 aType.getIntOrFloatBitWidth() <= 16 && cType.isInteger(32) && k % 2 == 0;
 
   OpBuilder b(op);

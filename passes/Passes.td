@@ -225,10 +225,11 @@ def KilnCPUMatmulMicroKernel : Pass<"kiln-cpu-matmul-microkernel", "mlir::func::
 
     With `x86-pmaddwd` (x86 with SSE2, AVX2 or AVX-512BW at `register-bits`),
     8- and 16-bit integer operands into an i32 accumulator take K two steps at
-    a time: B's tile is packed once into rows of (k, k + 1) pairs widened to
-    i16, each A pair is broadcast as one 32-bit value, and `pmaddwd` sums both
-    products per lane (`vpdpwssd` where the CPU has VNNI), in place of two
-    widening multiplies and adds. K must be even.
+    a time: each time the matmul runs, B's tile is packed into a stack buffer
+    of (k, k + 1) pairs widened to i16 (the pipeline's kiln-hoist-loop-allocas
+    moves the buffer out of loops), each A pair is broadcast as one 32-bit
+    value, and `pmaddwd` sums both products per lane (`vpdpwssd` where the CPU
+    has VNNI), in place of two widening multiplies and adds. K must be even.
   }];
   let options = [
     Option<"registerBits", "register-bits", "int64_t", /*default=*/"512",

@@ -133,12 +133,19 @@ TEST_F(DeviceAgreement, IntegerDotsAtTheirExtremes) {
     for (const Case &c : cases) {
       Kernel kernel = s.compile(dotKernel(c.operand, c.acc), "k");
       ASSERT_TRUE(kernel.ok()) << device << " " << c.operand << ": " << kernel.status().message();
-      // Mostly the extremes, some values in between.
+      // Mostly the extremes, some values in between; both elements of a K pair
+      // alike where the class repeats, so some pairs are lo * lo + lo * lo
+      // (for i16, pmaddwd's one wrapping case: 2^31).
+      auto value = [&](int64_t cls, int64_t i) {
+        return cls == 0 ? c.lo : cls == 1 ? c.hi : c.lo + int32_t(i * 37 % (c.hi - c.lo));
+      };
       std::vector<int32_t> a(m * k), b(k * n);
-      for (int64_t i = 0; i < m * k; ++i)
-        a[i] = i % 3 == 0 ? c.lo : i % 3 == 1 ? c.hi : c.lo + int32_t(i * 37 % (c.hi - c.lo));
-      for (int64_t i = 0; i < k * n; ++i)
-        b[i] = i % 5 < 2 ? c.lo : i % 5 < 4 ? c.hi : c.lo + int32_t(i * 11 % (c.hi - c.lo));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t l = 0; l < k; ++l)
+          a[i * k + l] = value((i + l / 2) % 3, i * k + l);
+      for (int64_t l = 0; l < k; ++l)
+        for (int64_t j = 0; j < n; ++j)
+          b[l * n + j] = value((l / 2 + j) % 4 % 3, l * n + j);
       Tensor ta = s.upload(a, {m, k}), tb = s.upload(b, {k, n}), tc = s.empty(DType::I32, {m, n});
       ASSERT_TRUE(kernel(ta, tb, tc).ok()) << device;
       std::vector<int32_t> out(m * n);
