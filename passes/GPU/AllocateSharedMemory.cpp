@@ -135,7 +135,8 @@ struct AllocateSharedMemory
         bytes.push_back(count * type.getIntOrFloatBitWidth() / 8);
         entries.push_back(b.getArrayAttr({TypeAttr::get(type), b.getI64IntegerAttr(count)}));
       }
-      int64_t total = kiln::gpu::packSharedBuffers(bytes, kiln::gpu::sharedAlignment(*units)).back();
+      int64_t total =
+          kiln::gpu::packSharedBuffers(bytes, kiln::gpu::sharedAlignment(*units)).back();
       if (total > static_cast<int64_t>(maxBytes)) {
         InFlightDiagnostic diag = func.emitError()
                                   << "kernel needs " << total

@@ -667,7 +667,8 @@ struct ConvertKilnGPUToGPUPass
     }
     std::optional<MatrixUnits> units = parseMatrixUnits(matrixUnits);
     if (!units) {
-      module.emitError("matrix-units must be none, mma-sync, wgmma, mfma or wmma, not '") << matrixUnits << "'";
+      module.emitError("matrix-units must be none, mma-sync, wgmma, mfma or wmma, not '")
+          << matrixUnits << "'";
       return signalPassFailure();
     }
     module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
@@ -719,7 +720,8 @@ struct ConvertKilnGPUToGPUPass
           func->setAttr(name, a);
       if (dynamicShared) {
         func->setAttr(kDynamicSharedAttr, b.getUnitAttr());
-        func->setAttr(kSharedBytesAttr, b.getI64IntegerAttr(dynamicSharedLayout(kernel, *units).back()));
+        func->setAttr(kSharedBytesAttr,
+                      b.getI64IntegerAttr(dynamicSharedLayout(kernel, *units).back()));
       }
 
       OpBuilder bodyBuilder(ctx);
