@@ -19,6 +19,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::gpu;
@@ -292,6 +294,12 @@ void ThreadEmitter::emitReduce(ReduceOp op) {
     return;
   }
   int64_t axis = op.getAxis();
+  if (axis == src.getRank() - 1) {
+    if (int64_t segment = std::gcd<int64_t>(src.getDimSize(axis), layout.getVec()); segment > 1) {
+      tiles[op.getResult()] = reduceRowSegments(op, segment);
+      return;
+    }
+  }
   auto dst = cast<RankedTensorType>(op.getType());
   tiles[op.getResult()] = exchange(op.getSource(), dst, [&](ArrayRef<Value> at) {
     return foldLoop(b, loc, i32(src.getDimSize(axis)), identity(op.getKind(), elem),
@@ -302,6 +310,45 @@ void ThreadEmitter::emitReduce(ReduceOp op) {
                       return combine(op.getKind(), v, acc);
                     });
   });
+}
+
+Registers ThreadEmitter::reduceRowSegments(ReduceOp op, int64_t segment) {
+  auto src = op.getSource().getType();
+  auto dst = cast<RankedTensorType>(op.getType());
+  Type elem = src.getElementType();
+  ReduceKind kind = op.getKind();
+  const Registers &values = regs(op.getSource());
+  // Segments start on multiples of `segment` (which divides vec), and rows end
+  // on them, so a segment lies in one row and is wholly inside or past the tile.
+  Value buffer = sharedBuffer(elem);
+  for (int64_t r = 0, n = values.size(); r < n; r += segment) {
+    Value partial = values[r];
+    for (int64_t j = 1; j < segment; ++j)
+      partial = combine(kind, values[r + j], partial);
+    Value stored = toSharedStorage(partial);
+    Value slot = b.create<arith::DivUIOp>(loc, elementIndex(r), i32(segment));
+    emitIfElse(
+        registerValid(r, src.getNumElements()), {},
+        [&]() -> SmallVector<Value> {
+          Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), slot);
+          b.create<memref::StoreOp>(loc, stored, buffer, index);
+          return {};
+        },
+        nullptr);
+  }
+  barrier();
+  int64_t partials = src.getShape().back() / segment;
+  Registers out;
+  for (int64_t r = 0, n = registers(dst); r < n; ++r) {
+    Value row = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
+    Value first = b.create<arith::MulIOp>(loc, row, i32(partials));
+    out.push_back(foldLoop(b, loc, i32(partials), identity(kind, elem), [&](Value k, Value acc) {
+      Value at = b.create<arith::AddIOp>(loc, first, k);
+      return combine(kind, readShared(at, elem), acc);
+    }));
+  }
+  barrier();
+  return out;
 }
 
 void ThreadEmitter::emitScan(ScanOp op) {

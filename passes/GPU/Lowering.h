@@ -285,6 +285,11 @@ private:
                      llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> compute);
   mlir::Value reduceWholeTile(const Registers &regs, int64_t numElements, ReduceKind kind,
                               mlir::Type type);
+  /// A reduction along the last axis of rows that each thread holds in whole
+  /// segments of `segment` elements (a divisor of the row and of the layout's
+  /// vec): each segment is folded in registers and shared as one partial, so a
+  /// result reads row / segment partials instead of the row's elements.
+  Registers reduceRowSegments(ReduceOp op, int64_t segment);
   /// Writes a tile's valid registers to shared memory at `base` + element index,
   /// or at `base` + place(element index) when `place` is given; `place` keeps
   /// runs of `together` elements (a power of two dividing the layout's vec)

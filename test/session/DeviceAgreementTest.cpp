@@ -28,6 +28,7 @@
 #include <functional>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <regex>
@@ -3301,6 +3302,108 @@ kernel k(a: tensor<i8>[M, 8], b: tensor<u8>[M, 8], c: tensor<i16>[M, 8], d: tens
                           std::min_element(ra.begin(), ra.end()) - ra.begin()};
       for (int col = 0; col < 12; ++col)
         EXPECT_EQ(got[r * 12 + col], want[col]) << device << " row " << r << " column " << col;
+    }
+  });
+}
+
+TEST_F(DeviceAgreement, RowReductionsOfEveryShapeOnEveryDevice) {
+  // Reductions along a tile's last axis. GPU targets fold the runs of a row
+  // each thread holds in registers first and exchange one partial per run, when
+  // the row and the layout's run length (4 here with 32-bit memory, 8 with
+  // 16-bit) share a factor; rows of odd length take the element-wise exchange.
+  // Shapes cover rows shorter and longer than a run, tiles smaller than the
+  // program's threads, and tiles several runs per thread deep; values are small
+  // integers (exact sums in f16 too), with a NaN in row 1.
+  const char *source = R"(
+kernel wide(x: tensor<f32>[M, N], o: tensor<f32>[M, 3], n: tensor<i32>[M, 3])
+    params(BR: i32 = 4, BD: i32 = 8) grid(1) {
+  let v = load(x.tile([BR, BD], [0, 0]));
+  let rows = arange(0, BR);
+  store(o[rows, 0], sum(v, axis = 1));
+  store(o[rows, 1], max(v, axis = 1));
+  store(o[rows, 2], min(v, axis = 1));
+  let i = cast<i32>(v);
+  store(n[rows, 0], xor_sum(i * -1640531535, axis = 1));
+  store(n[rows, 1], cast<i32>(sum(cast<i8>(i * 9), axis = 1)));
+  store(n[rows, 2], max(i, axis = 1));
+}
+kernel narrow(x: tensor<f16>[M, N], o: tensor<f16>[M, 2], n: tensor<i16>[M, 2])
+    params(BR: i32 = 4, BD: i32 = 8) grid(1) {
+  let v = load(x.tile([BR, BD], [0, 0]));
+  let rows = arange(0, BR);
+  store(o[rows, 0], sum(v, axis = 1));
+  store(o[rows, 1], max(v, axis = 1));
+  let i = cast<i16>(v);
+  store(n[rows, 0], sum(i * 1000, axis = 1));
+  store(n[rows, 1], cast<i16>(min(cast<u8>(i), axis = 1)));
+}
+)";
+  struct Shape {
+    int64_t rows, cols;
+  };
+  const Shape shapes[] = {{4, 8}, {3, 16}, {16, 16}, {5, 4}, {8, 2}, {2, 64}, {7, 6},
+                          {3, 5}, {1, 24}, {32, 64}};
+  auto same = [](double got, double want) {
+    return got == want || (std::isnan(got) && std::isnan(want));
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (Shape sh : shapes) {
+      const int64_t m = sh.rows, d = sh.cols;
+      std::vector<float> x(m * d);
+      for (int64_t e = 0; e < m * d; ++e)
+        x[e] = float(int64_t(e * 7919 % 41) - 20);
+      if (m > 1)
+        x[1 * d + d - 1] = NAN;
+      std::vector<uint16_t> h(x.size());
+      for (size_t e = 0; e < x.size(); ++e)
+        h[e] = floatToHalfBits(x[e]);
+      std::string where = device + " " + std::to_string(m) + "x" + std::to_string(d);
+      std::map<std::string, std::string> params = {{"BR", std::to_string(m)},
+                                                    {"BD", std::to_string(d)}};
+      Kernel wide = s.compile(source, "wide", params);
+      Kernel narrow = s.compile(source, "narrow", params);
+      ASSERT_TRUE(wide.ok()) << where << ": " << wide.status().message();
+      ASSERT_TRUE(narrow.ok()) << where << ": " << narrow.status().message();
+      Tensor tx = s.upload(x, {m, d}), th = s.upload(h.data(), DType::F16, {m, d});
+      Tensor wo = s.empty<float>({m, 3}), wn = s.empty<int32_t>({m, 3});
+      Tensor no = s.empty(DType::F16, {m, 2}), nn = s.empty(DType::I16, {m, 2});
+      ASSERT_TRUE(wide(tx, wo, wn).ok()) << where;
+      ASSERT_TRUE(narrow(th, no, nn).ok()) << where;
+      std::vector<float> gotWo;
+      std::vector<int32_t> gotWn;
+      std::vector<uint16_t> gotNo;
+      std::vector<int16_t> gotNn;
+      ASSERT_TRUE(wo.download(gotWo).ok() && wn.download(gotWn).ok());
+      ASSERT_TRUE(no.download(gotNo).ok() && nn.download(gotNn).ok());
+      for (int64_t r = 0; r < m; ++r) {
+        double total = 0, hi = -INFINITY, lo = INFINITY;
+        int32_t bits = 0, hiInt = INT32_MIN;
+        int64_t bytes = 0, shorts = 0, loByte = 255;
+        for (int64_t c = 0; c < d; ++c) {
+          float v = x[r * d + c];
+          total += v;
+          hi = std::isnan(v) || std::isnan(hi) ? NAN : std::max<double>(hi, v);
+          lo = std::isnan(v) || std::isnan(lo) ? NAN : std::min<double>(lo, v);
+          int32_t i = std::isnan(v) ? 0 : int32_t(v); // saturating casts take NaN to 0
+          bits ^= int32_t(uint32_t(i) * 2654435761u);
+          bytes += int8_t(i * 9);
+          hiInt = std::max(hiInt, i);
+          shorts += i * 1000;
+          loByte = std::min<int64_t>(loByte, uint8_t(i));
+        }
+        EXPECT_TRUE(same(gotWo[r * 3 + 0], total)) << where << " row " << r << " sum";
+        EXPECT_TRUE(same(gotWo[r * 3 + 1], hi)) << where << " row " << r << " max";
+        EXPECT_TRUE(same(gotWo[r * 3 + 2], lo)) << where << " row " << r << " min";
+        EXPECT_EQ(gotWn[r * 3 + 0], bits) << where << " row " << r << " xor_sum";
+        EXPECT_EQ(gotWn[r * 3 + 1], int8_t(bytes)) << where << " row " << r << " i8 sum";
+        EXPECT_EQ(gotWn[r * 3 + 2], hiInt) << where << " row " << r << " i32 max";
+        EXPECT_TRUE(same(halfBitsToFloat(gotNo[r * 2 + 0]), total))
+            << where << " row " << r << " f16 sum";
+        EXPECT_TRUE(same(halfBitsToFloat(gotNo[r * 2 + 1]), hi))
+            << where << " row " << r << " f16 max";
+        EXPECT_EQ(gotNn[r * 2 + 0], int16_t(shorts)) << where << " row " << r << " i16 sum";
+        EXPECT_EQ(gotNn[r * 2 + 1], loByte) << where << " row " << r << " u8 min";
+      }
     }
   });
 }
