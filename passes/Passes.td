@@ -305,7 +305,8 @@ def KilnGPUAllocateSharedMemory : Pass<"kiln-gpu-allocate-shared-memory", "mlir:
            "Shared memory available to one program">,
     Option<"matrixUnits", "matrix-units", "std::string", /*default=*/"\"none\"",
            "Matrix instructions dots may use: none, mma-sync (NVIDIA sm_80+), wgmma "
-           "(NVIDIA sm_90a), mfma (AMD CDNA) or wmma (AMD RDNA3); those dots also "
+           "(NVIDIA sm_90a), mfma (AMD CDNA2), mfma-cdna3 (AMD gfx94x) or wmma "
+           "(AMD RDNA3); those dots also "
            "stage their accumulator in shared memory">,
     Option<"integerAtomicsOnly", "integer-atomics-only", "bool", /*default=*/"false",
            "The target has integer atomics only (SPIR-V): a float atomic retries "
@@ -331,8 +332,8 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     `memory=llvm` passes tensors as `!llvm.ptr<1>` (NVVM, ROCDL); `memory=spirv`
     passes them as 1-D memrefs that become storage buffers.
 
-    With `matrix-units`, a dot of f16 or bf16 tiles into an f32 accumulator (on
-    NVIDIA also f32 with tf32, fp8, and s8 into i32) whose shape is a multiple
+    With `matrix-units`, a dot of f16 or bf16 tiles into an f32 accumulator (also
+    fp8 and s8 into i32, and on NVIDIA f32 with tf32) whose shape is a multiple
     of the instruction's runs on the matrix units: the operands
     go to shared memory, each warp takes instruction-sized tiles of the result
     round-robin (mma-sync: `ldmatrix.x4` for A, `ldmatrix.x2.trans` for B from
@@ -364,8 +365,9 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
            "Lower eligible dots with warp-level matrix instructions: none, mma-sync "
            "(ldmatrix + mma.sync.m16n8k16, NVIDIA sm_80+), wgmma "
            "(wgmma.mma_async.m64nNk16, NVIDIA sm_90a), mfma "
-           "(v_mfma_f32_16x16x16, AMD gfx90a/gfx94x) or wmma "
-           "(v_wmma_f32_16x16x16_f16, AMD gfx11)">,
+           "(v_mfma_f32_16x16x16, v_mfma_i32_16x16x16i8: AMD gfx90a), mfma-cdna3 "
+           "(the same, int8 by v_mfma_i32_16x16x32_i8: AMD gfx94x) or wmma "
+           "(v_wmma_f32_16x16x16_{f16,bf16}, v_wmma_i32_16x16x16_iu8: AMD gfx11)">,
     Option<"dynamicSharedAbove", "dynamic-shared-above", "int64_t", /*default=*/"0",
            "With memory=llvm: kernels needing more shared memory than this many bytes "
            "take it as views of gpu.dynamic_shared_memory (sized at launch) instead "

@@ -233,6 +233,10 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
     return cpu::pipelineString();
   bool spirv = target.kind == Target::Kind::Vulkan || target.kind == Target::Kind::Metal;
   std::string units = target.matrixUnits();
+  // CDNA3 (gfx94x) has MFMA forms CDNA2 lacks and lacks some it has (int8 at K =
+  // 32, not 16): the passes are told which MFMA they have.
+  if (units == "mfma" && llvm::StringRef(target.chip).starts_with("gfx94"))
+    units = "mfma-cdna3";
   // Vulkan on the CPU (lavapipe) runs a workgroup's invocations as SIMD batches on
   // one core and a barrier switches between them, so kernels that exchange
   // elements run fastest with few warps, down to one, as long as no thread holds

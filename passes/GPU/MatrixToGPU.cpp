@@ -16,7 +16,7 @@
 //      K step;
 //   3. when a loop carries the accumulator only through this dot, the fragments
 //      stay in registers to the next iteration (KilnGPUToGPU's emitFor); else
-//      they go through an f32 shared buffer back to the blocked layout, where
+//      they go through a shared buffer (f32, or i32) back to the blocked layout, where
 //      the incoming accumulator is added (fromFragments).
 //
 // Instructions and their operand fragments (g = lane / 4, t = lane % 4):
@@ -28,10 +28,11 @@
 //     B[t][g], B[t+4][g], each rounded by cvt.rna.tf32.f32;
 //   wgmma.mma_async.m64nNk16 (sm_90a): both operands by shared-memory
 //     descriptor over swizzled layouts (wgmmaTile);
-//   v_mfma_f32_16x16x16f16 / 16x16x16bf16_1k (CDNA, wave64) and
-//     v_wmma_f32_16x16x16_f16 / _bf16 (gfx11, wave32): each lane gathers its
+//   v_mfma_f32_16x16x16f16 / 16x16x16bf16_1k (CDNA, wave64), and for int8
+//     v_mfma_i32_16x16x16i8 (CDNA2) / 16x16x32_i8 (CDNA3); v_wmma_f32_16x16x16_f16
+//     / _bf16 / v_wmma_i32_16x16x16_iu8 (gfx11, wave32): each lane gathers its
 //     elements from shared memory (amdTile); bf16 goes in as i16 bits, fp8
-//     widened to f16.
+//     widened to f16, int8 packed into 32-, 64- or 128-bit registers.
 // fragmentElement gives each instruction's accumulator layout.
 //
 //===----------------------------------------------------------------------===//
@@ -61,6 +62,7 @@ std::optional<MatrixUnits> kiln::gpu::parseMatrixUnits(llvm::StringRef name) {
       .Case("mma-sync", MatrixUnits::MmaSync)
       .Case("wgmma", MatrixUnits::Wgmma)
       .Case("mfma", MatrixUnits::Mfma)
+      .Case("mfma-cdna3", MatrixUnits::MfmaCdna3)
       .Case("wmma", MatrixUnits::Wmma)
       .Default(std::nullopt);
 }
@@ -69,6 +71,10 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
                                                         int64_t numWarps) {
   if (units == MatrixUnits::None)
     return std::nullopt;
+  // CDNA3 runs CDNA2's instructions but for int8 (below); its dots are Mfma dots.
+  bool cdna3 = units == MatrixUnits::MfmaCdna3;
+  if (cdna3)
+    units = MatrixUnits::Mfma;
   auto a = op.getA().getType(), b = op.getB().getType(), c = op.getType();
   Type in = a.getElementType();
   int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = b.getDimSize(1);
@@ -101,14 +107,16 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
   }
   // int8 into i32 (s8 products summed in 32 bits, wrapping as the FMA loop
   // does): mma.sync.m16n8k32.s32.s8.s8.s32 from sm_80, the sm_90 family too
-  // (wgmma's s8 form wants B K-major, as fp8's does). u8 operands reach the dot
-  // widened to i16 and keep the FMA loop, as AMD's int8 does.
+  // (wgmma's s8 form wants B K-major, as fp8's does); on AMD
+  // v_mfma_i32_16x16x16i8 (gfx90a), v_mfma_i32_16x16x32_i8 (gfx94x, which has
+  // no K = 16 form) and v_wmma_i32_16x16x16_iu8 (gfx11, signed, no clamp).
+  // u8 operands reach the dot widened to i16 and keep the FMA loop.
   if (in.isInteger(8)) {
     if (b.getElementType() != in || !c.getElementType().isInteger(32))
       return std::nullopt;
     if (units == MatrixUnits::MmaSync || units == MatrixUnits::Wgmma)
       return fits({MatrixUnits::MmaSync, 16, 8, 32});
-    return std::nullopt;
+    return fits({units, 16, 16, cdna3 ? 32 : 16});
   }
   if (!(in.isF16() || in.isBF16()) || b.getElementType() != in || !c.getElementType().isF32())
     return std::nullopt;
@@ -124,6 +132,7 @@ std::optional<MatrixShape> kiln::gpu::matrixInstruction(DotOp op, MatrixUnits un
   case MatrixUnits::MmaSync: return fits({MatrixUnits::MmaSync, 16, 8, 16});
   case MatrixUnits::Mfma: return fits({MatrixUnits::Mfma, 16, 16, 16});
   case MatrixUnits::Wmma: return fits({MatrixUnits::Wmma, 16, 16, 16});
+  case MatrixUnits::MfmaCdna3: // made Mfma above
   case MatrixUnits::None: break;
   }
   return std::nullopt;
@@ -404,20 +413,31 @@ SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) 
 //     A[l % 16][i], B[i][l % 16].
 SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueRange acc) {
   bool wmma = shape.units == MatrixUnits::Wmma;
-  int64_t perLane = wmma ? 16 : 4, results = wmma ? 8 : 4;
-  // The bf16 instructions take their operands as i16 bits; fp8 goes in as f16.
-  bool f8 = isa<Float8E4M3FNType, Float8E5M2Type>(in);
+  // MFMA: lane l holds A[l % 16][(l / 16) * perLane + i] and B[that k][l % 16];
+  // WMMA: lane l holds row l % 16 of A and column l % 16 of B, all 16 k.
+  int64_t perLane = wmma ? 16 : shape.k / 4, results = wmma ? 8 : 4;
+  // The bf16 instructions take their operands as i16 bits; fp8 goes in as f16;
+  // int8 as its bytes packed into i32 (16x16x16i8), i64 (16x16x32_i8) or 4 x i32
+  // (wmma iu8), element i in byte i.
+  bool f8 = isa<Float8E4M3FNType, Float8E5M2Type>(in), i8 = in.isInteger(8);
   Type bits = in.isBF16() ? Type(b.getI16Type()) : f8 ? Type(b.getF16Type()) : in;
+  Type accType = i8 ? Type(b.getI32Type()) : Type(b.getF32Type());
   auto vecIn = VectorType::get({perLane}, bits);
-  auto vecAcc = VectorType::get({results}, b.getF32Type());
+  auto vecAcc = VectorType::get({results}, accType);
   Value accIn = b.create<LLVM::UndefOp>(loc, vecAcc);
   for (int64_t i = 0; i < results; ++i)
     accIn = b.create<LLVM::InsertElementOp>(loc, accIn, acc[i], i32(i));
-  Value lane16 = rem(lane, 16), quad = mul(div(lane, 16), i32(4));
+  Value lane16 = rem(lane, 16), kLane = mul(div(lane, 16), i32(perLane));
+  auto packed = [&](Value bytes) -> Value {
+    Type word = perLane == 4    ? Type(b.getI32Type())
+                : perLane == 8 ? Type(b.getI64Type())
+                               : Type(VectorType::get({4}, b.getI32Type()));
+    return b.create<LLVM::BitcastOp>(loc, word, bytes);
+  };
   auto loop = kLoop({accIn}, [&](Value k0, ValueRange acc) -> SmallVector<Value> {
     Value av = b.create<LLVM::UndefOp>(loc, vecIn), bv = b.create<LLVM::UndefOp>(loc, vecIn);
     for (int64_t i = 0; i < perLane; ++i) {
-      Value kk = add(k0, wmma ? i32(i) : add(quad, i32(i)));
+      Value kk = add(k0, wmma ? i32(i) : add(kLane, i32(i)));
       Value aAt = add(mul(add(row0, lane16), i32(k)), kk);
       Value bAt = add(i32(m * k), add(mul(kk, i32(n)), add(col0, lane16)));
       if (stageBase) {
@@ -434,6 +454,14 @@ SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueR
       av = b.create<LLVM::InsertElementOp>(loc, av, element(aAt), pos);
       bv = b.create<LLVM::InsertElementOp>(loc, bv, element(bAt), pos);
     }
+    if (wmma && i8) {
+      Value yes = b.create<LLVM::ConstantOp>(loc, b.getI1Type(), b.getBoolAttr(true));
+      Value no = b.create<LLVM::ConstantOp>(loc, b.getI1Type(), b.getBoolAttr(false));
+      // Operands signed, no clamp: sums wrap as the FMA loop's do.
+      return {b.create<ROCDL::wmma_i32_16x16x16_iu8>(
+                   loc, vecAcc, ValueRange{yes, packed(av), yes, packed(bv), acc[0], no})
+                  .getResult()};
+    }
     if (wmma && in.isBF16())
       return {b.create<ROCDL::wmma_f32_16x16x16_bf16>(loc, vecAcc, ValueRange{av, bv, acc[0]})
                   .getResult()};
@@ -442,6 +470,13 @@ SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueR
                   .getResult()};
     Value zero = i32(0);
     SmallVector<Value> mfmaArgs{av, bv, acc[0], zero, zero, zero};
+    if (i8) {
+      mfmaArgs[0] = packed(av);
+      mfmaArgs[1] = packed(bv);
+      if (shape.k == 32)
+        return {b.create<ROCDL::mfma_i32_16x16x32_i8>(loc, vecAcc, mfmaArgs).getResult()};
+      return {b.create<ROCDL::mfma_i32_16x16x16i8>(loc, vecAcc, mfmaArgs).getResult()};
+    }
     if (in.isBF16())
       return {b.create<ROCDL::mfma_f32_16x16x16bf16_1k>(loc, vecAcc, mfmaArgs).getResult()};
     return {b.create<ROCDL::mfma_f32_16x16x16f16>(loc, vecAcc, mfmaArgs).getResult()};
@@ -492,6 +527,7 @@ std::pair<Value, Value> ThreadEmitter::fragmentElement(const FragmentLayout &f, 
     return {add(row0, add(mul(div(lane, 16), 4), i32(reg))), add(col0, rem(lane, 16))};
   case MatrixUnits::Wmma:
     return {add(row0, add(i32(2 * reg), div(lane, 16))), add(col0, rem(lane, 16))};
+  case MatrixUnits::MfmaCdna3: // instructions report Mfma
   case MatrixUnits::None: break;
   }
   llvm_unreachable("FMA dots have no fragments");
@@ -660,6 +696,7 @@ void ThreadEmitter::emitMatrixDot(DotOp op) {
       case MatrixUnits::Wgmma: return md.wgmmaTile(row0, col0, slotAcc);
       case MatrixUnits::Mfma:
       case MatrixUnits::Wmma: return md.amdTile(lane, row0, col0, slotAcc);
+      case MatrixUnits::MfmaCdna3: // instructions report Mfma
       case MatrixUnits::None: break;
       }
       llvm_unreachable("FMA dots do not come here");

@@ -22,11 +22,16 @@ enum class MatrixUnits {
            // fp8 m16n8k32 into f32; s8 m16n8k32 into i32)
   Wgmma,   // NVIDIA sm_90a: wgmma.mma_async.m64nNk16 from shared-memory descriptors
            // (f16/bf16 in, f32 out), falling back to MmaSync for other shapes and types
-  Mfma,    // AMD CDNA (gfx90a, gfx94x): v_mfma_f32_16x16x16f16 (f16 in, f32 out)
-  Wmma,    // AMD RDNA3 (gfx11): v_wmma_f32_16x16x16_f16, 32-lane waves (f16 in, f32 out)
+  Mfma,    // AMD CDNA2 (gfx90a): v_mfma_f32_16x16x16{f16,bf16_1k} (f16/bf16 in, f32
+           // out; fp8 widened to f16), v_mfma_i32_16x16x16i8 (i8 in, i32 out)
+  MfmaCdna3, // AMD CDNA3 (gfx94x): Mfma's, but i8 with v_mfma_i32_16x16x32_i8 (CDNA3
+             // dropped the K = 16 form); dots it takes report Mfma as their unit
+  Wmma,    // AMD RDNA3 (gfx11): v_wmma_{f32_16x16x16_f16,f32_16x16x16_bf16,
+           // i32_16x16x16_iu8}, 32-lane waves
 };
 
-/// Parses the `matrix-units` pass option: none, mma-sync, wgmma, mfma or wmma.
+/// Parses the `matrix-units` pass option: none, mma-sync, wgmma, mfma, mfma-cdna3
+/// or wmma.
 std::optional<MatrixUnits> parseMatrixUnits(llvm::StringRef name);
 
 /// The instruction a dot is lowered with: its unit and its tile,
