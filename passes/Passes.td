@@ -375,7 +375,12 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     Option<"floatAtomicAdd", "float-atomic-add", "bool", /*default=*/"false",
            "With memory=spirv: an f32 tensor that atomics only add to stays f32 and "
            "each add is one OpAtomicFAddEXT (VK_EXT_shader_atomic_float); otherwise "
-           "float atomics are compare-and-swap loops on its bits">
+           "float atomics are compare-and-swap loops on its bits">,
+    Option<"loopLimit", "loop-limit", "int64_t", /*default=*/"0",
+           "With memory=spirv: the loop iterations one invocation may run in all "
+           "before the device ends its loops (lavapipe: 65535). A kernel whose loops "
+           "may run longer records in each loop whether it reached its end and fails "
+           "the launch through the debug buffer when one was cut; 0: no limit">
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",

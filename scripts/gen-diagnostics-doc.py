@@ -79,7 +79,13 @@ def render():
     out += ["", "## The runtime", "",
             "Launch and load errors name the kernel and the argument; they are listed with",
             "their tests in test/runtime/RuntimeTest.cpp, test/e2e/LaunchTest.cpp and",
-            "test/session/SessionTest.cpp (see [runtime.md](runtime.md)).", ""]
+            "test/session/SessionTest.cpp (see [runtime.md](runtime.md)).", "",
+            "On lavapipe (`vulkan:*:cpu`) a launch whose loops llvmpipe cut short at its",
+            "65535-iteration limit fails instead of returning wrong results: `kernel 'K' failed a",
+            "device_assert: pid (x, y, z) ran a loop past lavapipe's limit: llvmpipe ends every",
+            "loop of a thread once its loops have run 65535 iterations in all, and the results",
+            "would be wrong (give each program less work, or run on another device)`",
+            "(`DeviceAgreement.LoopsLavapipeWouldCutFailTheLaunch`; targets.md has how).", ""]
     return "\n".join(out)
 
 

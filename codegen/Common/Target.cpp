@@ -260,13 +260,16 @@ std::string kiln::pipelineUpTo(const Target &target, Stage stage) {
   int64_t dynamicAbove = target.kind == Target::Kind::CUDA ? 48 * 1024 : 0;
   if (stage >= Stage::ThreadCode) {
     bool amd = target.kind == Target::Kind::AMDGPU;
+    // lavapipe ends an invocation's loops after 65535 iterations in all (Mesa's
+    // LP_MAX_TGSI_LOOP_ITERATIONS); kernels that may loop longer check it.
+    int64_t loopLimit = target.vulkanOnCPU ? 65535 : 0;
     passes += llvm::formatv(",convert-kiln-gpu-to-gpu{{memory={0} subgroup-reduce={1} "
                             "vendor={2} matrix-units={3} dynamic-shared-above={4} "
-                            "float-atomic-add={5}},canonicalize,cse",
+                            "float-atomic-add={5} loop-limit={6}},canonicalize,cse",
                             spirv ? "spirv" : "llvm",
                             spirv ? "native" : amd ? "amd-swizzle" : "shuffle",
                             spirv ? "any" : amd ? "amd" : "nvidia", units, dynamicAbove,
-                            target.vulkanFloatAtomicAdd)
+                            target.vulkanFloatAtomicAdd, loopLimit)
                   .str();
   }
   if (stage >= Stage::Device)

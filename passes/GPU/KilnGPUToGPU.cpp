@@ -290,6 +290,7 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
       v = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v, i32(0));
     scalars.map(arg, v);
   }
+  unsigned debugIndex = next;
   if (takesDebugBuffer(kernel, memory))
     debugBuffer = entry.getArgument(next++);
   for (BlockArgument attribution : gpuFunc.getWorkgroupAttributions())
@@ -319,8 +320,22 @@ LogicalResult ThreadEmitter::emitKernel(func::FuncOp kernel, mlir::gpu::GPUFuncO
 
   if (failed(emitBlock(kernel.getBody().front())))
     return failure();
+  if (loopLimit && memory == MemoryModel::SPIRVBuffers)
+    guardLoopLimit(gpuFunc, debugIndex);
   b.create<mlir::gpu::ReturnOp>(loc);
   return success();
+}
+
+SmallVector<Value> ThreadEmitter::programIds() {
+  SmallVector<Value> ids;
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    Value id = b.create<mlir::gpu::BlockIdOp>(loc, mlir::gpu::Dimension(axis));
+    id = b.create<arith::IndexCastOp>(loc, b.getI32Type(), id);
+    if (gridWords) // this dispatch's first program id (kiln/KernelInfo.h)
+      id = b.create<arith::AddIOp>(loc, id, gridWord(axis));
+    ids.push_back(id);
+  }
+  return ids;
 }
 
 LogicalResult ThreadEmitter::emitBlock(Block &block) {
@@ -726,6 +741,7 @@ struct ConvertKilnGPUToGPUPass
 
       OpBuilder bodyBuilder(ctx);
       ThreadEmitter emitter(bodyBuilder, layout, model, reduce, *gpuVendor, *units);
+      emitter.loopLimit = loopLimit;
       if (failed(emitter.emitKernel(kernel, func)))
         return signalPassFailure();
       kernel.erase();
@@ -876,9 +892,14 @@ static DenseI64ArrayAttr shapeAttr(OpBuilder &b, Value v) {
 
 std::function<void(Value)> ThreadEmitter::reportToBuffer(AssertOp op,
                                                          ArrayRef<Value> programIds) {
-  Value which = i32(addToDebugTable(
-      kAssertsAttr, {b.getNamedAttr("message", op.getMessageAttr()),
-                     b.getNamedAttr("shape", shapeAttr(b, op.getCondition()))}));
+  return reportToBuffer(op.getMessageAttr(), shapeAttr(b, op.getCondition()), programIds);
+}
+
+std::function<void(Value)> ThreadEmitter::reportToBuffer(StringAttr message,
+                                                         DenseI64ArrayAttr shape,
+                                                         ArrayRef<Value> programIds) {
+  Value which = i32(addToDebugTable(kAssertsAttr, {b.getNamedAttr("message", message),
+                                                   b.getNamedAttr("shape", shape)}));
   SmallVector<Value> pids(programIds);
   // Every failure counts itself in word 0; the first also writes its details.
   return [this, which, pids](Value flat) {

@@ -104,7 +104,21 @@ public:
   /// for the runtime to report (kiln/KernelInfo.h).
   static bool takesDebugBuffer(mlir::func::FuncOp kernel, MemoryModel memory);
 
+  /// Loop iterations one invocation may run in all on this device, or 0 for no
+  /// limit. lavapipe (llvmpipe) ends every loop of an invocation once its loops
+  /// have iterated 65535 times together, silently; LoopLimit.cpp makes such a
+  /// cut loop fail the launch instead.
+  int64_t loopLimit = 0;
+
 private:
+  /// LoopLimit.cpp: when the loops emitted into `gpuFunc` may iterate past
+  /// `loopLimit`, records in each loop whether it ran to its end and reports
+  /// through the debug buffer (added at argument `debugIndex` if the kernel has
+  /// none) when one did not.
+  void guardLoopLimit(mlir::gpu::GPUFuncOp gpuFunc, unsigned debugIndex);
+  /// This program's ids (i32), as program_id gives them.
+  llvm::SmallVector<mlir::Value> programIds();
+
   // KilnGPUToGPU.cpp: dispatch and control flow.
   mlir::LogicalResult emitBlock(mlir::Block &block);
   mlir::LogicalResult emitOp(mlir::Operation *op);
@@ -240,6 +254,10 @@ private:
   /// SPIR-V: adds `op` to the assert table and returns what records a failure
   /// at a flat tile index in the debug buffer.
   std::function<void(mlir::Value)> reportToBuffer(AssertOp op,
+                                                  llvm::ArrayRef<mlir::Value> programIds);
+  /// The same for a failure of `shape` (empty: a scalar) that `message` describes.
+  std::function<void(mlir::Value)> reportToBuffer(mlir::StringAttr message,
+                                                  mlir::DenseI64ArrayAttr shape,
                                                   llvm::ArrayRef<mlir::Value> programIds);
   /// SPIR-V: adds `op` to the print table and returns what writes a record of
   /// an element (flat tile index, value or null) to the debug buffer.

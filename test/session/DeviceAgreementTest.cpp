@@ -3408,6 +3408,89 @@ kernel narrow(x: tensor<f16>[M, N], o: tensor<f16>[M, 2], n: tensor<i16>[M, 2])
   });
 }
 
+TEST_F(DeviceAgreement, LoopsLavapipeWouldCutFailTheLaunch) {
+  // lavapipe ends every loop of an invocation once its loops have iterated
+  // 65535 times in all; Kiln's lavapipe kernels record whether each loop ran
+  // to its end, so what would be a wrong answer is a failed launch. Loops that
+  // stay under the limit, or that NIR unrolls (an inner loop of 16 constant
+  // steps under 20000 outer ones), run and agree with the CPU.
+  const char *source = R"(
+kernel steps(x: tensor<i32>[N], y: tensor<i32>[1]) params(INNER: i32 = 1) grid(1) {
+  var acc = 0;
+  for i in range(0, N) {
+    let v = load(x[i]);
+    for j in range(0, INNER) {
+      acc = acc + v * (j + 1);
+    }
+  }
+  store(y[0], acc);
+}
+kernel halvings(y: tensor<i32>[1], n: i32) grid(1) {
+  var left = n;
+  var count = 0;
+  while left > 0 {
+    left = left - 1;
+    count = count + 1;
+  }
+  store(y[0], count);
+}
+kernel prefix(x: tensor<i32>[N], y: tensor<i32>[N]) params(BLOCK: i32 = 4096) grid(1) {
+  let i = arange(0, BLOCK);
+  store(y[i], cumsum(load(x[i], mask = i < N, other = 0), axis = 0), mask = i < N);
+}
+)";
+  forEachDevice([&](Session &s, const std::string &device) {
+    bool lavapipe = s.device().target().find(":cpu") != std::string::npos;
+    auto run = [&](const std::string &kernel, int64_t n, int inner) {
+      std::map<std::string, std::string> params;
+      if (kernel == "steps")
+        params["INNER"] = std::to_string(inner);
+      Kernel k = s.compile(source, kernel, params);
+      EXPECT_TRUE(k.ok()) << k.status().message();
+      int64_t outputs = kernel == "prefix" ? n : 1;
+      Tensor y = s.upload(std::vector<int32_t>(outputs, -1), {outputs});
+      rt::Status st;
+      if (kernel == "halvings") {
+        st = k(y, int32_t(n));
+      } else {
+        Tensor x = s.upload(std::vector<int32_t>(n, 1), {n});
+        st = k(x, y);
+      }
+      std::vector<int32_t> got;
+      if (st.ok())
+        EXPECT_TRUE(y.download(got).ok());
+      return std::make_pair(st, got);
+    };
+    struct Case {
+      const char *kernel;
+      int64_t n;
+      int inner;
+      int64_t want; // y[0], or for prefix y[n - 1]
+      bool pastTheLimit;
+    };
+    const Case cases[] = {{"steps", 60000, 1, 60000, false},
+                          {"steps", 70000, 1, 70000, true},
+                          {"steps", 20000, 16, 20000 * 136, false},
+                          {"steps", 1200, 64, 1200 * 2080, true},
+                          {"halvings", 60000, 1, 60000, false},
+                          {"halvings", 70000, 1, 70000, true},
+                          {"prefix", 4096, 1, 4096, true}};
+    for (const Case &c : cases) {
+      std::string where = device + " " + c.kernel + " n=" + std::to_string(c.n) +
+                          " inner=" + std::to_string(c.inner);
+      auto [status, got] = run(c.kernel, c.n, c.inner);
+      if (lavapipe && c.pastTheLimit) {
+        ASSERT_FALSE(status.ok()) << where << ": a cut loop went unreported";
+        EXPECT_NE(status.message().find("lavapipe's limit"), std::string::npos)
+            << where << ": " << status.message();
+        continue;
+      }
+      ASSERT_TRUE(status.ok()) << where << ": " << status.message();
+      EXPECT_EQ(got[c.kernel == std::string("prefix") ? c.n - 1 : 0], c.want) << where;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, RandomNumbersMatchPhiloxOnEveryDevice) {
   // rand/randint/randn are Triton's: Philox-4x32-10 on (offset, offset >> 32, 0, 0)
   // with the seed as key, the first word as bits, [0, 1) by complement and
