@@ -332,8 +332,8 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     `memory=llvm` passes tensors as `!llvm.ptr<1>` (NVVM, ROCDL); `memory=spirv`
     passes them as 1-D memrefs that become storage buffers.
 
-    With `matrix-units`, a dot of f16 or bf16 tiles into an f32 accumulator (also
-    fp8 and s8 into i32, and on NVIDIA f32 with tf32) whose shape is a multiple
+    With `matrix-units`, a dot of f16, bf16 or fp8 tiles into an f32 accumulator,
+    or of s8 tiles into an i32 one (on NVIDIA also f32 with tf32), whose shape is a multiple
     of the instruction's runs on the matrix units: the operands
     go to shared memory, each warp takes instruction-sized tiles of the result
     round-robin (mma-sync: `ldmatrix.x4` for A, `ldmatrix.x2.trans` for B from
@@ -342,9 +342,10 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
     with tf32; wgmma: each warpgroup of four warps issues
     `wgmma.mma_async.m64nNk16` with shared-memory descriptors over 128-, 64- or
     32-byte swizzled layouts (A K-major, B N-major), falling back to mma-sync when
-    the tile is not a multiple of 64 rows; mfma and wmma:
-    `rocdl.mfma.f32.16x16x16` / `rocdl.wmma.f32.16x16x16` fed from shared
-    memory). Block loads that only feed such a dot are copied into its operand
+    the tile is not a multiple of 64 rows; mfma, mfma-cdna3 and wmma:
+    `rocdl.mfma.f32.16x16x16` / `rocdl.wmma.f32.16x16x16`, and for s8
+    `rocdl.mfma.i32.16x16x16i8` / `16x16x32.i8` (CDNA3) /
+    `rocdl.wmma.i32.16x16x16.iu8`, fed from shared memory). Block loads that only feed such a dot are copied into its operand
     buffers with `cp.async` (NVIDIA), pipelined across `stages` buffers in loops
     that ask for it. A loop accumulator updated only by the dot stays in the
     instruction's fragment layout; other accumulators return through shared

@@ -44,9 +44,10 @@ struct Target {
   unsigned warpSize() const;
   /// Shared (workgroup) memory one program may use without opting in.
   int64_t sharedMemoryBytes() const;
-  /// The `matrix-units` option of the GPU passes: wgmma on NVIDIA sm_90,
+  /// The matrix units kilnc's --matrix-units names: wgmma on NVIDIA sm_90,
   /// mma-sync on the other sm_80 and newer, mfma on AMD CDNA (gfx90a, gfx94x),
-  /// wmma on RDNA3 (gfx11), none elsewhere.
+  /// wmma on RDNA3 (gfx11), none elsewhere. The pipeline hands the passes
+  /// mfma-cdna3 for mfma on gfx94x (pipelineUpTo).
   std::string matrixUnits() const;
   /// The matrix units this target can use: "none" and the chip's own.
   std::vector<std::string> availableMatrixUnits() const;

@@ -682,7 +682,8 @@ struct ConvertKilnGPUToGPUPass
     }
     std::optional<MatrixUnits> units = parseMatrixUnits(matrixUnits);
     if (!units) {
-      module.emitError("matrix-units must be none, mma-sync, wgmma, mfma or wmma, not '")
+      module.emitError("matrix-units must be none, mma-sync, wgmma, mfma, mfma-cdna3 or wmma, "
+                       "not '")
           << matrixUnits << "'";
       return signalPassFailure();
     }

@@ -16,7 +16,7 @@
 //      K step;
 //   3. when a loop carries the accumulator only through this dot, the fragments
 //      stay in registers to the next iteration (KilnGPUToGPU's emitFor); else
-//      they go through a shared buffer (f32, or i32) back to the blocked layout, where
+//      they go through the f32 shared buffer (i32 as its bits) back to the blocked layout, where
 //      the incoming accumulator is added (fromFragments).
 //
 // Instructions and their operand fragments (g = lane / 4, t = lane % 4):
@@ -407,8 +407,8 @@ SmallVector<Value> MatrixDot::wgmmaTile(Value row0, Value col0, ValueRange acc) 
 
 // AMD: every lane reads its A and B elements straight from row-major shared
 // memory.
-//   mfma (64 lanes), element i < 4 of lane l: A[l % 16][4 (l / 16) + i],
-//     B[4 (l / 16) + i][l % 16];
+//   mfma (64 lanes), element i < p of lane l, p = K / 4 (4; 8 for 16x16x32_i8):
+//     A[l % 16][p (l / 16) + i], B[p (l / 16) + i][l % 16];
 //   wmma (gfx11, 32 lanes, both halves hold the operands), element i < 16:
 //     A[l % 16][i], B[i][l % 16].
 SmallVector<Value> MatrixDot::amdTile(Value lane, Value row0, Value col0, ValueRange acc) {
