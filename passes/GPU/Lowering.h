@@ -308,6 +308,12 @@ private:
   /// vec): each segment is folded in registers and shared as one partial, so a
   /// result reads row / segment partials instead of the row's elements.
   Registers reduceRowSegments(ReduceOp op, int64_t segment);
+  /// An inclusive scan in log2(length) steps (Hillis and Steele): at step s
+  /// every element combines the partial 2^s places before it along the axis,
+  /// through shared memory; along the last axis each thread first scans its
+  /// runs in registers and only their totals take the steps. For long axes,
+  /// where folding each prefix would read length / 2 elements per element.
+  Registers scanByDoubling(ScanOp op);
   /// Writes a tile's valid registers to shared memory at `base` + element index,
   /// or at `base` + place(element index) when `place` is given; `place` keeps
   /// runs of `together` elements (a power of two dividing the layout's vec)
