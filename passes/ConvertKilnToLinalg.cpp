@@ -442,9 +442,10 @@ SmallVector<Value> scanChunks(OpBuilder &b, Location loc, ValueRange sources, bo
 }
 
 /// kiln.scan (cumsum, cummax, ...). A float sum or product keeps the sequential
-/// grouping, so it rounds as a C++ loop (and the GPUs' scans) do: a prefix sum
-/// that cancels to near zero would otherwise differ by more than a relative
-/// tolerance can tell from an error.
+/// grouping, so it rounds as a C++ loop does (and the GPUs' scans of axes under
+/// 128; longer ones take doubling steps): a prefix sum that cancels to near zero
+/// would otherwise differ by more than a relative tolerance can tell from an
+/// error.
 Value lowerScan(OpBuilder &b, ScanOp op) {
   ReduceKind kind = op.getKind();
   bool rounds = isa<FloatType>(op.getType().getElementType()) &&

@@ -133,15 +133,20 @@ const BundleEntry *Bundle::find(const std::string &deviceTarget) const {
   for (const BundleEntry &e : entries)
     if (e.target == deviceTarget)
       return &e;
-  // Of the compatible entries, one that adds floats atomically where the
-  // device does (its atomic adds are one instruction, not swap loops).
-  const BundleEntry *compatible = nullptr;
-  for (const BundleEntry &e : entries) {
-    if (!targetRuns(e.target, deviceTarget))
-      continue;
-    if (hasOption(e.target, "float-atomic-add") == hasOption(deviceTarget, "float-atomic-add"))
-      return &e;
-    compatible = compatible ? compatible : &e;
-  }
-  return compatible;
+  // Of the compatible entries, the first closest to the device: built for a
+  // Vulkan on the CPU where the device is one (its thread counts, and the check
+  // of lavapipe's loop limit), then adding floats atomically where the device
+  // does (one instruction, not swap loops).
+  auto closeness = [&](const std::string &target) {
+    auto same = [&](const char *option) {
+      return hasOption(target, option) == hasOption(deviceTarget, option);
+    };
+    return 2 * same(":cpu") + same("float-atomic-add");
+  };
+  const BundleEntry *best = nullptr;
+  for (const BundleEntry &e : entries)
+    if (targetRuns(e.target, deviceTarget) &&
+        (!best || closeness(e.target) > closeness(best->target)))
+      best = &e;
+  return best;
 }

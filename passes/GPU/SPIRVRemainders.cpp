@@ -1,8 +1,10 @@
 //===- SPIRVRemainders.cpp - x % y on SPIR-V: INT_MIN's sign, exact floats ===//
 
+#include "passes/GPU/LoopLimit.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -15,6 +17,23 @@ namespace kiln {
 } // namespace kiln
 
 using namespace mlir;
+
+/// The bits ExactFloatRemainder's long division takes a step: for f32 and f64,
+/// as many as the exponent has (a remainder below 2^(fraction + 1), shifted by
+/// them, stays below 2^bits).
+static unsigned divisionStep(FloatType type) {
+  return type.getWidth() - type.getFPMantissaWidth();
+}
+
+std::optional<int64_t> kiln::gpu::exactRemainderTrips(Type type) {
+  auto floatType = dyn_cast<FloatType>(type);
+  if (!floatType || !(floatType.isF32() || floatType.isF64()))
+    return std::nullopt;
+  // The exponents of finite values, subnormals counted as 1, differ by at most
+  // 2^step - 3.
+  int64_t step = divisionStep(floatType), shift = (int64_t(1) << step) - 3;
+  return (shift + step - 1) / step;
+}
 
 namespace {
 /// remsi(x, y) = x < 0 ? -(|x| urem |y|) : |x| urem |y|, where |INT_MIN| read
@@ -40,18 +59,17 @@ struct SignedRemainder : OpRewritePattern<arith::RemSIOp> {
 };
 
 /// remf(x, y) of scalar f32 or f64 as C's fmodf or fmod, exactly; see the pass
-/// description.
+/// description. In a kernel that checks lavapipe's loop limit, the division's
+/// loop records its end like the kernel's own (LoopLimit.h).
 struct ExactFloatRemainder : OpRewritePattern<arith::RemFOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(arith::RemFOp op, PatternRewriter &rewriter) const override {
     auto type = dyn_cast<FloatType>(op.getType());
-    if (!type || !(type.isF32() || type.isF64()))
+    if (!kiln::gpu::exactRemainderTrips(op.getType()))
       return failure();
-    // The format: `bits` wide, a `fraction`-bit stored significand, and the
-    // bits the long division takes a step (a remainder below 2^(fraction + 1),
-    // shifted by `step`, stays below 2^bits).
+    // The format: `bits` wide, a `fraction`-bit stored significand.
     const unsigned bits = type.getWidth(), fraction = type.getFPMantissaWidth() - 1;
-    const unsigned step = bits - fraction - 1;
+    const unsigned step = divisionStep(type);
     const uint64_t absMask = ~uint64_t(0) >> (65 - bits);
     const uint64_t implicitBit = uint64_t(1) << fraction, fractionMask = implicitBit - 1;
     const uint64_t infinity = absMask & ~fractionMask, maxExponent = infinity >> fraction;
@@ -99,6 +117,9 @@ struct ExactFloatRemainder : OpRewritePattern<arith::RemFOp> {
           Value r = n.create<arith::RemUIOp>(n.create<arith::ShLIOp>(args[0], s), my);
           n.create<scf::YieldOp>(ValueRange{r, n.create<arith::SubIOp>(args[1], s)});
         });
+    if (auto func = op->getParentOfType<gpu::GPUFuncOp>())
+      if (std::optional<kiln::gpu::LoopEndWords> words = kiln::gpu::loopEndWords(func))
+        kiln::gpu::recordLoopEnd(rewriter, loop, *words);
     Value r = loop.getResult(0);
 
     // The result r * 2^(ey - bias - fraction), normalized (the implicit bit set,

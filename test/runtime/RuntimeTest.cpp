@@ -1300,6 +1300,16 @@ TEST(Bundle, RoundTripAndDamage) {
   std::swap(both.entries[0], both.entries[1]);
   EXPECT_EQ(both.find("vulkan:1.3:cpu:float-atomic-add")->binary, "b");
   EXPECT_EQ(both.find("vulkan:1.3")->binary, "a");
+  // Code for Vulkan on the CPU (checking lavapipe's loop limit) is taken on
+  // lavapipe before GPU code, and GPU code on GPUs, whatever the order.
+  Bundle profiles;
+  profiles.entries.push_back({"vulkan:1.2", "gpu", "{}"});
+  profiles.entries.push_back({"vulkan:1.2:cpu", "cpu", "{}"});
+  for (int order = 0; order < 2; ++order) {
+    EXPECT_EQ(profiles.find("vulkan:1.3:cpu:shared=32768:float-atomic-add")->binary, "cpu");
+    EXPECT_EQ(profiles.find("vulkan:1.3:shared=49152")->binary, "gpu");
+    std::swap(profiles.entries[0], profiles.entries[1]);
+  }
 
   // The trailer is standard 64-bit FNV-1a (docs/runtime.md), so other tools can
   // write and check bundles: the known answer for "a" first, then the file's.

@@ -3500,7 +3500,9 @@ TEST_F(DeviceAgreement, LoopsLavapipeWouldCutFailTheLaunch) {
   // to its end, so what would be a wrong answer is a failed launch. Loops that
   // stay under the limit, or that NIR unrolls (an inner loop of 16 constant
   // steps under 20000 outer ones), run and agree with the CPU, as does a cumsum
-  // over 4096 elements.
+  // over 4096 elements (log2 doubling steps). Loops of constant trips are
+  // checked when they may pass the limit (llvmpipe counts a loop's trips + 1),
+  // and so is the loop of an exact f32 `%`, added after the kernel's own.
   const char *source = R"(
 kernel steps(x: tensor<i32>[N], y: tensor<i32>[1]) params(INNER: i32 = 1) grid(1) {
   var acc = 0;
@@ -3512,7 +3514,25 @@ kernel steps(x: tensor<i32>[N], y: tensor<i32>[1]) params(INNER: i32 = 1) grid(1
   }
   store(y[0], acc);
 }
-kernel halvings(y: tensor<i32>[1], n: i32) grid(1) {
+kernel fixed(x: tensor<i32>[N], y: tensor<i32>[1]) params(OUTER: i32 = 1000) grid(1) {
+  var acc = 0;
+  for i in range(0, OUTER) {
+    for j in range(0, 64) {
+      acc = acc + load(x[j]) * (i + 1);
+    }
+  }
+  store(y[0], acc);
+}
+kernel remainder(x: tensor<i32>[N], y: tensor<i32>[1], r: tensor<f32>[1], a: f32, b: f32)
+    grid(1) {
+  var acc = 0;
+  for i in range(0, N) {
+    acc = acc + load(x[i]);
+  }
+  store(y[0], acc);
+  store(r[0], a % b);
+}
+kernel countdown(y: tensor<i32>[1], n: i32) grid(1) {
   var left = n;
   var count = 0;
   while left > 0 {
@@ -3532,15 +3552,18 @@ kernel prefix(x: tensor<i32>[N], y: tensor<i32>[N]) params(BLOCK: i32 = 4096) gr
       std::map<std::string, std::string> params;
       if (kernel == "steps")
         params["INNER"] = std::to_string(inner);
+      if (kernel == "fixed")
+        params["OUTER"] = std::to_string(n);
       Kernel k = s.compile(source, kernel, params);
       EXPECT_TRUE(k.ok()) << k.status().message();
       int64_t outputs = kernel == "prefix" ? n : 1;
       Tensor y = s.upload(std::vector<int32_t>(outputs, -1), {outputs});
       rt::Status st;
-      if (kernel == "halvings") {
+      if (kernel == "countdown") {
         st = k(y, int32_t(n));
       } else {
-        Tensor x = s.upload(std::vector<int32_t>(n, 1), {n});
+        int64_t size = kernel == "fixed" ? 64 : n;
+        Tensor x = s.upload(std::vector<int32_t>(size, 1), {size});
         st = k(x, y);
       }
       std::vector<int32_t> got;
@@ -3559,10 +3582,12 @@ kernel prefix(x: tensor<i32>[N], y: tensor<i32>[N]) params(BLOCK: i32 = 4096) gr
                           {"steps", 70000, 1, 70000, true},
                           {"steps", 20000, 16, 20000 * 136, false},
                           {"steps", 1200, 64, 1200 * 2080, true},
-                          {"halvings", 60000, 1, 60000, false},
-                          {"halvings", 70000, 1, 70000, true},
-                          // 12 doubling steps, no loop (folding each prefix
-                          // took up to 4096 trips per register, past the limit)
+                          {"fixed", 900, 64, 64 * 900 * 901 / 2, false},
+                          {"fixed", 1000, 64, 64 * 1000 * 1001 / 2, true},
+                          {"countdown", 60000, 1, 60000, false},
+                          {"countdown", 70000, 1, 70000, true},
+                          // 12 doubling steps (folding each prefix took up to
+                          // 4096 trips per register, past the limit)
                           {"prefix", 4096, 1, 4096, false}};
     for (const Case &c : cases) {
       std::string where = device + " " + c.kernel + " n=" + std::to_string(c.n) +
@@ -3576,6 +3601,30 @@ kernel prefix(x: tensor<i32>[N], y: tensor<i32>[N]) params(BLOCK: i32 = 4096) gr
       }
       ASSERT_TRUE(status.ok()) << where << ": " << status.message();
       EXPECT_EQ(got[c.kernel == std::string("prefix") ? c.n - 1 : 0], c.want) << where;
+    }
+
+    // 3e38 % 1e-38 takes the long division's 32 steps (33 as llvmpipe counts):
+    // after 65000 trips they fit under the limit, after 65510 they are cut.
+    Kernel remainder = s.compile(source, "remainder");
+    ASSERT_TRUE(remainder.ok()) << remainder.status().message();
+    const float a = 3e38f, b = 1e-38f;
+    for (int64_t n : {65000, 65510}) {
+      std::string where = device + " remainder after " + std::to_string(n) + " trips";
+      Tensor x = s.upload(std::vector<int32_t>(n, 1), {n});
+      Tensor y = s.empty<int32_t>({1}), r = s.empty<float>({1});
+      rt::Status status = remainder(x, y, r, a, b);
+      if (lavapipe && n == 65510) {
+        ASSERT_FALSE(status.ok()) << where << ": a cut loop went unreported";
+        EXPECT_NE(status.message().find("lavapipe's limit"), std::string::npos)
+            << where << ": " << status.message();
+        continue;
+      }
+      ASSERT_TRUE(status.ok()) << where << ": " << status.message();
+      std::vector<int32_t> gy;
+      std::vector<float> gr;
+      ASSERT_TRUE(y.download(gy).ok() && r.download(gr).ok());
+      EXPECT_EQ(gy[0], n) << where;
+      EXPECT_EQ(gr[0], std::fmod(a, b)) << where;
     }
   });
 }
