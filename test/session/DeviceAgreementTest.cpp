@@ -3412,8 +3412,11 @@ TEST_F(DeviceAgreement, LongScansOnEveryDevice) {
   // Scans along an axis of 128 elements or more take log2(n) doubling steps
   // on GPUs and Vulkan: along the last axis and a middle one (stride 2), over a
   // tile larger than the program's threads, forward and reversed, with tails
-  // masked off. Values are small integers, so f32 sums are exact and every
-  // device must give the exact prefix.
+  // masked off. Values are integers below 2^13, so f32 sums are exact and every
+  // device must give the exact prefix. They are drawn at random but for new
+  // highs (lows in `flat`) at positions 4^k - 1, which a running max (min) must
+  // carry over up to 3 * 4^k elements (past half the axis), and odd factors
+  // keep a product from settling at zero, so each scan needs its long reaches.
   const char *source = R"(
 kernel scans(x: tensor<i32>[R, N, C], s: tensor<f32>[R, N, C], p: tensor<i32>[R, N, C],
              hi: tensor<f32>[R, N, C], back: tensor<i32>[R, N, C])
@@ -3425,7 +3428,7 @@ kernel scans(x: tensor<i32>[R, N, C], s: tensor<f32>[R, N, C], p: tensor<i32>[R,
   let v = load(x[r, n, c], mask = m, other = 0);
   let f = cast<f32>(v);
   store(s[r, n, c], cumsum(f, axis = 1), mask = m);
-  store(p[r, n, c], cumprod(v % 3 + 1, axis = 1), mask = m);
+  store(p[r, n, c], cumprod(2 * (v % 3) + 1, axis = 1), mask = m);
   store(hi[r, n, c], cummax(f, axis = 1), mask = m);
   store(back[r, n, c], cumsum(v, axis = 1, reverse = true), mask = m);
 }
@@ -3439,10 +3442,23 @@ kernel rows(x: tensor<i32>[M], y: tensor<i32>[M], z: tensor<i32>[M])
 )";
   const int64_t R = 2, N = 250, C = 2, M = 4000;
   std::vector<int32_t> x(R * N * C), flat(M);
-  for (size_t e = 0; e < x.size(); ++e)
-    x[e] = int32_t(e * 7919 % 19) - 9;
+  auto draw = [](uint32_t e) { // in [-4096, 4096]
+    uint32_t h = e * 2654435761u;
+    h = (h ^ (h >> 15)) * 2246822519u;
+    return int32_t((h ^ (h >> 13)) % 8193) - 4096;
+  };
+  auto record = [](int64_t e) { // k at e = 4^k - 1, else 0
+    int32_t k = 0;
+    while ((int64_t(1) << 2 * k) < e + 1)
+      ++k;
+    return (int64_t(1) << 2 * k) == e + 1 ? k : 0;
+  };
+  for (size_t e = 0; e < x.size(); ++e) {
+    int64_t n = int64_t(e) / C % N;
+    x[e] = record(n) ? 5000 + record(n) : draw(uint32_t(e));
+  }
   for (int64_t e = 0; e < M; ++e)
-    flat[e] = int32_t(e * 104729 % 23) - 11;
+    flat[e] = record(e) ? -5000 - record(e) : draw(uint32_t(e + 100000));
   forEachDevice([&](Session &s, const std::string &device) {
     Kernel scans = s.compile(source, "scans"), rows = s.compile(source, "rows");
     ASSERT_TRUE(scans.ok()) << scans.status().message();
@@ -3469,7 +3485,7 @@ kernel rows(x: tensor<i32>[M], y: tensor<i32>[M], z: tensor<i32>[M])
         for (int64_t n = 0; n < N; ++n) {
           int32_t v = x[at(n)];
           total += v;
-          product *= uint32_t(v % 3 + 1); // % truncates, as C++'s
+          product *= uint32_t(2 * (v % 3) + 1); // % truncates, as C++'s
           hi = std::max(hi, v);
           bool ok = gs[at(n)] == float(total) && gp[at(n)] == int32_t(product) &&
                     gh[at(n)] == float(hi) && gb[at(n)] == int32_t(back);
