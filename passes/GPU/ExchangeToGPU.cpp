@@ -47,25 +47,28 @@ Value ThreadEmitter::toSharedStorage(Value v) {
 void ThreadEmitter::writeShared(const Registers &regs, int64_t numElements, Type type,
                                 int64_t base, function_ref<Value(Value)> place,
                                 int64_t together) {
-  Value buffer = sharedBuffer(type), runStart;
+  Value runStart;
   for (auto [r, v] : llvm::enumerate(regs)) {
-    Value value = toSharedStorage(v);
     Value at = elementIndex(r);
     if (place && r % together == 0)
       at = runStart = place(at);
     else if (place)
       at = b.create<arith::AddIOp>(loc, runStart, i32(r % together));
-    Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(),
-                                               b.create<arith::AddIOp>(loc, at, i32(base)));
-    Value valid = registerValid(r, numElements);
-    emitIfElse(
-        valid, {},
-        [&]() -> SmallVector<Value> {
-          b.create<memref::StoreOp>(loc, value, buffer, index);
-          return {};
-        },
-        nullptr);
+    writeSharedAt(v, b.create<arith::AddIOp>(loc, at, i32(base)), registerValid(r, numElements),
+                  type);
   }
+}
+
+void ThreadEmitter::writeSharedAt(Value v, Value index, Value valid, Type type) {
+  Value stored = toSharedStorage(v), buffer = sharedBuffer(type);
+  emitIfElse(
+      valid, {},
+      [&]() -> SmallVector<Value> {
+        Value i = b.create<arith::IndexCastOp>(loc, b.getIndexType(), index);
+        b.create<memref::StoreOp>(loc, stored, buffer, i);
+        return {};
+      },
+      nullptr);
 }
 
 Value ThreadEmitter::readShared(Value index, Type type) {
@@ -204,7 +207,6 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
     partial = combine(kind, x, partial);
   }
 
-  Value buffer = sharedBuffer(type); // exchange in the tile's type
   Value lane, group, groups;
   if (nativeSubgroupReduce) {
     // SPIR-V's GroupNonUniformFMax/FMin leave NaN inputs undefined (lavapipe
@@ -239,8 +241,9 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
       if (amdSwizzle && offset < 32 && wide.getIntOrFloatBitWidth() == 32) {
         // ds_swizzle's bit mode swaps lanes within 32-lane groups without going
         // through the LDS crossbar: and_mask 0x1f, xor_mask = offset.
-        Value bits = isa<FloatType>(wide) ? (Value)b.create<arith::BitcastOp>(loc, b.getI32Type(), partial)
-                                          : partial;
+        Value bits = isa<FloatType>(wide)
+                         ? (Value)b.create<arith::BitcastOp>(loc, b.getI32Type(), partial)
+                         : partial;
         Value swapped = b.create<ROCDL::DsSwizzleOp>(loc, b.getI32Type(), bits,
                                                      i32(0x1f | (offset << 10)));
         other = isa<FloatType>(wide) ? (Value)b.create<arith::BitcastOp>(loc, wide, swapped)
@@ -263,19 +266,10 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
     return isa<FloatType>(type) ? (Value)b.create<arith::TruncFOp>(loc, type, v)
                                 : b.create<arith::TruncIOp>(loc, type, v);
   };
-  Value isLeader = lane ? (Value)b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane, i32(0))
-                       : (Value)b.create<arith::ConstantIntOp>(loc, 1, 1);
-  Value slot = b.create<arith::IndexCastOp>(loc, b.getIndexType(), group);
-  Value stored = narrow(partial);
-  if (Type storage = sharedStorageType(type); storage != type)
-    stored = b.create<arith::BitcastOp>(loc, storage, stored);
-  emitIfElse(
-      isLeader, {},
-      [&]() -> SmallVector<Value> {
-        b.create<memref::StoreOp>(loc, stored, buffer, slot);
-        return {};
-      },
-      nullptr);
+  Value isLeader =
+      lane ? (Value)b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane, i32(0))
+           : (Value)b.create<arith::ConstantIntOp>(loc, 1, 1);
+  writeSharedAt(narrow(partial), group, isLeader, type); // exchange in the tile's type
   barrier();
   Value total = foldLoop(b, loc, groups, neutral, [&](Value w, Value acc) {
     return combine(kind, widen(readShared(w, type)), acc);
@@ -320,21 +314,12 @@ Registers ThreadEmitter::reduceRowSegments(ReduceOp op, int64_t segment) {
   const Registers &values = regs(op.getSource());
   // Segments start on multiples of `segment` (which divides vec), and rows end
   // on them, so a segment lies in one row and is wholly inside or past the tile.
-  Value buffer = sharedBuffer(elem);
   for (int64_t r = 0, n = values.size(); r < n; r += segment) {
     Value partial = values[r];
     for (int64_t j = 1; j < segment; ++j)
       partial = combine(kind, values[r + j], partial);
-    Value stored = toSharedStorage(partial);
     Value slot = b.create<arith::DivUIOp>(loc, elementIndex(r), i32(segment));
-    emitIfElse(
-        registerValid(r, src.getNumElements()), {},
-        [&]() -> SmallVector<Value> {
-          Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), slot);
-          b.create<memref::StoreOp>(loc, stored, buffer, index);
-          return {};
-        },
-        nullptr);
+    writeSharedAt(partial, slot, registerValid(r, src.getNumElements()), elem);
   }
   barrier();
   int64_t partials = src.getShape().back() / segment;
@@ -400,16 +385,9 @@ Registers ThreadEmitter::scanByDoubling(ScanOp op) {
     Value k = b.create<arith::DivUIOp>(loc, slot.back(), i32(unitStride));
     along.push_back(b.create<arith::RemUIOp>(loc, k, i32(units)));
   }
-  Value buffer = sharedBuffer(elem);
   auto shareTotals = [&] {
-    for (auto [s, total] : llvm::enumerate(totals)) {
-      Value stored = toSharedStorage(total);
-      Value index = b.create<arith::IndexCastOp>(loc, b.getIndexType(), slot[s]);
-      emitIfElse(valid[s], {}, [&]() -> SmallVector<Value> {
-        b.create<memref::StoreOp>(loc, stored, buffer, index);
-        return {};
-      }, nullptr);
-    }
+    for (auto [s, total] : llvm::enumerate(totals))
+      writeSharedAt(total, slot[s], valid[s], elem);
     barrier();
   };
   // The total `distance` (i32) units before unit s, where there is one.

@@ -322,6 +322,9 @@ private:
                    int64_t base = 0,
                    llvm::function_ref<mlir::Value(mlir::Value)> place = nullptr,
                    int64_t together = 1);
+  /// Stores `v` at element `index` (i32) of the shared buffer for `type` where
+  /// `valid` holds.
+  void writeSharedAt(mlir::Value v, mlir::Value index, mlir::Value valid, mlir::Type type);
   mlir::Value readShared(mlir::Value index, mlir::Type type);
   /// `v` as shared memory holds it (sharedStorageType's bits).
   mlir::Value toSharedStorage(mlir::Value v);
