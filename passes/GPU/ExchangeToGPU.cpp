@@ -19,6 +19,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/ADT/MapVector.h"
+
 #include <numeric>
 
 using namespace mlir;
@@ -106,6 +108,11 @@ Registers ThreadEmitter::exchange(Value source, RankedTensorType result,
                                   function_ref<Value(ArrayRef<Value>)> compute) {
   auto src = cast<RankedTensorType>(source.getType());
   writeShared(regs(source), src.getNumElements(), src.getElementType());
+  return readExchanged(result, compute);
+}
+
+Registers ThreadEmitter::readExchanged(RankedTensorType result,
+                                       function_ref<Value(ArrayRef<Value>)> compute) {
   barrier();
   Registers out;
   for (int64_t r = 0, n = registers(result); r < n; ++r) {
@@ -295,8 +302,13 @@ void ThreadEmitter::emitReduce(ReduceOp op) {
     }
   }
   auto dst = cast<RankedTensorType>(op.getType());
-  tiles[op.getResult()] = exchange(op.getSource(), dst, [&](ArrayRef<Value> at) {
-    return foldLoop(b, loc, i32(src.getDimSize(axis)), identity(op.getKind(), elem),
+  int64_t positions = axis == src.getRank() - 1 ? 0 : foldAlongAxis(op);
+  if (!positions) {
+    writeShared(regs(op.getSource()), src.getNumElements(), elem);
+    positions = src.getDimSize(axis);
+  }
+  tiles[op.getResult()] = readExchanged(dst, [&](ArrayRef<Value> at) {
+    return foldLoop(b, loc, i32(positions), identity(op.getKind(), elem),
                     [&](Value k, Value acc) {
                       SmallVector<Value> index(at);
                       index.insert(index.begin() + axis, k);
@@ -304,6 +316,38 @@ void ThreadEmitter::emitReduce(ReduceOp op) {
                       return combine(op.getKind(), v, acc);
                     });
   });
+}
+
+int64_t ThreadEmitter::foldAlongAxis(ReduceOp op) {
+  auto src = op.getSource().getType();
+  int64_t axis = op.getAxis(), length = src.getDimSize(axis), n = src.getNumElements();
+  int64_t stride = 1; // elements between neighbours along the axis
+  for (int64_t d = axis + 1; d < src.getRank(); ++d)
+    stride *= src.getDimSize(d);
+  // The threads cover `wave` consecutive elements a register run; register r
+  // holds element elementOfRegister(r) + thread * vec. Two registers of a
+  // thread whose elements are a multiple of `period` apart within one slab
+  // (`length * stride` elements: one result row's worth) differ only along the
+  // axis, and a register's group starts at the first `period` elements of its
+  // slab: its axis position is below period / stride.
+  int64_t vec = layout.getVec(), wave = vec * layout.getThreads();
+  int64_t period = std::lcm(wave, stride), slab = length * stride;
+  if (n % wave || slab % period || period == slab)
+    return 0;
+  const Registers &values = regs(op.getSource());
+  llvm::MapVector<int64_t, Value> partials; // the group's first register, its fold
+  for (int64_t r = 0, count = values.size(); r < count; ++r) {
+    int64_t e = layout.elementOfRegister(r), start = e / slab * slab;
+    int64_t first = start + (e - start) % period; // a multiple of wave apart: same lane
+    int64_t firstReg = first / wave * vec + first % wave;
+    auto [it, inserted] = partials.try_emplace(firstReg, values[r]);
+    if (!inserted)
+      it->second = combine(op.getKind(), values[r], it->second);
+  }
+  for (auto [r, partial] : partials)
+    writeSharedAt(partial, elementIndex(r), b.create<arith::ConstantIntOp>(loc, 1, 1),
+                  src.getElementType());
+  return period / stride;
 }
 
 Registers ThreadEmitter::reduceRowSegments(ReduceOp op, int64_t segment) {

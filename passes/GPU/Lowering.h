@@ -301,6 +301,9 @@ private:
   /// fence both sides.
   Registers exchange(mlir::Value source, mlir::RankedTensorType result,
                      llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> compute);
+  /// exchange's second half, once shared memory holds what `compute` reads.
+  Registers readExchanged(mlir::RankedTensorType result,
+                          llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> compute);
   mlir::Value reduceWholeTile(const Registers &regs, int64_t numElements, ReduceKind kind,
                               mlir::Type type);
   /// A reduction along the last axis of rows that each thread holds in whole
@@ -308,6 +311,13 @@ private:
   /// vec): each segment is folded in registers and shared as one partial, so a
   /// result reads row / segment partials instead of the row's elements.
   Registers reduceRowSegments(ReduceOp op, int64_t segment);
+  /// For a reduction along an axis other than the last: where a thread's
+  /// registers hold several elements of one result (the tile repeats its thread
+  /// layout along the axis), folds them in registers and writes one partial a
+  /// group to shared memory, where the group's first element lies. Returns how
+  /// many positions from the start of the axis the partials fill (a result
+  /// reads those), or 0, having written nothing, where no two registers fold.
+  int64_t foldAlongAxis(ReduceOp op);
   /// An inclusive scan in log2(length) steps (Hillis and Steele): at step s
   /// every element combines the partial 2^s places before it along the axis,
   /// through shared memory; along the last axis each thread first scans its

@@ -3408,6 +3408,102 @@ kernel narrow(x: tensor<f16>[M, N], o: tensor<f16>[M, 2], n: tensor<i16>[M, 2])
   });
 }
 
+TEST_F(DeviceAgreement, ColumnReductionsOfEveryShapeOnEveryDevice) {
+  // Reductions along the first and middle axes of 3-D tiles. Where the tile
+  // repeats the threads' layout along the axis, GPU targets fold a thread's
+  // elements of one result in registers and exchange one partial per group (a
+  // result then reads the first positions of the axis only); elsewhere the
+  // elements are exchanged. Shapes cover both, axes longer and shorter than the
+  // threads' reach, and rows shorter and longer than it; values are small
+  // integers (exact sums), with a NaN in one column.
+  const char *source = R"(
+kernel cols(x: tensor<f32>[A, B, C], o0: tensor<f32>[B, C, 2], o1: tensor<f32>[A, C, 2],
+            n0: tensor<i32>[B, C, 2], n1: tensor<i32>[A, C, 2])
+    params(BA: i32 = 2, BB: i32 = 2, BC: i32 = 2) grid(1) {
+  let v = load(x.tile([BA, BB, BC], [0, 0, 0]));
+  let a = arange(0, BA)[:, None];
+  let b = arange(0, BB)[:, None];
+  let c = arange(0, BC)[None, :];
+  store(o0[b, c, 0], sum(v, axis = 0));
+  store(o0[b, c, 1], max(v, axis = 0));
+  store(o1[a, c, 0], sum(v, axis = 1));
+  store(o1[a, c, 1], min(v, axis = 1));
+  let i = cast<i32>(v);
+  store(n0[b, c, 0], xor_sum(i * -1640531535, axis = 0));
+  store(n0[b, c, 1], cast<i32>(sum(cast<i8>(i * 9), axis = 0)));
+  store(n1[a, c, 0], xor_sum(i * -1640531535, axis = 1));
+  store(n1[a, c, 1], cast<i32>(sum(cast<i8>(i * 9), axis = 1)));
+}
+)";
+  struct Shape {
+    int64_t a, b, c;
+  };
+  const Shape shapes[] = {{32, 8, 8}, {4, 4, 256}, {2, 128, 4}, {3, 5, 7},
+                          {64, 2, 2}, {8, 1, 512}, {8, 32, 3}};
+  auto same = [](double got, double want) {
+    return got == want || (std::isnan(got) && std::isnan(want));
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    for (Shape sh : shapes) {
+      const int64_t A = sh.a, B = sh.b, C = sh.c;
+      std::vector<float> x(A * B * C);
+      for (size_t e = 0; e < x.size(); ++e)
+        x[e] = float(int64_t(e * 7919 % 41) - 20);
+      x[x.size() / 2] = NAN;
+      std::string where = device + " " + std::to_string(A) + "x" + std::to_string(B) + "x" +
+                          std::to_string(C);
+      Kernel k = s.compile(source, "cols",
+                           {{"BA", std::to_string(A)},
+                            {"BB", std::to_string(B)},
+                            {"BC", std::to_string(C)}});
+      ASSERT_TRUE(k.ok()) << where << ": " << k.status().message();
+      Tensor tx = s.upload(x, {A, B, C});
+      Tensor o0 = s.empty<float>({B, C, 2}), o1 = s.empty<float>({A, C, 2});
+      Tensor n0 = s.empty<int32_t>({B, C, 2}), n1 = s.empty<int32_t>({A, C, 2});
+      ASSERT_TRUE(k(tx, o0, o1, n0, n1).ok()) << where;
+      std::vector<float> g0, g1;
+      std::vector<int32_t> h0, h1;
+      ASSERT_TRUE(o0.download(g0).ok() && o1.download(g1).ok() && n0.download(h0).ok() &&
+                  n1.download(h1).ok());
+      // The reductions of x along `axis` at the other two coordinates (p, q).
+      int64_t wrong = 0;
+      auto check = [&](int axis, int64_t p, int64_t q, const std::vector<float> &got,
+                       const std::vector<int32_t> &gotInt, int64_t slot) {
+        int64_t length = axis == 0 ? A : B;
+        double total = 0, extreme = axis == 0 ? -INFINITY : INFINITY;
+        int32_t bits = 0;
+        int64_t bytes = 0;
+        for (int64_t k = 0; k < length; ++k) {
+          float v = axis == 0 ? x[(k * B + p) * C + q] : x[(p * B + k) * C + q];
+          total += v;
+          extreme = std::isnan(v) || std::isnan(extreme) ? NAN
+                    : axis == 0                          ? std::max<double>(extreme, v)
+                                                         : std::min<double>(extreme, v);
+          int32_t i = std::isnan(v) ? 0 : int32_t(v); // saturating casts take NaN to 0
+          bits ^= int32_t(uint32_t(i) * 2654435761u);
+          bytes += int8_t(i * 9);
+        }
+        bool ok = same(got[slot * 2], total) && same(got[slot * 2 + 1], extreme) &&
+                  gotInt[slot * 2] == bits && gotInt[slot * 2 + 1] == int8_t(bytes);
+        if (!ok && wrong++ < 5)
+          ADD_FAILURE() << where << " axis " << axis << " at (" << p << ", " << q
+                        << "): sum " << got[slot * 2] << " want " << total << ", "
+                        << (axis == 0 ? "max " : "min ") << got[slot * 2 + 1] << " want "
+                        << extreme << ", xor_sum " << gotInt[slot * 2] << " want " << bits
+                        << ", i8 sum " << gotInt[slot * 2 + 1] << " want "
+                        << int(int8_t(bytes));
+      };
+      for (int64_t p = 0; p < B; ++p)
+        for (int64_t q = 0; q < C; ++q)
+          check(0, p, q, g0, h0, p * C + q);
+      for (int64_t p = 0; p < A; ++p)
+        for (int64_t q = 0; q < C; ++q)
+          check(1, p, q, g1, h1, p * C + q);
+      EXPECT_EQ(wrong, 0) << where;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, LongScansOnEveryDevice) {
   // Scans along an axis of 128 elements or more take log2(n) doubling steps
   // on GPUs and Vulkan: along the last axis and a middle one (stride 2), over a
