@@ -330,10 +330,8 @@ bool Generator::genFor(const ForStmt &stmt) {
                               : constant(Const::ofInt(1), DType::I32, true, loc(stmt.loc));
   if (!step)
     return false;
-  if (step->cst && step->cst->i <= 0)
-    return error(stmt.step ? stmt.step->loc : stmt.loc,
-                 "loop step must be positive, got " + llvm::Twine(step->cst->i)),
-           false;
+  if (step->cst && step->cst->i == 0)
+    return error(stmt.step->loc, "loop step must not be zero"), false;
   if (stmt.unrolled && !step->cst)
     return error(stmt.step->loc, "static_range needs a step known at compile time; use "
                                  "range for a step known at run time"),
@@ -342,6 +340,22 @@ bool Generator::genFor(const ForStmt &stmt) {
     return genUnrolledFor(stmt, *start, *end, *step);
   using mlir::arith::CmpIPredicate;
   mlir::Location l = loc(stmt.loc);
+  // A constant negative step counts down, `i = start, start + step, ...` while
+  // `i > end`: the loop runs upwards over k = ~i (~ reverses the order of i32
+  // without overflowing, unlike negation at INT_MIN), from ~start to ~end by
+  // -step, and the body sees i = ~k.
+  bool descending = step->cst && step->cst->i < 0;
+  if (descending) {
+    Value ones = builder.create<mlir::arith::ConstantIntOp>(l, -1, 32);
+    auto flip = [&](TValue &v) {
+      v.value = builder.create<mlir::arith::XOrIOp>(l, v.value, ones);
+      if (v.cst)
+        v.cst->i = ~v.cst->i;
+    };
+    flip(*start);
+    flip(*end);
+    step = constant(Const::ofInt(-step->cst->i), DType::I32, true, l);
+  }
   if (!step->cst) {
     // A step known only at run time (a persistent loop's num_programs(0)): a
     // non-positive one runs no trips rather than forever, and one longer than
@@ -383,7 +397,9 @@ bool Generator::genFor(const ForStmt &stmt) {
   auto declareIV = [&](Value iv) {
     TValue v;
     v.type = SType::scalar(DType::I32);
-    v.value = iv;
+    v.value = descending ? builder.create<mlir::arith::XOrIOp>(
+                               l, iv, builder.create<mlir::arith::ConstantIntOp>(l, -1, 32))
+                         : iv;
     if (!declare(stmt.varLoc, stmt.var, v, false))
       return false;
     scopes.back()[stmt.var].isLoopVar = true;
@@ -444,7 +460,8 @@ bool Generator::genUnrolledFor(const ForStmt &stmt, const TValue &start, const T
                              "continue or return (use range)"),
              false;
   int64_t first = start.cst->i, last = end.cst->i, stride = step.cst->i;
-  int64_t trips = first < last ? (last - first + stride - 1) / stride : 0;
+  int64_t trips = stride > 0 ? (first < last ? (last - first + stride - 1) / stride : 0)
+                             : (first > last ? (first - last - stride - 1) / -stride : 0);
   if (trips > kMaxUnrolledTrips)
     return error(stmt.loc, "static_range would unroll " + llvm::Twine(trips) +
                                " copies of its body; at most " + llvm::Twine(kMaxUnrolledTrips) +

@@ -2412,6 +2412,84 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[4], start: i32, step: i32) grid(1) 
   });
 }
 
+TEST_F(DeviceAgreement, DescendingLoopsOnEveryDevice) {
+  // range(start, end, step) with a negative constant step counts down while
+  // i > end, as Python's does: the trips and the variable's sum and last
+  // value for run-time bounds up to the ends of i32 (where negating would
+  // overflow), a loop that may break (a while loop), a tile carried through,
+  // and static_range counting down.
+  const char *source = R"(
+kernel k(x: tensor<i32>[N], out: tensor<i32>[6], start: i32, end: i32) params(STEP: i32 = -1)
+    grid(1) {
+  var trips = 0;
+  var total = 0;
+  var last = 0;
+  var lanes = zeros<i32>[8];
+  for i in range(start, end, STEP) {
+    trips += 1;
+    total += i;
+    last = i;
+    let j = (i % N + N) % N + arange(0, 8);
+    lanes += load(x[j], mask = j < N, other = 0);
+  }
+  var stopped = 0;
+  for i in range(start, end, STEP) {
+    if i % 5 == 0 {
+      stopped = i;
+      break;
+    }
+  }
+  var digits = 0;
+  for i in static_range(9, -3, -4) {
+    digits = digits * 100 + i + 10;
+  }
+  let o = arange(0, 6);
+  store(out[o], where(o == 0, trips, where(o == 1, total, where(o == 2, last,
+                where(o == 3, sum(lanes), where(o == 4, stopped, digits))))));
+}
+)";
+  std::vector<int32_t> x = {3, 5, 0, 7, 2, 4, -9, 6, 1, -1, 8, 2, 5};
+  const int64_t n = int64_t(x.size());
+  struct Bounds {
+    int32_t start, end;
+  };
+  const Bounds bounds[] = {{12, -1}, {12, 3},  {3, 12}, {7, 7}, {0, -20},
+                           {INT_MIN + 6, INT_MIN}, {INT_MAX, INT_MAX - 7}};
+  forEachDevice([&](Session &s, const std::string &device) {
+    Tensor tx = s.upload(x, {n});
+    for (int32_t step : {-1, -3}) {
+      Kernel k = s.compile(source, "k", {{"STEP", std::to_string(step)}});
+      ASSERT_TRUE(k.ok()) << k.status().message();
+      for (Bounds bd : bounds) {
+        Tensor out = s.empty<int32_t>({6});
+        ASSERT_TRUE(k(tx, out, bd.start, bd.end).ok()) << device;
+        std::vector<int32_t> got;
+        ASSERT_TRUE(out.download(got).ok());
+        int32_t trips = 0;
+        uint32_t total = 0;
+        int64_t last = 0, lanes = 0;
+        for (int64_t i = bd.start; i > bd.end; i += step) {
+          ++trips;
+          total += uint32_t(i);
+          last = i;
+          for (int64_t j = (i % n + n) % n; j < (i % n + n) % n + 8; ++j)
+            lanes += j < n ? x[j] : 0;
+        }
+        int32_t firstFive = 0;
+        for (int64_t i = bd.start; i > bd.end; i += step)
+          if (i % 5 == 0) {
+            firstFive = int32_t(i);
+            break;
+          }
+        std::vector<int32_t> want = {trips,          int32_t(total), int32_t(last),
+                                     int32_t(lanes), firstFive,      191511};
+        EXPECT_EQ(got, want) << device << " range(" << bd.start << ", " << bd.end << ", "
+                             << step << ")";
+      }
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, ReturnFromInsideLoopsOnEveryDevice) {
   // A program that finds a zero returns from inside two loops: the loops stop
   // and nothing after them runs; the others store their row's sum.
