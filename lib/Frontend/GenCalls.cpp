@@ -122,12 +122,26 @@ MaybeValue Generator::genCall(const CallExpr &e) {
   }
   if (module.findKernel(e.callee))
     return error(e.loc, "'" + e.callee + "' is a kernel; kernels cannot be called from kernels");
-  // Triton's spellings of Kiln builtins.
+  // Triton's names for what Kiln spells, or does, otherwise.
   static const std::pair<llvm::StringRef, llvm::StringRef> triton[] = {
-      {"maximum", "max"}, {"minimum", "min"}, {"static_range", "range"}};
-  for (auto [theirs, ours] : triton)
+      {"maximum", "Kiln spells it 'max'"},
+      {"minimum", "Kiln spells it 'min'"},
+      {"permute", "Kiln spells it 'trans(x, [dims])'"},
+      {"view", "Kiln spells it 'reshape'"},
+      {"debug_barrier", "Kiln places the barriers its threads need itself; there is nothing "
+                        "to call"},
+      {"static_print", "'static_assert(condition, \"message\")' checks a compile-time fact, "
+                       "and 'kilnc --emit=kiln' shows every value's type and shape"},
+      {"assume", "Kiln finds contiguous and aligned accesses from the index arithmetic "
+                 "itself; there is nothing to assume"},
+      {"div_rn", "Kiln's '/' on floats rounds to nearest, as div_rn does: write 'x / y'"},
+      {"fdiv", "write 'x / y' (float division is IEEE's, correctly rounded)"},
+      {"make_block_ptr", "a block of a tensor is a view: 'x.tile([rows, cols], [r0, c0])'"},
+      {"advance", "a block of a tensor is a view: 'x.tile([rows, cols], [r0, c0])' with "
+                  "the offsets moved"}};
+  for (auto [theirs, hint] : triton)
     if (e.callee == theirs)
-      return error(e.loc, "unknown function '" + e.callee + "'; Kiln spells it '" + ours + "'");
+      return error(e.loc, "unknown function '" + e.callee + "'; " + hint);
   return error(e.loc, "unknown function '" + e.callee + "'");
 }
 

@@ -98,7 +98,17 @@ struct AssignLayouts : kiln::impl::ConvertKilnToKilnGPUBase<AssignLayouts> {
                                   << kMaxTileElementsPerThread
                                   << " (split the work over more programs, loop over smaller "
                                      "blocks, or raise NUM_WARPS)";
-        diag.attachNote(maker->getLoc()) << "the tile is made here";
+        // A constant the folder hoisted has lost its place: name its first
+        // use in the source instead.
+        Location where = maker->getLoc();
+        const char *what = "the tile is made here";
+        for (Operation *user : maker->getUsers())
+          if (isa<UnknownLoc>(where) && !isa<UnknownLoc>(user->getLoc())) {
+            where = user->getLoc();
+            what = "the tile is used here";
+          }
+        if (!isa<UnknownLoc>(where))
+          diag.attachNote(where) << what;
         return signalPassFailure();
       }
       kiln::gpu::setLayout(func, layout);
