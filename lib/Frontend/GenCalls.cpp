@@ -73,8 +73,9 @@ std::optional<Shape> Generator::tileShape(const std::vector<ExprPtr> &dims, SMLo
       return error(d->loc, "tile dimension must be positive, got " + llvm::Twine(*v));
     shape.push_back(*v);
     total *= *v;
-    if (total > kMaxTileElements)
-      return error(at, "tile of " + llvm::Twine(total) + "+ elements exceeds the limit of " +
+    if (total > kMaxTileElements) // said before the product of the rest can overflow
+      return error(at, "a tile of " + llvm::Twine(&d == &dims.back() ? "" : "at least ") +
+                           llvm::Twine(total) + " elements exceeds the limit of " +
                            llvm::Twine(kMaxTileElements));
   }
   if (shape.empty())
@@ -88,15 +89,16 @@ std::optional<Shape> Generator::constShape(const Expr &e, const char *what) {
   return tileShape(static_cast<const ListExpr &>(e).elements, e.loc);
 }
 
-std::optional<int64_t> Generator::axisArg(const Expr &e, int64_t rank, bool allowEnd) {
-  auto axis = constInt(e, "axis");
+std::optional<int64_t> Generator::axisArg(const Expr &e, int64_t rank, bool allowEnd,
+                                          const char *what) {
+  auto axis = constInt(e, what);
   if (!axis)
     return std::nullopt;
   int64_t limit = rank + (allowEnd ? 1 : 0);
   int64_t a = *axis < 0 ? *axis + limit : *axis;
   if (a < 0 || a >= limit)
-    return error(e.loc, "axis " + llvm::Twine(*axis) + " is out of range for rank " +
-                            llvm::Twine(rank));
+    return error(e.loc, llvm::Twine(what) + " " + llvm::Twine(*axis) +
+                            " is out of range for rank " + llvm::Twine(rank));
   return a;
 }
 

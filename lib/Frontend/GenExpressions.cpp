@@ -361,7 +361,8 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
   size_t rank = base->type.shape.size();
   if (e.indices.size() != rank)
     return error(e.loc, "tensor '" + base->tensorName + "' has rank " + llvm::Twine(rank) +
-                            " but " + llvm::Twine(e.indices.size()) + " indices were given");
+                            " but " + llvm::Twine(e.indices.size()) +
+                            (e.indices.size() == 1 ? " index was given" : " indices were given"));
   std::vector<TValue> indices;
   Shape shape;
   for (auto &ie : e.indices) {
@@ -430,7 +431,7 @@ MaybeValue Generator::genMethod(const MethodExpr &e) {
   if (e.name == "size" || e.name == "stride") {
     if (e.args.size() != 1)
       return error(e.nameLoc, "'" + e.name + "' takes one argument, the dimension");
-    auto d = axisArg(*e.args[0], rank);
+    auto d = axisArg(*e.args[0], rank, /*allowEnd=*/false, "dimension");
     if (!d)
       return std::nullopt;
     Value idx = builder.create<mlir::arith::ConstantIndexOp>(l, *d);

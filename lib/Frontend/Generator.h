@@ -508,7 +508,8 @@ private:
                   llvm::ArrayRef<llvm::StringRef> keywords = {});
   std::optional<int64_t> constInt(const Expr &e, const char *what);
   std::optional<Shape> constShape(const Expr &e, const char *what);
-  std::optional<int64_t> axisArg(const Expr &e, int64_t rank, bool allowEnd = false);
+  std::optional<int64_t> axisArg(const Expr &e, int64_t rank, bool allowEnd = false,
+                                 const char *what = "axis");
   /// The axis of `e` given as positional argument `position` or `axis =`;
   /// left empty when absent. False after reporting an error (given twice, or
   /// out of range).
