@@ -97,9 +97,16 @@ MaybeValue Generator::genStoredValue(const CallExpr &e, size_t arg, const TValue
                                     view.view->tensorName + "' of " + dtypeName(dt) +
                                     "; convert it with cast<" + dtypeName(dt) + ">(...)");
   auto s = broadcastShapes(v->type.shape, shape);
+  // Triton's scalar atomic of a tile (tl.atomic_add(p, t)) adds the tile's sum.
+  bool tileIntoElement = shape.empty() && e.callee.rfind("atomic_", 0) == 0;
   if (!s || *s != shape)
     return error(valueExpr.loc, std::string(what) + " of shape " + shapeStr(v->type.shape) +
-                                    " does not fit the view of shape " + shapeStr(shape));
+                                    " does not fit the view of shape " + shapeStr(shape) +
+                                    (tileIntoElement ? " (to add a tile's elements through "
+                                                       "one element, as Triton's scalar "
+                                                       "atomic does, reduce it first: "
+                                                       "atomic_add(x[0], sum(t)))"
+                                                     : ""));
   if (!constantFits(*v, dt, valueExpr.loc))
     return std::nullopt;
   return convert(*v, dt, shape, valueExpr.loc);
