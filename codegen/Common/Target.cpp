@@ -435,9 +435,11 @@ mlir::LogicalResult kiln::checkTargetSupport(mlir::ModuleOp module, const Target
         return mlir::WalkResult::interrupt();
     for (mlir::Region &region : op->getRegions())
       for (mlir::Block &block : region)
-        for (mlir::Type t : block.getArgumentTypes())
-          if (check(t))
+        for (mlir::BlockArgument arg : block.getArguments())
+          if (const char *why = unsupported(arg.getType())) {
+            mlir::emitError(arg.getLoc(), why);
             return mlir::WalkResult::interrupt();
+          }
     return mlir::WalkResult::advance();
   });
   return mlir::failure(result.wasInterrupted());

@@ -434,6 +434,8 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
   for (auto [i, arg] : llvm::enumerate(kernel.args))
     func.setArgAttr(i, kArgNameAttr, builder.getStringAttr(arg.name));
   mlir::Block *entry = func.addEntryBlock();
+  for (auto [i, arg] : llvm::enumerate(kernel.args)) // errors about an argument point at it
+    entry->getArgument(i).setLoc(loc(arg.loc));
   builder.setInsertionPointToStart(entry);
 
   scopes.clear();
