@@ -125,12 +125,41 @@ Registers ThreadEmitter::readExchanged(RankedTensorType result,
 
 void ThreadEmitter::emitBroadcast(BroadcastOp op) {
   auto src = op.getSource().getType();
-  tiles[op.getResult()] = exchange(op.getSource(), op.getType(), [&](ArrayRef<Value> at) {
+  auto sourceIndex = [&](ArrayRef<Value> at) {
     SmallVector<Value> index(at);
     for (int64_t d = 0; d < src.getRank(); ++d)
       if (src.getDimSize(d) == 1)
         index[d] = i32(0);
-    return readShared(linearize(index, src.getShape()), src.getElementType());
+    return linearize(index, src.getShape());
+  };
+  if (auto held = heldByEveryThread.find(op.getSource()); held != heldByEveryThread.end()) {
+    // Every thread holds the source's elements: no exchange. Along the last
+    // axis of rows that span whole waves, a register's row is the same on every
+    // thread; otherwise the element is picked by its index.
+    SmallVector<Value> elements = held->second;
+    auto dst = op.getType();
+    int64_t row = dst.getShape().back(), wave = layout.getVec() * layout.getThreads();
+    bool lastAxisOnly = src.getShape().back() == 1 && row % wave == 0 &&
+                        src.getShape().drop_back() == dst.getShape().drop_back();
+    Registers out;
+    for (int64_t r = 0, count = registers(dst); r < count; ++r) {
+      if (lastAxisOnly) {
+        out.push_back(elements[layout.elementOfRegister(r) / row]);
+        continue;
+      }
+      Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
+      Value at = sourceIndex(delinearize(e, dst.getShape())), v = elements[0];
+      for (int64_t i = 1; i < int64_t(elements.size()); ++i)
+        v = b.create<arith::SelectOp>(
+            loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, at, i32(i)),
+            elements[i], v);
+      out.push_back(v);
+    }
+    tiles[op.getResult()] = std::move(out);
+    return;
+  }
+  tiles[op.getResult()] = exchange(op.getSource(), op.getType(), [&](ArrayRef<Value> at) {
+    return readShared(sourceIndex(at), src.getElementType());
   });
 }
 
@@ -296,6 +325,10 @@ void ThreadEmitter::emitReduce(ReduceOp op) {
   }
   int64_t axis = op.getAxis();
   if (axis == src.getRank() - 1) {
+    if (src.getDimSize(axis) % (layout.getVec() * layout.getThreads()) == 0) {
+      tiles[op.getResult()] = reduceLongRows(op);
+      return;
+    }
     if (int64_t segment = std::gcd<int64_t>(src.getDimSize(axis), layout.getVec()); segment > 1) {
       tiles[op.getResult()] = reduceRowSegments(op, segment);
       return;
@@ -316,6 +349,36 @@ void ThreadEmitter::emitReduce(ReduceOp op) {
                       return combine(op.getKind(), v, acc);
                     });
   });
+}
+
+Registers ThreadEmitter::reduceLongRows(ReduceOp op) {
+  auto src = op.getSource().getType();
+  auto dst = cast<RankedTensorType>(op.getType());
+  Type elem = src.getElementType();
+  int64_t row = src.getShape().back(), n = src.getNumElements();
+  int64_t vec = layout.getVec(), wave = vec * layout.getThreads();
+  // Register r holds element (r / vec) * wave + thread * vec + r % vec; a row
+  // starts on a multiple of wave, so run r / vec lies in row r / vec * wave / row
+  // on every thread, and a row is row / wave runs of each thread.
+  const Registers &values = regs(op.getSource());
+  int64_t runsPerRow = row / wave;
+  SmallVector<Value> totals;
+  for (int64_t first = 0; first < n / wave; first += runsPerRow) {
+    Registers rowValues(values.begin() + first * vec,
+                        values.begin() + (first + runsPerRow) * vec);
+    totals.push_back(reduceWholeTile(rowValues, n, op.getKind(), elem));
+  }
+  // Every thread holds every row's total; a result register picks its own.
+  heldByEveryThread[op.getResult()] = totals;
+  Registers out;
+  for (int64_t r = 0, count = registers(dst); r < count; ++r) {
+    Value e = elementIndex(r), v = totals[0];
+    for (int64_t i = 1; i < int64_t(totals.size()); ++i)
+      v = b.create<arith::SelectOp>(
+          loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, e, i32(i)), totals[i], v);
+    out.push_back(v);
+  }
+  return out;
 }
 
 int64_t ThreadEmitter::foldAlongAxis(ReduceOp op) {

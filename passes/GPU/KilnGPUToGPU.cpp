@@ -605,6 +605,10 @@ LogicalResult ThreadEmitter::emitOp(Operation *op) {
     // before inserting: inserting may grow the map and move the source entry.
     Registers same = regs(op->getOperand(0));
     tiles[op->getResult(0)] = std::move(same);
+    if (auto held = heldByEveryThread.find(op->getOperand(0)); held != heldByEveryThread.end()) {
+      SmallVector<Value> elements = held->second;
+      heldByEveryThread[op->getResult(0)] = std::move(elements);
+    }
     return success();
   }
   if (auto o = dyn_cast<BroadcastOp>(op))

@@ -311,6 +311,11 @@ private:
   /// vec): each segment is folded in registers and shared as one partial, so a
   /// result reads row / segment partials instead of the row's elements.
   Registers reduceRowSegments(ReduceOp op, int64_t segment);
+  /// A reduction along the last axis of rows that span whole waves of the
+  /// program's threads (a [4, 1024] tile over 128 threads of 4-element runs):
+  /// each row is reduced like a whole tile, in registers, across the subgroup
+  /// and through shared memory, so every thread holds every row's total.
+  Registers reduceLongRows(ReduceOp op);
   /// For a reduction along an axis other than the last: where a thread's
   /// registers hold several elements of one result (the tile repeats its thread
   /// layout along the axis), folds them in registers and writes one partial a
@@ -386,6 +391,10 @@ private:
   mlir::Value gridWords;   // memref<Nxi32> push constants, SPIR-V kernels
   mlir::IRMapping scalars;
   llvm::DenseMap<mlir::Value, Registers> tiles;
+  /// Tiles every thread also holds whole, as scalars in row-major order
+  /// (reduceLongRows' results, and reshapes of them): broadcasts of them take
+  /// no exchange.
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Value>> heldByEveryThread;
   llvm::DenseMap<mlir::Value, TensorArg> tensors;
   llvm::DenseMap<mlir::Type, mlir::Value> shared;
   llvm::DenseMap<int64_t, mlir::Value> elementIndexCache;

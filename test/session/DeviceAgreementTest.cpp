@@ -3389,9 +3389,12 @@ TEST_F(DeviceAgreement, RowReductionsOfEveryShapeOnEveryDevice) {
   // each thread holds in registers first and exchange one partial per run, when
   // the row and the layout's run length (4 here with 32-bit memory, 8 with
   // 16-bit) share a factor; rows of odd length take the element-wise exchange.
-  // Shapes cover rows shorter and longer than a run, tiles smaller than the
-  // program's threads, and tiles several runs per thread deep; values are small
-  // integers (exact sums in f16 too), with a NaN in row 1.
+  // Rows that span whole waves of the program's threads are each reduced like
+  // a whole tile (registers, subgroup, shared memory) and every thread keeps
+  // every row's total, so broadcasting them back takes no exchange. Shapes
+  // cover rows shorter and longer than a run and than a wave, tiles smaller
+  // than the program's threads, and tiles several runs per thread deep; values
+  // are small integers (exact sums in f16 too), with a NaN in row 1.
   const char *source = R"(
 kernel wide(x: tensor<f32>[M, N], o: tensor<f32>[M, 3], n: tensor<i32>[M, 3])
     params(BR: i32 = 4, BD: i32 = 8) grid(1) {
@@ -3404,6 +3407,13 @@ kernel wide(x: tensor<f32>[M, N], o: tensor<f32>[M, 3], n: tensor<i32>[M, 3])
   store(n[rows, 0], xor_sum(i * -1640531535, axis = 1));
   store(n[rows, 1], cast<i32>(sum(cast<i8>(i * 9), axis = 1)));
   store(n[rows, 2], max(i, axis = 1));
+}
+kernel back(x: tensor<f32>[M, N], y: tensor<f32>[M, N], z: tensor<i32>[N, M])
+    params(BR: i32 = 4, BD: i32 = 8) grid(1) {
+  let v = load(x.tile([BR, BD], [0, 0]));
+  let total = sum(v, axis = 1);
+  store(y.tile([BR, BD], [0, 0]), v * 2.0 - total[:, None]);
+  store(z.tile([BD, BR], [0, 0]), broadcast_to(sum(cast<i32>(v), axis = 1)[None, :], [BD, BR]));
 }
 kernel narrow(x: tensor<f16>[M, N], o: tensor<f16>[M, 2], n: tensor<i16>[M, 2])
     params(BR: i32 = 4, BD: i32 = 8) grid(1) {
@@ -3420,7 +3430,7 @@ kernel narrow(x: tensor<f16>[M, N], o: tensor<f16>[M, 2], n: tensor<i16>[M, 2])
     int64_t rows, cols;
   };
   const Shape shapes[] = {{4, 8}, {3, 16}, {16, 16}, {5, 4}, {8, 2}, {2, 64}, {7, 6},
-                          {3, 5}, {1, 24}, {32, 64}};
+                          {3, 5}, {1, 24}, {32, 64}, {2, 512}, {4, 1024}, {1, 4096}};
   auto same = [](double got, double want) {
     return got == want || (std::isnan(got) && std::isnan(want));
   };
@@ -3440,13 +3450,21 @@ kernel narrow(x: tensor<f16>[M, N], o: tensor<f16>[M, 2], n: tensor<i16>[M, 2])
                                                     {"BD", std::to_string(d)}};
       Kernel wide = s.compile(source, "wide", params);
       Kernel narrow = s.compile(source, "narrow", params);
+      Kernel back = s.compile(source, "back", params);
       ASSERT_TRUE(wide.ok()) << where << ": " << wide.status().message();
+      ASSERT_TRUE(back.ok()) << where << ": " << back.status().message();
       ASSERT_TRUE(narrow.ok()) << where << ": " << narrow.status().message();
       Tensor tx = s.upload(x, {m, d}), th = s.upload(h.data(), DType::F16, {m, d});
       Tensor wo = s.empty<float>({m, 3}), wn = s.empty<int32_t>({m, 3});
       Tensor no = s.empty(DType::F16, {m, 2}), nn = s.empty(DType::I16, {m, 2});
       ASSERT_TRUE(wide(tx, wo, wn).ok()) << where;
       ASSERT_TRUE(narrow(th, no, nn).ok()) << where;
+      Tensor by = s.empty<float>({m, d}), bz = s.empty<int32_t>({d, m});
+      ASSERT_TRUE(back(tx, by, bz).ok()) << where;
+      std::vector<float> gotBy;
+      std::vector<int32_t> gotBz;
+      ASSERT_TRUE(by.download(gotBy).ok() && bz.download(gotBz).ok());
+      int64_t wrongBack = 0;
       std::vector<float> gotWo;
       std::vector<int32_t> gotWn;
       std::vector<uint16_t> gotNo;
@@ -3481,6 +3499,17 @@ kernel narrow(x: tensor<f16>[M, N], o: tensor<f16>[M, 2], n: tensor<i16>[M, 2])
             << where << " row " << r << " f16 max";
         EXPECT_EQ(gotNn[r * 2 + 0], int16_t(shorts)) << where << " row " << r << " i16 sum";
         EXPECT_EQ(gotNn[r * 2 + 1], loByte) << where << " row " << r << " u8 min";
+        int32_t intTotal = 0;
+        for (int64_t c = 0; c < d; ++c)
+          intTotal += std::isnan(x[r * d + c]) ? 0 : int32_t(x[r * d + c]);
+        for (int64_t c = 0; c < d; ++c) {
+          bool ok = same(gotBy[r * d + c], double(x[r * d + c]) * 2 - total) &&
+                    gotBz[c * m + r] == intTotal;
+          if (!ok && wrongBack++ < 5)
+            ADD_FAILURE() << where << " broadcast back at (" << r << ", " << c << "): "
+                          << gotBy[r * d + c] << " want " << double(x[r * d + c]) * 2 - total
+                          << ", i32 sum " << gotBz[c * m + r] << " want " << intTotal;
+        }
       }
     }
   });
