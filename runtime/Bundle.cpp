@@ -88,7 +88,7 @@ bool kiln::rt::readBundle(const std::string &bytes, Bundle &out, std::string &er
 }
 
 /// Whether Vulkan target `target` carries option `option` (`loose-specials`,
-/// `float-atomic-add`).
+/// `float-atomic-add`, or `:cpu` with its colon, which no other part contains).
 static bool hasOption(const std::string &target, const char *option) {
   return target.find(option) != std::string::npos;
 }

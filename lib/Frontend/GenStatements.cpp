@@ -343,8 +343,14 @@ bool Generator::genFor(const ForStmt &stmt) {
   // A constant negative step counts down, `i = start, start + step, ...` while
   // `i > end`: the loop runs upwards over k = ~i (~ reverses the order of i32
   // without overflowing, unlike negation at INT_MIN), from ~start to ~end by
-  // -step, and the body sees i = ~k.
+  // -step, and the body sees i = ~k. It is a while loop that compares the step
+  // with what is left (as loops that break are), so that k never steps past
+  // 2^31 - 1 near the bottom of i32.
   bool descending = step->cst && step->cst->i < 0;
+  if (descending && step->cst->i == INT32_MIN)
+    return error(stmt.step->loc, "loop step -2147483648 is too large to count down by (its "
+                                 "size is not an i32)"),
+           false;
   if (descending) {
     Value ones = builder.create<mlir::arith::ConstantIntOp>(l, -1, 32);
     auto flip = [&](TValue &v) {
@@ -405,7 +411,7 @@ bool Generator::genFor(const ForStmt &stmt) {
     scopes.back()[stmt.var].isLoopVar = true;
     return true;
   };
-  if (!stops.empty() && *stages == 1) {
+  if ((!stops.empty() || descending) && *stages == 1) {
     // A loop that may be left early (break, return) is a while loop over its
     // variable, so that it stops at once rather than running out its trips.
     Value first = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::slt, start->value,

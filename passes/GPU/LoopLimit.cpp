@@ -46,8 +46,8 @@ static std::optional<int64_t> constantOf(Value v) {
 /// The most loop iterations one invocation can run in `region` as llvmpipe
 /// counts them, saturated at `cap` (which stands for "unknown or too many"). A
 /// loop entered costs one more than its trips: the exit test at its top runs
-/// once more (measured: 1000 trips of an inner loop of 64 are cut, 1000 x 65 +
-/// 1 = 66001 past the limit).
+/// once more (measured: 1000 trips of an inner loop of 64 are cut, 1000 x (1 +
+/// 65) + 1 = 66001 past the limit).
 static int64_t iterationBound(Region &region, int64_t cap);
 
 static int64_t iterationBound(Operation *op, int64_t cap) {

@@ -321,7 +321,9 @@ private:
   /// layout along the axis), folds them in registers and writes one partial a
   /// group to shared memory, where the group's first element lies. Returns how
   /// many positions from the start of the axis the partials fill (a result
-  /// reads those), or 0, having written nothing, where no two registers fold.
+  /// reads those), or 0, having written nothing, where the tile does not repeat
+  /// the layout in whole waves (n % wave or the slab % lcm(wave, stride) is not
+  /// 0) or no two registers fold.
   int64_t foldAlongAxis(ReduceOp op);
   /// An inclusive scan in log2(length) steps (Hillis and Steele): at step s
   /// every element combines the partial 2^s places before it along the axis,

@@ -30,7 +30,8 @@ std::optional<int64_t> kiln::gpu::exactRemainderTrips(Type type) {
   if (!floatType || !(floatType.isF32() || floatType.isF64()))
     return std::nullopt;
   // The exponents of finite values, subnormals counted as 1, differ by at most
-  // 2^step - 3.
+  // 2^step - 3 (a NaN or infinite x, whose result is NaN, one more: the same
+  // number of steps).
   int64_t step = divisionStep(floatType), shift = (int64_t(1) << step) - 3;
   return (shift + step - 1) / step;
 }

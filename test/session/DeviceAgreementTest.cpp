@@ -2454,7 +2454,8 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[6], start: i32, end: i32) params(ST
     int32_t start, end;
   };
   const Bounds bounds[] = {{12, -1}, {12, 3},  {3, 12}, {7, 7}, {0, -20},
-                           {INT_MIN + 6, INT_MIN}, {INT_MAX, INT_MAX - 7}};
+                           {INT_MIN + 6, INT_MIN}, {INT_MIN + 5, INT_MIN},
+                           {INT_MAX, INT_MAX - 7}};
   forEachDevice([&](Session &s, const std::string &device) {
     Tensor tx = s.upload(x, {n});
     for (int32_t step : {-1, -3}) {
