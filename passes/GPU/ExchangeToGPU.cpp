@@ -89,6 +89,18 @@ static Value clampedIndex(OpBuilder &b, Location loc, Value index, Value valid) 
   return b.create<arith::SelectOp>(loc, valid, index, b.create<arith::ConstantIntOp>(loc, 0, 32));
 }
 
+/// elements[index] (index an i32 below elements.size(), or any value for a
+/// register past the tile), as a chain of selects.
+static Value pick(OpBuilder &b, Location loc, ArrayRef<Value> elements, Value index) {
+  Value v = elements[0];
+  for (int64_t i = 1; i < int64_t(elements.size()); ++i) {
+    Value at = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, index,
+                                       b.create<arith::ConstantIntOp>(loc, i, 32));
+    v = b.create<arith::SelectOp>(loc, at, elements[i], v);
+  }
+  return v;
+}
+
 /// Emits `for k in [0, count): acc = body(k, acc)` (k and count are i32) and returns
 /// the final acc. The loop itself counts in index, as SPIR-V's lowering expects.
 template <typename Body>
@@ -148,12 +160,7 @@ void ThreadEmitter::emitBroadcast(BroadcastOp op) {
         continue;
       }
       Value e = clampedIndex(b, loc, elementIndex(r), registerValid(r, dst.getNumElements()));
-      Value at = sourceIndex(delinearize(e, dst.getShape())), v = elements[0];
-      for (int64_t i = 1; i < int64_t(elements.size()); ++i)
-        v = b.create<arith::SelectOp>(
-            loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, at, i32(i)),
-            elements[i], v);
-      out.push_back(v);
+      out.push_back(pick(b, loc, elements, sourceIndex(delinearize(e, dst.getShape()))));
     }
     tiles[op.getResult()] = std::move(out);
     return;
@@ -371,13 +378,8 @@ Registers ThreadEmitter::reduceLongRows(ReduceOp op) {
   // Every thread holds every row's total; a result register picks its own.
   heldByEveryThread[op.getResult()] = totals;
   Registers out;
-  for (int64_t r = 0, count = registers(dst); r < count; ++r) {
-    Value e = elementIndex(r), v = totals[0];
-    for (int64_t i = 1; i < int64_t(totals.size()); ++i)
-      v = b.create<arith::SelectOp>(
-          loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, e, i32(i)), totals[i], v);
-    out.push_back(v);
-  }
+  for (int64_t r = 0, count = registers(dst); r < count; ++r)
+    out.push_back(pick(b, loc, totals, elementIndex(r)));
   return out;
 }
 
