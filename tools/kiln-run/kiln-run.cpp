@@ -32,6 +32,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -80,6 +81,16 @@ static cl::opt<bool> autotuneDeclared(
     "autotune", cl::desc("Autotune over the values the kernel declares with `tune [...]`"),
     cl::cat(category));
 static cl::opt<bool> check("check", cl::desc("Compare with the CPU backend"), cl::cat(category));
+static cl::list<std::string> rtolSpecs(
+    "rtol",
+    cl::desc("With --check: relative tolerance for the float tensors, VALUE or NAME=VALUE for "
+             "one tensor (repeatable; by default per dtype: f32 1e-4, f16 1e-2, bf16 5e-2)"),
+    cl::cat(category));
+static cl::list<std::string> atolSpecs(
+    "atol",
+    cl::desc("With --check: absolute tolerance for the float tensors, VALUE or NAME=VALUE "
+             "(repeatable; by default per dtype: f32 1e-5, f16 1e-2, bf16 5e-2)"),
+    cl::cat(category));
 static cl::opt<bool> bench("bench", cl::desc("Time repeated launches"), cl::cat(category));
 static cl::opt<unsigned> iterations("iterations", cl::desc("Timed launches for --bench"),
                                     cl::init(20), cl::cat(category));
@@ -106,6 +117,37 @@ static std::pair<double, double> tolerance(DType dt) {
   case DType::F8E5M2: return {0.25, 1.0 / 64};
   default: return {0, 0};
   }
+}
+
+/// Tolerances --rtol or --atol sets: one for every float tensor (key ""), or
+/// one per tensor name. Returns what is wrong with a spec, or "" when none is.
+static std::string parseTolerances(llvm::StringRef flag, const std::vector<std::string> &specs,
+                                   const KernelInfo &info, std::map<std::string, double> &out) {
+  for (llvm::StringRef spec : specs) {
+    auto [name, text] = spec.contains('=') ? spec.split('=') : std::make_pair("", spec);
+    double value;
+    if (text.getAsDouble(value) || !(value >= 0) || std::isinf(value))
+      return (flag + " " + spec + ": expected VALUE or NAME=VALUE, VALUE a finite number >= 0")
+          .str();
+    if (!name.empty()) {
+      auto arg =
+          llvm::find_if(info.args, [&](const ArgInfo &a) { return a.isTensor && a.name == name; });
+      if (arg == info.args.end())
+        return (flag + " " + spec + ": kernel '" + info.name + "' has no tensor argument '" +
+                name + "'")
+            .str();
+      if (!isFloat(arg->dtype))
+        return (flag + " " + spec + ": '" + name +
+                "' holds integers, which --check compares exactly")
+            .str();
+    }
+    if (!out.emplace(name.str(), value).second)
+      return (flag + " " + spec + ": the tolerance of " +
+              (name.empty() ? std::string("every float tensor") : "'" + name.str() + "'") +
+              " is given twice")
+          .str();
+  }
+  return "";
 }
 
 static double elementAt(const std::vector<char> &bytes, DType dt, int64_t i) {
@@ -455,6 +497,9 @@ int main(int argc, char **argv) {
                 " is used only with --bench");
   if (iterations == 0)
     return fail("--iterations 0: --bench times at least one launch");
+  if (!check && (rtolSpecs.getNumOccurrences() || atolSpecs.getNumOccurrences()))
+    return fail(std::string(rtolSpecs.getNumOccurrences() ? "--rtol" : "--atol") +
+                " is used only with --check");
 
   std::string kernel = kernelName;
   if (kernel.empty() && !isBundle) {
@@ -490,6 +535,11 @@ int main(int argc, char **argv) {
   auto isTensorArg = [&](llvm::StringRef name) {
     return llvm::any_of(info.args, [&](const ArgInfo &a) { return a.isTensor && a.name == name; });
   };
+  std::map<std::string, double> rtols, atols;
+  for (auto [flag, specs, out] : {std::tuple("--rtol", &rtolSpecs, &rtols),
+                                  std::tuple("--atol", &atolSpecs, &atols)})
+    if (std::string problem = parseTolerances(flag, *specs, info, *out); !problem.empty())
+      return fail(problem);
   std::set<std::string> zeroed;
   for (const std::string &name : zeroTensors) {
     if (!isTensorArg(name))
@@ -777,6 +827,12 @@ int main(int argc, char **argv) {
         continue;
       DType dt = info.args[i].dtype;
       auto [rtol, atol] = tolerance(dt);
+      for (auto [given, value] : {std::pair(&rtols, &rtol), std::pair(&atols, &atol)}) {
+        if (auto one = given->find(info.args[i].name); one != given->end())
+          *value = one->second;
+        else if (auto every = given->find(""); every != given->end() && isFloat(dt))
+          *value = every->second;
+      }
       int64_t n = static_cast<int64_t>(out[i].size() / dtypeBytes(dt));
       size_t width = dtypeBytes(dt);
       int64_t badHere = 0, first = -1;
