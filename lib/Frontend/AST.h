@@ -92,6 +92,7 @@ struct CallExpr : Expr {
   bool hasShapeArg = false;
   std::vector<ExprPtr> args;
   std::vector<KeywordArg> kwargs;
+  bool method = false; // written `v.callee(...)`: args[0] is v
   const KeywordArg *kwarg(llvm::StringRef name) const {
     for (const KeywordArg &kw : kwargs)
       if (kw.name == name)

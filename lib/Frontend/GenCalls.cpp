@@ -30,7 +30,9 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
       hint = "; '" + e.kwargs.front().name + "' is given by position here (" + e.callee +
              "(...) without '" + e.kwargs.front().name + " =')";
     error(e.loc, "'" + e.callee + "' takes " + expected + " argument" +
-                     (max == 1 ? "" : "s") + ", got " + llvm::Twine(e.args.size()) + hint);
+                     (max == 1 ? "" : "s") + ", got " + llvm::Twine(e.args.size()) +
+                     (e.method ? " (counting the value before '." + e.callee + "')" : "") +
+                     hint);
     return false;
   }
   for (const KeywordArg &kw : e.kwargs)
@@ -114,6 +116,13 @@ bool Generator::optionalAxis(const CallExpr &e, size_t position, int64_t rank,
 }
 
 MaybeValue Generator::genCall(const CallExpr &e) {
+  // v.f(...) where v names nothing (Triton's tl.f): that is the error, not
+  // what f makes of its arguments.
+  if (e.method && e.args[0]->kind == Expr::Name) {
+    auto &front = static_cast<const NameExpr &>(*e.args[0]);
+    if (!lookup(front.name) && front.name != "inf" && front.name != "nan")
+      return genName(front);
+  }
   if (isBuiltin(e.callee))
     return genBuiltin(e);
   if (const FnDecl *fn = module.findFunction(e.callee)) {

@@ -419,7 +419,8 @@ MaybeValue Generator::genNewAxes(const IndexExpr &e, const TValue &tile) {
 
 MaybeValue Generator::genMethod(const MethodExpr &e) {
   if (e.name == "to") // Triton's x.to(tl.float16)
-    return error(e.nameLoc, "Kiln has no '.to' method; convert with cast<TYPE>(value)");
+    return error(e.nameLoc, "Kiln has no '.to' method; convert with cast<TYPE>(value) or "
+                             "value.cast<TYPE>()");
   MaybeValue base = genExpr(*e.base);
   if (!base)
     return std::nullopt;

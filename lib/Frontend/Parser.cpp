@@ -747,9 +747,38 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
         errorHere("expected a method name after '.'");
         return nullptr;
       }
-      auto method = std::make_unique<MethodExpr>(base->loc, std::move(base), tok.text.str());
-      method->nameLoc = tok.loc();
+      std::string name = tok.text.str();
+      SMLoc nameLoc = tok.loc();
       advance();
+      if (name == "shape" || name == "numel") {
+        error(nameLoc, "Kiln has no '" + name + "'; a tensor's sizes are x.size(d) (or its " +
+                           "size names, M and N in x: tensor<f32>[M, N]); a tile's are constants");
+        return nullptr;
+      }
+      if (!isTensorMethod(name)) {
+        // Any other method is a call with the value in front, as Triton's
+        // x.sum(axis=0) or x.cast<f16>(): sum(x, axis = 0), cast<f16>(x).
+        auto call = std::make_unique<CallExpr>(nameLoc, name);
+        call->method = true;
+        call->args.push_back(std::move(base));
+        if (is(Tok::Lt) && takesTypeArgument(name)) {
+          advance();
+          DType dt;
+          if (!parseDType(dt) || !expect(Tok::Gt, "after the type argument"))
+            return nullptr;
+          call->typeArg = dt;
+        }
+        if (!is(Tok::LParen)) {
+          errorHere("expected '(' after the method name");
+          return nullptr;
+        }
+        if (!parseCallArgs(*call))
+          return nullptr;
+        base = built(std::move(call));
+        continue;
+      }
+      auto method = std::make_unique<MethodExpr>(base->loc, std::move(base), name);
+      method->nameLoc = nameLoc;
       if (!expect(Tok::LParen, "after the method name") ||
           !parseExprList(Tok::RParen, method->args, "to close the method call"))
         return nullptr;
@@ -759,6 +788,11 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
     }
   }
   return nullptr;
+}
+
+bool kiln::isTensorMethod(llvm::StringRef name) {
+  // `to` stays a method so that Triton's x.to(tl.float16) is told about cast<T>.
+  return name == "tile" || name == "size" || name == "stride" || name == "to";
 }
 
 bool kiln::takesTypeArgument(llvm::StringRef name) {

@@ -14,4 +14,8 @@ std::unique_ptr<Module> parseModule(llvm::StringRef buffer, DiagEngine &diag);
 /// `<` is less-than.
 bool takesTypeArgument(llvm::StringRef name);
 
+/// Methods of tensor arguments (`x.tile(...)`, `x.size(0)`, `x.stride(0)`); any
+/// other `v.f(args)` is the call `f(v, args)`.
+bool isTensorMethod(llvm::StringRef name);
+
 } // namespace kiln
