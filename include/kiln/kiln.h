@@ -145,7 +145,9 @@ public:
   explicit Session(const std::string &device = "");
   const rt::Status &status() const { return status_; }
   bool ok() const { return status_.ok(); }
-  rt::Device &device() { return *device_; }
+  /// The device; only when ok(). On a Session that failed to open, this stops the
+  /// program with the reason (there is no device to return).
+  rt::Device &device();
 
   /// Compiles `kernel` from `source` for this device; `params` override the
   /// kernel's params like kilnc's -D. `filename` appears in diagnostics.

@@ -160,6 +160,15 @@ rt::Status Kernel::launch(const std::vector<rt::Arg> &args,
 // Session
 //===----------------------------------------------------------------------===//
 
+rt::Device &Session::device() {
+  if (!device_) {
+    std::fprintf(stderr, "kiln: Session::device() on a session without a device: %s\n",
+                 status_.message().c_str());
+    std::abort();
+  }
+  return *device_;
+}
+
 Session::Session(const std::string &device) {
   auto opened = rt::Device::open(device);
   if (!opened) {

@@ -1,8 +1,9 @@
-//===- SupportTest.cpp - dtypes, half floats, the thread pool -------------===//
+//===- SupportTest.cpp - dtypes, half floats, tolerances, the thread pool -===//
 
 #include "kiln/DType.h"
 #include "lib/Support/Half.h"
 #include "lib/Support/ThreadPool.h"
+#include "lib/Support/Tolerance.h"
 
 #include <gtest/gtest.h>
 
@@ -44,6 +45,22 @@ TEST(BF16, RoundTripAndRounding) {
   EXPECT_EQ(floatToBF16Bits(1.0f), 0x3f80);
   EXPECT_TRUE(std::isnan(bf16BitsToFloat(floatToBF16Bits(NAN))));
   EXPECT_EQ(bf16BitsToFloat(floatToBF16Bits(INFINITY)), INFINITY);
+}
+
+TEST(Tolerance, InfinitiesMatchOnlyThemselvesAndNaNMatchesNaN) {
+  EXPECT_TRUE(withinTolerance(1.00001, 1.0, 1e-4, 0));
+  EXPECT_FALSE(withinTolerance(1.001, 1.0, 1e-4, 0));
+  EXPECT_TRUE(withinTolerance(1e-6, 0.0, 0, 1e-5));
+  EXPECT_TRUE(withinTolerance(INFINITY, INFINITY, 1e-4, 1e-5));
+  EXPECT_TRUE(withinTolerance(-INFINITY, -INFINITY, 1e-4, 1e-5));
+  EXPECT_TRUE(withinTolerance(NAN, NAN, 0, 0));
+  // rtol * |inf| is inf: without care any value would pass against an infinity.
+  EXPECT_FALSE(withinTolerance(-12345.0, INFINITY, 1e-4, 1e-5));
+  EXPECT_FALSE(withinTolerance(-INFINITY, INFINITY, 1e-4, 1e-5));
+  EXPECT_FALSE(withinTolerance(NAN, INFINITY, 1e-4, 1e-5));
+  EXPECT_FALSE(withinTolerance(INFINITY, 1e30, 1e-4, 1e-5));
+  EXPECT_FALSE(withinTolerance(NAN, 1.0, 1e-4, 1e-5));
+  EXPECT_FALSE(withinTolerance(1.0, NAN, 1e-4, 1e-5));
 }
 
 TEST(ThreadPool, EveryIndexExactlyOnce) {

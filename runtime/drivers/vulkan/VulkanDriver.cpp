@@ -154,6 +154,12 @@ public:
       return false;
     }
     processorCount = countProcessors();
+    VkPhysicalDeviceMaintenance3Properties m3{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &m3;
+    vkGetPhysicalDeviceProperties2(physical, &p2);
+    maxAllocation = m3.maxMemoryAllocationSize;
 
     uint32_t families = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
@@ -314,6 +320,12 @@ public:
   }
 
   Result<VkBuf *> createBuffer(size_t bytes) {
+    // Rounded up to whole words below; the device's own limit is checked here
+    // too, as drivers need not refuse a larger request cleanly.
+    if (bytes > maxAllocation || bytes > SIZE_MAX - 3)
+      return Status::failure("out of device memory: more than this Vulkan device allocates "
+                             "at once (" + std::to_string(maxAllocation) +
+                             " bytes, maxMemoryAllocationSize)");
     auto *b = new VkBuf();
     b->size = bytes;
     VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -325,7 +337,9 @@ public:
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     if (VkResult r = vkCreateBuffer(device, &bci, nullptr, &b->buffer); r != VK_SUCCESS) {
       delete b;
-      return Status::failure(vkError("vkCreateBuffer", r));
+      return Status::failure(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                                 ? "out of device memory"
+                                 : vkError("vkCreateBuffer", r));
     }
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device, b->buffer, &req);
@@ -543,7 +557,24 @@ public:
                                  std::to_string(alignment) +
                                  " bytes (the device's minStorageBufferOffsetAlignment, "
                                  "and whole words)");
-        infos.push_back({static_cast<VkBuf *>(a.buffer)->buffer, byteOffset, VK_WHOLE_SIZE});
+        // A storage buffer binding spans at most maxStorageBufferRange bytes:
+        // the rest of the buffer when that fits, else what the tensor reaches.
+        auto *buffer = static_cast<VkBuf *>(a.buffer);
+        VkDeviceSize range = (buffer->size + 3) / 4 * 4 - byteOffset;
+        if (range > props.limits.maxStorageBufferRange) {
+          int64_t last = 0;
+          for (size_t d = 0; d < a.sizes.size(); ++d)
+            last += std::max<int64_t>(a.sizes[d] - 1, 0) * a.strides[d];
+          range = std::min<VkDeviceSize>(
+              range, ((last + 1) * dtypeBytes(a.info->dtype) + 3) / 4 * 4);
+          if (range > props.limits.maxStorageBufferRange)
+            return Status::failure(
+                "kernel '" + kernel.name + "': argument '" + a.info->name + "' spans " +
+                std::to_string(range) + " bytes; this Vulkan device binds at most " +
+                std::to_string(props.limits.maxStorageBufferRange) +
+                " bytes to a kernel argument (maxStorageBufferRange)");
+        }
+        infos.push_back({buffer->buffer, byteOffset, range});
         for (int64_t s : a.sizes)
           words.push_back(static_cast<uint32_t>(s));
         for (int64_t s : a.strides)
@@ -854,6 +885,7 @@ public:
   uint32_t timestampBits = 0;
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memory{};
+  VkDeviceSize maxAllocation = 0; // maxMemoryAllocationSize
   int64_t processorCount = 1;
   bool looseSpecials = false; // see preservesSpecials
   bool floatAtomicAdd = false; // shaderBufferFloat32AtomicAdd, enabled
