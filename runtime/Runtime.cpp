@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <sstream>
 
 using namespace kiln;
 using namespace kiln::rt;
@@ -100,13 +101,17 @@ Arg Arg::floating(double v, DType dtype) {
   Arg a;
   a.dtype = dtype;
   a.scalar.f = v;
-  // A float for an integer argument converts as C++ does (toward zero); one
-  // beyond i64 saturates, and the launch then says it does not fit.
-  if (!isFloat(dtype))
-    a.scalar.i = std::isnan(v)             ? 0
-                 : v >= 0x1p63             ? INT64_MAX
-                 : v < -0x1p63             ? INT64_MIN
-                                           : static_cast<int64_t>(v);
+  // A float for an integer argument converts as C++ does (toward zero), and the
+  // launch checks that the integer fits the type; a float with no 64-bit
+  // integer of the type's sign (NaN included) is kept for the launch to report.
+  if (!isFloat(dtype)) {
+    bool fits = dtype == DType::U64 ? v > -1 && v < 0x1p64 : v >= -0x1p63 && v < 0x1p63;
+    a.scalar.i = !fits                 ? 0
+                 : dtype == DType::U64 ? static_cast<int64_t>(static_cast<uint64_t>(v))
+                                       : static_cast<int64_t>(v);
+    if (!fits)
+      a.unrepresentable = v;
+  }
   return a;
 }
 
@@ -292,6 +297,14 @@ static Status resolve(Driver *driver, const KernelInfo &kernel, const std::vecto
   std::string problem = validateArgs(kernel, checked);
   if (!problem.empty())
     return Status::failure(problem);
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].unrepresentable) {
+      std::ostringstream value;
+      value << *args[i].unrepresentable;
+      return Status::failure("kernel '" + kernel.name + "': argument '" + kernel.args[i].name +
+                             "' is " + value.str() + ", which does not fit in " +
+                             dtypeName(args[i].dtype));
+    }
   for (size_t i = 0; i < args.size(); ++i) {
     const Arg &a = args[i];
     LaunchArg l;

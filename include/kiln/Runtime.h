@@ -91,6 +91,10 @@ struct Arg {
     int64_t i;
     double f;
   } scalar = {0};
+  /// Set by `floating` when a float given for an integer argument has no value
+  /// of the argument's type (NaN, or past the range of i64, or of u64); the
+  /// launch reports it.
+  std::optional<double> unrepresentable;
 
   /// A dense row-major view of `buffer`.
   static Arg tensor(const Buffer &buffer, DType dtype, std::vector<int64_t> sizes);

@@ -77,9 +77,12 @@ std::string kiln::validateArgs(const KernelInfo &info,
     if (t.dtype != expected.dtype)
       return which + " has dtype " + dtypeName(t.dtype) + " but the kernel expects " +
              dtypeName(expected.dtype);
-    if (t.sizes.size() != expected.dims.size() || t.strides.size() != t.sizes.size())
+    if (t.sizes.size() != expected.dims.size())
       return which + " has rank " + std::to_string(t.sizes.size()) +
              " but the kernel expects rank " + std::to_string(expected.dims.size());
+    if (t.strides.size() != t.sizes.size())
+      return which + " has " + std::to_string(t.sizes.size()) + " sizes but " +
+             std::to_string(t.strides.size()) + " strides";
     bool empty = false;
     for (size_t d = 0; d < t.sizes.size(); ++d) {
       int64_t size = t.sizes[d];

@@ -707,6 +707,32 @@ TEST_P(OnDevice, DropoutMaskIsTheSameEverywhere) {
                        1e-6, 1e-6));
 }
 
+TEST_P(OnDevice, FloatsForIntegerScalarsMustHaveAnIntegerOfTheType) {
+  // A float given for an integer argument converts toward zero, as in C++; one
+  // with no integer of the type (NaN, past i64) was saturated to INT64_MAX.
+  Module m = load("dropout");
+  Buffer bx = upload({1, 2}), by = upload({0, 0});
+  auto launchWithSeed = [&](const Arg &seed) {
+    return device->launch(m, "dropout", {Arg::tensor(bx, DType::F32, {2}),
+                                         Arg::tensor(by, DType::F32, {2}), Arg::f32(0), seed})
+        .message();
+  };
+  EXPECT_EQ(launchWithSeed(Arg::floating(-0x1p63, DType::I64)), "");
+  EXPECT_EQ(launchWithSeed(Arg::floating(0x1p63, DType::I64)),
+            "kernel 'dropout': argument 'seed' is 9.22337e+18, which does not fit in i64");
+  EXPECT_EQ(launchWithSeed(Arg::floating(NAN, DType::I64)),
+            "kernel 'dropout': argument 'seed' is nan, which does not fit in i64");
+  EXPECT_EQ(launchWithSeed(Arg::floating(-INFINITY, DType::I64)),
+            "kernel 'dropout': argument 'seed' is -inf, which does not fit in i64");
+  // u64 takes [0, 2^64): 1e19 is past i64 but an exact u64; -5 is none.
+  Arg big = Arg::floating(1e19, DType::U64), negative = Arg::floating(-5, DType::U64);
+  EXPECT_FALSE(big.unrepresentable.has_value());
+  EXPECT_EQ(uint64_t(big.scalar.i), 10000000000000000000ull);
+  EXPECT_EQ(negative.unrepresentable, -5.0);
+  EXPECT_EQ(Arg::floating(-0.5, DType::U64).scalar.i, 0);
+  EXPECT_TRUE(Arg::floating(0x1p64, DType::U64).unrepresentable.has_value());
+}
+
 TEST_P(OnDevice, SearchSortedBisectsInAWhileLoop) {
   // Each block loops until all of its lanes have converged: a trip count that
   // depends on the data, with a reduction in the condition.
