@@ -6,8 +6,9 @@
 #include "kiln/BuildId.h"
 #include "kiln/Version.h"
 #include "lib/Compiler/Build.h"
-#include "runtime/Bundle.h"
 #include "lib/Session/SessionImpl.h"
+#include "lib/Support/ReadFile.h"
+#include "runtime/Bundle.h"
 
 #include "llvm/Support/Error.h"
 
@@ -92,6 +93,10 @@ rt::Result<session::Binary> session::compileBinary(const std::string &source,
 }
 
 std::string session::readFile(const std::string &path) {
+  // A cache entry is a regular file; anything else there (a pipe that would
+  // block, a link to a device that never ends) reads as a damaged entry.
+  if (!isRegularFile(path))
+    return "";
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return "";

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <csignal>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,6 +194,29 @@ TEST_F(SessionTest, DamagedEntryIsRecompiled) {
   Session t("cpu"); // the rewritten entry is good again
   ASSERT_TRUE(t.compile(kSoftmax, "softmax").ok());
   EXPECT_EQ(t.cacheStats().diskHits, 1);
+}
+
+TEST_F(SessionTest, EntriesThatAreNotFilesAreRecompiled) {
+  // A pipe in an entry's place blocked the reader; a link to /dev/zero read
+  // until memory ran out. Both are damaged entries: compiled afresh, replaced.
+  std::string entry;
+  {
+    Session s("cpu");
+    ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());
+    entry = cacheFiles().at(0);
+  }
+  for (bool pipe : {true, false}) {
+    std::remove(entry.c_str());
+    ASSERT_EQ(pipe ? mkfifo(entry.c_str(), 0600) : symlink("/dev/zero", entry.c_str()), 0);
+    Session s("cpu");
+    Kernel k = s.compile(kSoftmax, "softmax");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    EXPECT_EQ(s.cacheStats().compiles, 1) << (pipe ? "pipe" : "link");
+    EXPECT_TRUE(runSoftmax(s, k));
+    struct stat st;
+    ASSERT_EQ(lstat(entry.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << "the entry is a file again";
+  }
 }
 
 TEST_F(SessionTest, LoadsBundlesWithoutCompiling) {

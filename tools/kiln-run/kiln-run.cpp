@@ -14,6 +14,7 @@
 
 #include "kiln/kiln.h"
 #include "lib/Support/Half.h"
+#include "lib/Support/ReadFile.h"
 #include "lib/Support/Tolerance.h"
 #include "tools/kiln-run/Npy.h"
 
@@ -21,7 +22,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -445,10 +445,9 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Run a Kiln kernel on a device\n");
 
-  auto buffer = llvm::MemoryBuffer::getFile(inputFile);
-  if (!buffer)
-    return fail("cannot read '" + inputFile + "'");
-  std::string source = (*buffer)->getBuffer().str();
+  std::string source, error;
+  if (!readInput(inputFile, source, error))
+    return fail("cannot read '" + inputFile + "': " + error);
   // A .kbin bundle (kilnc -o F.kbin) holds compiled kernels: its entry for the
   // device runs, and --check runs its cpu entry. Nothing is compiled.
   bool isBundle = llvm::StringRef(source).starts_with("KILNKBIN");

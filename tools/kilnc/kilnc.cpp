@@ -17,6 +17,7 @@
 #include "runtime/Metadata.h"
 #include "lib/Compiler/Compiler.h"
 #include "lib/Frontend/Parser.h"
+#include "lib/Support/ReadFile.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -274,9 +275,9 @@ int buildBundle() {
     if (option->getNumOccurrences())
       return fail(llvm::Twine(name) +
                   " applies to one target's output, not to a bundle (-o FILE.kbin)");
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
-  if (!buffer)
-    return fail("cannot read '" + inputFile + "': " + buffer.getError().message());
+  std::string source, readError;
+  if (!readInput(inputFile, source, readError))
+    return fail("cannot read '" + inputFile + "': " + readError);
   GenOptions options;
   options.kernel = kernelName;
   if (!parseDefines(options))
@@ -295,7 +296,7 @@ int buildBundle() {
       return fail(llvm::toString(std::move(error)));
     if (target->kind == Target::Kind::Metal)
       return fail("metal emits source (MSL), which kiln-rt cannot load; leave it out of bundles");
-    auto artifact = compileSource((*buffer)->getBuffer(), inputFile, options, *target);
+    auto artifact = compileSource(source, inputFile, options, *target);
     if (!artifact) {
       // Diagnostics come formatted (file:line:col: error: ..., each line
       // ended); a bare message (from ptxas or the linker) is kilnc's to format.
@@ -387,11 +388,12 @@ int main(int argc, char **argv) {
   if (!parseDefines(options))
     return 1;
 
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
-  if (!buffer)
-    return fail("cannot read '" + inputFile + "': " + buffer.getError().message());
+  std::string source, readError;
+  if (!readInput(inputFile, source, readError))
+    return fail("cannot read '" + inputFile + "': " + readError);
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, inputFile),
+                               llvm::SMLoc());
 
   std::string error;
   auto output = mlir::openOutputFile(outputFile, &error);
