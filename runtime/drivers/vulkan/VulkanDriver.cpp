@@ -759,12 +759,14 @@ public:
     Dispatch d;
     if (Status s = makeDispatch(moduleHandle, kernel, grid, args, d); !s)
       return s;
+    std::unique_lock<std::mutex> submitting(submitMutex);
     VkCommandBufferAllocateInfo cbai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     cbai.commandPool = commandPool;
     cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cbai.commandBufferCount = 1;
     VkCommandBuffer cmd;
     if (VkResult r = vkAllocateCommandBuffers(device, &cbai, &cmd); r != VK_SUCCESS) {
+      submitting.unlock();
       (void)finish(kernel, d, r);
       return Status::failure(vkError("vkAllocateCommandBuffers", r));
     }
@@ -780,6 +782,7 @@ public:
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &cmd;
     VkResult r = vkQueueSubmit(queue, 1, &submit, fence);
+    submitting.unlock();
     auto &work = static_cast<VkStream &>(stream).inFlight;
     work.push_back({fence, cmd, std::move(d), &kernel, std::move(keepAlive)});
     if (r != VK_SUCCESS) {
@@ -798,6 +801,7 @@ public:
       if (first.ok())
         first = done;
       vkDestroyFence(device, w.fence, nullptr);
+      std::lock_guard<std::mutex> freeing(submitMutex);
       vkFreeCommandBuffers(device, commandPool, 1, &w.cmd);
     }
     work.clear();
@@ -812,6 +816,7 @@ public:
 
   /// Records one command buffer with `record`, submits it and waits for it.
   template <typename RecordFn> VkResult submitAndWait(RecordFn record) {
+    std::unique_lock<std::mutex> submitting(submitMutex);
     VkCommandBufferAllocateInfo cbai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     cbai.commandPool = commandPool;
     cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -831,14 +836,17 @@ public:
     VkFence fence;
     vkCreateFence(device, &fci, nullptr, &fence);
     VkResult r = vkQueueSubmit(queue, 1, &submit, fence);
+    submitting.unlock();
     if (r == VK_SUCCESS)
       r = vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX);
     vkDestroyFence(device, fence, nullptr);
+    submitting.lock();
     vkFreeCommandBuffers(device, commandPool, 1, &cmd);
     return r;
   }
 
   Status synchronize() override {
+    std::lock_guard<std::mutex> waiting(submitMutex);
     VkResult r = vkQueueWaitIdle(queue);
     return r == VK_SUCCESS ? Status::success() : Status::failure(vkError("vkQueueWaitIdle", r));
   }
@@ -846,6 +854,7 @@ public:
   /// The device's clock, read with a timestamp query after all queued work; the
   /// host clock where the queue has no timestamps.
   Result<double> timestamp() override {
+    std::lock_guard<std::mutex> timing(timestampMutex); // one query, one reader
     if (Status s = synchronize(); !s)
       return s;
     if (timestampBits == 0) {
@@ -880,6 +889,11 @@ public:
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queueFamily = 0;
   VkCommandPool commandPool = VK_NULL_HANDLE;
+  // Vulkan leaves the command pool (and the buffers recorded from it) and the
+  // queue to their users to synchronize: threads launching on one device take
+  // turns recording and submitting, and wait for their fences apart.
+  std::mutex submitMutex;
+  std::mutex timestampMutex;
   VkPipelineCache pipelineCache = VK_NULL_HANDLE;
   VkQueryPool queryPool = VK_NULL_HANDLE;
   uint32_t timestampBits = 0;
