@@ -219,6 +219,13 @@ std::string Session::cacheKey(const std::string &source, const std::string &kern
   return session::hashKey(material);
 }
 
+/// What a cache entry's metadata holds beyond the compiler's: the key it was
+/// stored under, so that an entry found under another key's name (a copied or
+/// renamed file) is not trusted.
+static std::string keyRecord(const std::string &key) {
+  return "\"cache_key\": \"" + key + "\"";
+}
+
 bool Session::findCached(const std::string &key, const std::string &kernel, rt::Module &out) {
   if (auto it = memory_.find(key); it != memory_.end()) {
     ++stats_.memoryHits;
@@ -231,7 +238,13 @@ bool Session::findCached(const std::string &key, const std::string &kernel, rt::
   std::string bytes = readFile(path);
   if (bytes.empty())
     return false;
-  auto module = device_->loadBundle(bytes);
+  rt::Bundle bundle;
+  std::string error;
+  const rt::BundleEntry *entry =
+      rt::readBundle(bytes, bundle, error) ? bundle.find(device_->target()) : nullptr;
+  auto module = entry && entry->metadata.find(keyRecord(key)) != std::string::npos
+                    ? device_->load(entry->binary, entry->metadata)
+                    : rt::Result<rt::Module>(rt::Status::failure("damaged"));
   if (module && module->find(kernel)) {
     ++stats_.diskHits;
     memory_[key] = *module;
@@ -250,8 +263,10 @@ rt::Result<rt::Module> Session::addToCache(const std::string &key, const std::st
     return module.status();
   memory_[key] = *module;
   if (std::string path = cachePath(key); !path.empty()) {
+    // The compiler's metadata is a non-empty JSON object: the key goes first.
     rt::Bundle bundle;
-    bundle.entries.push_back({device_->target(), binary, metadata});
+    bundle.entries.push_back(
+        {device_->target(), binary, "{" + keyRecord(key) + ", " + metadata.substr(1)});
     writeAtomically(path, rt::writeBundle(bundle)); // a full disk only costs the entry
   }
   return *module;

@@ -196,6 +196,30 @@ TEST_F(SessionTest, DamagedEntryIsRecompiled) {
   EXPECT_EQ(t.cacheStats().diskHits, 1);
 }
 
+TEST_F(SessionTest, AnEntryUnderAnotherKeysNameIsRecompiled) {
+  // The BLOCK=8 softmax's entry copied over the BLOCK=64 one's file loaded as
+  // BLOCK=64 and cut every row at 8 columns. Entries record their key.
+  std::string narrow, wide;
+  {
+    Session s("cpu");
+    ASSERT_TRUE(s.compile(kSoftmax, "softmax", {{"BLOCK", "8"}}).ok());
+    narrow = cacheFiles().at(0);
+    ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());
+    for (const std::string &f : cacheFiles())
+      if (f != narrow)
+        wide = f;
+  }
+  ASSERT_FALSE(wide.empty());
+  std::ifstream in(narrow, std::ios::binary);
+  std::ofstream(wide, std::ios::binary) << in.rdbuf();
+  Session s("cpu");
+  Kernel k = s.compile(kSoftmax, "softmax");
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(s.cacheStats().damagedEntries, 1);
+  EXPECT_EQ(s.cacheStats().compiles, 1);
+  EXPECT_TRUE(runSoftmax(s, k));
+}
+
 TEST_F(SessionTest, EntriesThatAreNotFilesAreRecompiled) {
   // A pipe in an entry's place blocked the reader; a link to /dev/zero read
   // until memory ran out. Both are damaged entries: compiled afresh, replaced.
