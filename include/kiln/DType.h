@@ -15,6 +15,10 @@ std::optional<DType> parseDType(std::string_view name);
 const char *dtypeName(DType dt);
 /// The enumerator's spelling (`F32`), for generated C++.
 const char *dtypeEnumName(DType dt);
+/// Whether `dt` is one of the enumerators (a value cast from an integer may not be).
+inline bool isDType(DType dt) {
+  return static_cast<unsigned>(dt) <= static_cast<unsigned>(DType::U64);
+}
 inline bool isFloat(DType dt) { return dt >= DType::F16 && dt <= DType::F8E5M2; }
 /// u8 ... u64: integers whose division, shifts, comparisons, min/max and
 /// conversions treat the bits as unsigned.

@@ -27,6 +27,24 @@ namespace kiln {
 
 class Session;
 
+namespace detail {
+/// The dtype of host elements of type T (uploads and downloads of std::vector<T>).
+template <typename T> constexpr DType dtypeOf() {
+  if constexpr (std::is_same_v<T, float>) return DType::F32;
+  else if constexpr (std::is_same_v<T, double>) return DType::F64;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DType::U64;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::U32;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::U16;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
+  else if constexpr (std::is_same_v<T, bool>) return DType::I1;
+  else static_assert(sizeof(T) == 0, "use upload(ptr, dtype, shape) for this element type");
+}
+} // namespace detail
+
 /// A device tensor: a buffer with a dtype and a dense row-major shape.
 class Tensor {
 public:
@@ -38,11 +56,15 @@ public:
   int64_t numel() const;
   /// Copies the whole tensor into `host` (numel() elements of dtype()).
   rt::Status download(void *host) const;
-  /// Into a vector of the tensor's element size (float for f32, uint16_t for
-  /// the bits of f16, ...); another size is an error, not an overrun.
+  /// Into a vector of the tensor's element type (float for f32, int32_t for
+  /// i32, ...), or of the unsigned integers of its size for its bits (uint16_t
+  /// for f16 and bf16, uint8_t for fp8 and i1); any other is an error, neither
+  /// an overrun nor floats read as integers.
   template <typename T> rt::Status download(std::vector<T> &host) const {
-    if (sizeof(T) != dtypeBytes(dtype_))
-      return elementSizeMismatch(sizeof(T));
+    bool bits = std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool> &&
+                sizeof(T) == dtypeBytes(dtype_);
+    if (!bits && detail::dtypeOf<T>() != dtype_)
+      return elementTypeMismatch(detail::dtypeOf<T>());
     host.resize(numel());
     return download(static_cast<void *>(host.data()));
   }
@@ -50,7 +72,7 @@ public:
   /// on the device).
   rt::Status download(std::vector<bool> &host) const {
     if (dtype_ != DType::I1)
-      return elementSizeMismatch(0);
+      return elementTypeMismatch(DType::I1);
     std::vector<uint8_t> bytes(numel());
     rt::Status s = download(static_cast<void *>(bytes.data()));
     host.assign(bytes.begin(), bytes.end());
@@ -60,8 +82,8 @@ public:
 
 private:
   friend class Session;
-  /// "cannot download <dtype> into a vector of `bytes`-byte elements" (0: bools).
-  rt::Status elementSizeMismatch(size_t bytes) const;
+  /// "cannot download a tensor of <dtype> into a vector of <host>".
+  rt::Status elementTypeMismatch(DType host) const;
   std::shared_ptr<rt::Device> device_; // shared: a tensor or kernel may outlive its Session
   rt::Buffer buffer_;
   DType dtype_ = DType::F32;
@@ -181,14 +203,14 @@ public:
 
   Tensor empty(DType dtype, std::vector<int64_t> shape);
   template <typename T> Tensor empty(std::vector<int64_t> shape) {
-    return empty(dtypeOf<T>(), std::move(shape));
+    return empty(detail::dtypeOf<T>(), std::move(shape));
   }
   Tensor upload(const void *host, DType dtype, std::vector<int64_t> shape);
   /// The same, from `count` host elements, which must be exactly the shape's
   /// (else a tensor with an error status, and nothing is read).
   Tensor upload(const void *host, size_t count, DType dtype, std::vector<int64_t> shape);
   template <typename T> Tensor upload(const std::vector<T> &host, std::vector<int64_t> shape) {
-    return upload(host.data(), host.size(), dtypeOf<T>(), std::move(shape));
+    return upload(host.data(), host.size(), detail::dtypeOf<T>(), std::move(shape));
   }
   /// Bools as an i1 tensor (a byte each).
   Tensor upload(const std::vector<bool> &host, std::vector<int64_t> shape) {
@@ -201,20 +223,6 @@ public:
   const std::string &cacheDir() const { return cacheDir_; }
 
 private:
-  template <typename T> static constexpr DType dtypeOf() {
-    if constexpr (std::is_same_v<T, float>) return DType::F32;
-    else if constexpr (std::is_same_v<T, double>) return DType::F64;
-    else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
-    else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
-    else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
-    else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
-    else if constexpr (std::is_same_v<T, uint64_t>) return DType::U64;
-    else if constexpr (std::is_same_v<T, uint32_t>) return DType::U32;
-    else if constexpr (std::is_same_v<T, uint16_t>) return DType::U16;
-    else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
-    else if constexpr (std::is_same_v<T, bool>) return DType::I1;
-    else static_assert(sizeof(T) == 0, "use upload(ptr, dtype, shape) for this element type");
-  }
   std::string cachePath(const std::string &key) const;
   std::string cacheKey(const std::string &source, const std::string &kernel,
                        const ParamSet &params) const;

@@ -52,11 +52,16 @@ bool makeDirs(const std::string &path) {
 }
 
 std::string defaultCacheDir() {
-  if (const char *dir = std::getenv("KILN_CACHE_DIR"))
+  // A variable set to nothing counts as unset, as the XDG rules say.
+  auto get = [](const char *name) -> const char * {
+    const char *value = std::getenv(name);
+    return value && *value ? value : nullptr;
+  };
+  if (const char *dir = get("KILN_CACHE_DIR"))
     return dir;
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"))
+  if (const char *xdg = get("XDG_CACHE_HOME"))
     return std::string(xdg) + "/kiln";
-  if (const char *home = std::getenv("HOME"))
+  if (const char *home = get("HOME"))
     return std::string(home) + "/.cache/kiln";
   return "";
 }
@@ -122,11 +127,11 @@ rt::Status Tensor::download(void *host) const {
   return device_->read(buffer_, host, numel() * dtypeBytes(dtype_));
 }
 
-rt::Status Tensor::elementSizeMismatch(size_t bytes) const {
-  return rt::Status::failure(
-      std::string("cannot download a tensor of ") + dtypeName(dtype_) + " into a vector of " +
-      (bytes ? std::to_string(bytes) + "-byte elements" : std::string("bools")) +
-      " (its elements take " + std::to_string(dtypeBytes(dtype_)) + " bytes)");
+rt::Status Tensor::elementTypeMismatch(DType host) const {
+  return rt::Status::failure(std::string("cannot download a tensor of ") + dtypeName(dtype_) +
+                             " into a vector of " + dtypeName(host) +
+                             " (use its element type, or unsigned integers of " +
+                             std::to_string(dtypeBytes(dtype_)) + " bytes for its bits)");
 }
 
 /// The element count of `shape`, or nothing when a dimension is negative or
@@ -351,6 +356,11 @@ Tensor Session::empty(DType dtype, std::vector<int64_t> shape) {
   }
   t.device_ = device_;
   t.status_ = rt::Status::success();
+  if (!isDType(dtype)) {
+    t.status_ = rt::Status::failure("not a dtype: " +
+                                    std::to_string(static_cast<unsigned>(dtype)));
+    return t;
+  }
   for (int64_t d : t.shape_)
     if (d < 0) {
       t.status_ = rt::Status::failure("negative dimension in tensor shape");

@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -22,12 +24,22 @@
 #include <unistd.h>
 
 unsigned kiln::defaultThreadCount() {
-  if (const char *env = std::getenv("KILN_NUM_THREADS")) {
-    long n = std::strtol(env, nullptr, 10);
-    if (n > 0)
-      return static_cast<unsigned>(std::min(n, 1024L));
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const char *env = std::getenv("KILN_NUM_THREADS");
+  if (!env || !*env)
+    return cores;
+  char *end = nullptr;
+  errno = 0;
+  long n = std::strtol(env, &end, 10);
+  if (*end == '\0' && errno == 0 && n > 0 && n <= 1024)
+    return static_cast<unsigned>(n);
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    std::fprintf(stderr,
+                 "kiln: warning: KILN_NUM_THREADS='%s' is not a thread count from 1 to 1024; "
+                 "using %u\n",
+                 env, cores);
+  return cores;
 }
 
 namespace {

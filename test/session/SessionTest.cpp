@@ -114,17 +114,27 @@ kernel flip(m: tensor<i1>[N], out: tensor<i1>[N]) grid(1) {
   std::vector<bool> flipped;
   ASSERT_TRUE(out.download(flipped).ok());
   EXPECT_EQ(flipped, (std::vector<bool>{false, true, true, false, false}));
-  // Downloads into elements of another size are errors, not overruns.
+  // Downloads into elements of another type are errors, neither overruns nor
+  // floats read as integers; unsigned integers of the size give the bits.
   std::vector<bool> notBools;
   Tensor ints = s.empty<int32_t>({4});
   rt::Status wrongBools = ints.download(notBools);
   EXPECT_FALSE(wrongBools.ok());
-  EXPECT_NE(wrongBools.message().find("cannot download a tensor of i32 into a vector of bools"),
+  EXPECT_NE(wrongBools.message().find("cannot download a tensor of i32 into a vector of i1"),
             std::string::npos)
       << wrongBools.message();
   std::vector<double> wide;
   EXPECT_FALSE(ints.download(wide).ok());
+  Tensor floats = s.upload(std::vector<float>{1.5f}, {1});
+  std::vector<int32_t> notFloats;
+  EXPECT_EQ(floats.download(notFloats).message(),
+            "cannot download a tensor of f32 into a vector of i32 (use its element type, or "
+            "unsigned integers of 4 bytes for its bits)");
+  std::vector<uint32_t> bits;
+  ASSERT_TRUE(floats.download(bits).ok());
+  EXPECT_EQ(bits, (std::vector<uint32_t>{0x3fc00000u}));
   EXPECT_FALSE(s.empty<float>({int64_t(1) << 40, int64_t(1) << 40}).ok()); // size overflows
+  EXPECT_EQ(s.empty(static_cast<DType>(99), {4}).status().message(), "not a dtype: 99");
 }
 
 TEST_F(SessionTest, EveryKeyPartMisses) {

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cmath>
 #include <set>
 #include <thread>
@@ -61,6 +63,22 @@ TEST(Tolerance, InfinitiesMatchOnlyThemselvesAndNaNMatchesNaN) {
   EXPECT_FALSE(withinTolerance(INFINITY, 1e30, 1e-4, 1e-5));
   EXPECT_FALSE(withinTolerance(NAN, 1.0, 1e-4, 1e-5));
   EXPECT_FALSE(withinTolerance(1.0, NAN, 1e-4, 1e-5));
+}
+
+TEST(ThreadPool, ThreadCountFromTheEnvironmentOrTheCores) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  auto countWith = [](const char *value) {
+    setenv("KILN_NUM_THREADS", value, 1);
+    unsigned n = defaultThreadCount();
+    unsetenv("KILN_NUM_THREADS");
+    return n;
+  };
+  EXPECT_EQ(countWith("5"), 5u);
+  EXPECT_EQ(countWith("1024"), 1024u);
+  // Not a count from 1 to 1024: a warning, and the cores (huge values were cut
+  // to 1024, words and zero ignored without a word).
+  for (const char *bad : {"0", "-1", "abc", "4x", "1025", "99999999999999999999", ""})
+    EXPECT_EQ(countWith(bad), cores) << "'" << bad << "'";
 }
 
 TEST(ThreadPool, EveryIndexExactlyOnce) {

@@ -609,7 +609,10 @@ int main(int argc, char **argv) {
     flopsPerLaunch = 1;
     for (llvm::StringRef factor : llvm::split(flopsSpec, '*')) {
       long long v;
-      if (!factor.getAsInteger(10, v) && v > 0)
+      if (!factor.getAsInteger(10, v) && v <= 0)
+        return fail("--flops " + flopsSpec + ": the factor " + factor +
+                    " is not positive (FLOPs are a product of positive numbers and sizes)");
+      if (!factor.getAsInteger(10, v))
         flopsPerLaunch *= v;
       else if (auto it = sizes.find(factor.str()); it != sizes.end())
         flopsPerLaunch *= it->second;
