@@ -52,12 +52,12 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
   return true;
 }
 
-std::optional<int64_t> Generator::constInt(const Expr &e, const char *what) {
+std::optional<int64_t> Generator::constInt(const Expr &e, const char *what, const char *hint) {
   MaybeValue v = genValue(e, what);
   if (!v)
     return std::nullopt;
   if (!v->cst || v->type.kind != SType::Scalar || isFloat(v->type.dtype))
-    return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant");
+    return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant" + hint);
   if (v->cst->isUnsigned && v->cst->i < 0)
     return error(e.loc, llvm::Twine(what) + " " + std::to_string(uint64_t(v->cst->i)) +
                             " is too large");
@@ -358,12 +358,17 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
   if (name == "arange") {
     if (!checkArity(e, 1, 2))
       return std::nullopt;
-    auto first = constInt(*e.args[0], "arange bound");
+    // A tile's extent is static: a size known only at launch is reached with a
+    // param-wide tile and the masks views apply at the tensor's bounds.
+    const char *hint = "; a tile's size is fixed when the kernel compiles: use a param "
+                       "(arange(0, BLOCK), BLOCK >= N), whose lanes past N the loads and "
+                       "stores mask, or a loop over BLOCK-wide steps";
+    auto first = constInt(*e.args[0], "arange bound", hint);
     if (!first)
       return std::nullopt;
     int64_t start = 0, end = *first;
     if (e.args.size() == 2) {
-      auto second = constInt(*e.args[1], "arange bound");
+      auto second = constInt(*e.args[1], "arange bound", hint);
       if (!second)
         return std::nullopt;
       start = *first;

@@ -372,7 +372,11 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
     if (isFloat(idx->type.dtype) || idx->type.dtype == DType::I1 ||
         dtypeBits(idx->type.dtype) == 64)
       return error(ie->loc, "an index must be an integer of at most 32 bits, got " +
-                                idx->type.str());
+                                idx->type.str() +
+                                (dtypeBits(idx->type.dtype) == 64 && !isFloat(idx->type.dtype)
+                                     ? "; convert it with cast<i32>(...) (a tensor's "
+                                       "dimensions are below 2^31)"
+                                     : ""));
     auto s = broadcastShapes(shape, idx->type.shape);
     if (!s)
       return error(ie->loc, "index shape " + shapeStr(idx->type.shape) +

@@ -317,7 +317,8 @@ bool Generator::genFor(const ForStmt &stmt) {
       return error(e->loc, llvm::Twine("loop ") + what + " must be an integer scalar, got " +
                                v->type.str());
     if (dtypeBits(v->type.dtype) == 64 || v->type.dtype == DType::U32)
-      return error(e->loc, llvm::Twine("loop ") + what + " must be i32 (or narrower)");
+      return error(e->loc, llvm::Twine("loop ") + what + " must be i32 (or narrower), got " +
+                               v->type.str() + "; convert it with cast<i32>(...)");
     return convert(*v, DType::I32, {}, e->loc);
   };
   MaybeValue start = bound(stmt.start, "start");
@@ -591,8 +592,13 @@ bool Generator::genIf(const IfStmt &stmt) {
   if (!cond)
     return false;
   if (cond->type.kind != SType::Scalar || cond->type.dtype != DType::I1)
-    return error(stmt.cond->loc, "an 'if' condition must be a scalar bool, got " +
-                                     cond->type.str()),
+    return error(stmt.cond->loc,
+                 "an 'if' condition must be a scalar bool, got " + cond->type.str() +
+                     (cond->type.kind == SType::Tile
+                          ? "; pick per element with where(cond, a, b), or test the tile "
+                            "as a whole with max(cond) > 0 (any lane) or min(cond) > 0 "
+                            "(every lane)"
+                          : "")),
            false;
   if (cond->cst) {
     // Decided at compile time (typically by params): only the taken branch exists.

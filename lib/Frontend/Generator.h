@@ -506,7 +506,9 @@ private:
   // Argument helpers.
   bool checkArity(const CallExpr &e, size_t min, size_t max,
                   llvm::ArrayRef<llvm::StringRef> keywords = {});
-  std::optional<int64_t> constInt(const Expr &e, const char *what);
+  /// `e` as a compile-time integer; else an error "<what> must be a compile-time
+  /// integer constant", followed by `hint` when one is given.
+  std::optional<int64_t> constInt(const Expr &e, const char *what, const char *hint = "");
   std::optional<Shape> constShape(const Expr &e, const char *what);
   std::optional<int64_t> axisArg(const Expr &e, int64_t rank, bool allowEnd = false,
                                  const char *what = "axis");

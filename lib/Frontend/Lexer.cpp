@@ -287,6 +287,8 @@ Token Lexer::next() {
     unsigned char byte = static_cast<unsigned char>(c);
     if (isprint(byte)) {
       error = std::string("unexpected character '") + c + "'";
+      if (c == '?') // C's c ? a : b
+        error += " (Kiln has no '?:'; pick with where(c, a, b))";
     } else {
       char hex[8];
       snprintf(hex, sizeof hex, "0x%02X", byte);

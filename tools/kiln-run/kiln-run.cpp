@@ -670,9 +670,13 @@ int main(int argc, char **argv) {
         for (const std::string &d : a.dims)
           if (!d.empty() && !isdigit(static_cast<unsigned char>(d[0])))
             known.insert(d);
+      bool isParam = llvm::any_of(info.params, [&](const ParamValue &p) { return p.name == name; });
       return fail("--shape " + name + "=" + std::to_string(size) + ": kernel '" + info.name +
                   "' has no size '" + name + "' (its sizes: " +
-                  (known.empty() ? std::string("none") : llvm::join(known, ", ")) + ")");
+                  (known.empty() ? std::string("none") : llvm::join(known, ", ")) + ")" +
+                  (isParam ? "; " + name + " is a param, set with -D " + name + "=" +
+                                 std::to_string(size)
+                           : std::string()));
     }
   }
   // Each tensor lives on the host and on the device (host memory too for the CPU
