@@ -225,11 +225,9 @@ private:
     }
     return nullptr;
   }
+  /// Binds `name` in the innermost scope. A builtin's name may be bound, as in
+  /// Python (`let max = max(v, axis = 0);`): names look up values, calls builtins.
   bool declare(SMLoc at, const std::string &name, TValue val, bool isMutable) {
-    if (isBuiltin(name)) {
-      error(at, "'" + name + "' is a builtin and cannot be redefined");
-      return false;
-    }
     if (scopes.back().count(name)) {
       error(at, "redefinition of '" + name + "' in the same scope");
       return false;
