@@ -399,6 +399,17 @@ int main(int argc, char **argv) {
   auto output = mlir::openOutputFile(outputFile, &error);
   if (!output)
     return fail(error);
+  // Opening -o emptied it; its metadata from an earlier run goes too unless this
+  // run writes a new one (writeArtifact keeps both or neither).
+  struct StaleMetadata {
+    std::string path;
+    ~StaleMetadata() {
+      if (!path.empty())
+        llvm::sys::fs::remove(path);
+    }
+  } stale;
+  if (artifactFor(emit, target) && outputFile != "-")
+    stale.path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
 
   if (emit == Emit::AST) {
     if (!defines.empty() || kernelName.getNumOccurrences())
@@ -432,7 +443,10 @@ int main(int argc, char **argv) {
     // (SPIRV-Cross, ptxas, the linker) reports only through the error.
     if (!artifact)
       return fail(llvm::toString(artifact.takeError()));
-    return writeArtifact(*artifact, *output);
+    int rc = writeArtifact(*artifact, *output);
+    if (rc == 0)
+      stale.path.clear();
+    return rc;
   }
   return emitStage(target, *module, *output);
 }
