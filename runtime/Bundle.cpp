@@ -80,6 +80,10 @@ bool kiln::rt::readBundle(const std::string &bytes, Bundle &out, std::string &er
     if (!getString(uint32_t(), e.target) || !getString(uint64_t(), e.binary) ||
         !getString(uint64_t(), e.metadata))
       return fail("entry " + std::to_string(i) + " runs past the end");
+    // Which of two entries for one target would run is nobody's guess.
+    for (const BundleEntry &earlier : out.entries)
+      if (earlier.target == e.target)
+        return fail("two entries for target " + e.target);
     out.entries.push_back(std::move(e));
   }
   if (pos != bytes.size() - 8)

@@ -33,6 +33,9 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
         !grid || grid->kind != JsonValue::Array || grid->array.size() != 3)
       return bad("a kernel needs name, args and a 3-entry grid");
     info.name = name->string;
+    for (const KernelInfo &earlier : out.kernels)
+      if (earlier.name == info.name)
+        return bad("two kernels named '" + info.name + "'");
     for (const JsonValue &a : args->array) {
       ArgInfo arg;
       const JsonValue *an = a.get("name"), *kind = a.get("kind"), *dtype = a.get("dtype"),

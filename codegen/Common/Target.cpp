@@ -65,9 +65,13 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
       return targetError("unknown metal target '" + spec + "' (it takes no version or options)");
     llvm::StringRef version, rest = chip;
     llvm::StringSet<> seen; // each option at most once
+    if (llvm::StringRef(spec).ends_with(":"))
+      return targetError("target '" + spec + "' ends with ':' (an empty option)");
     while (!rest.empty()) {
       auto [part, tail] = rest.split(':');
       rest = tail;
+      if (part.empty())
+        return targetError("target '" + spec + "' has an empty option between its ':'s");
       llvm::StringRef bytes = part;
       if (!seen.insert(part.split('=').first).second)
         return targetError("'" + part.split('=').first + "' is given twice in '" + spec + "'");

@@ -1217,6 +1217,17 @@ TEST_P(OnDevice, HandlesOutliveTheirDevice) {
 INSTANTIATE_TEST_SUITE_P(Devices, OnDevice, ::testing::Values("cpu", "vulkan", "cuda", "hip"),
                          [](const auto &info) { return info.param; });
 
+TEST(Metadata, KernelNamesAreUnique) {
+  // A launch by name must find one kernel, not the first of two.
+  const char *kernel = R"({"name": "k", "args": [], "grid": ["1", "1", "1"]})";
+  std::string json = std::string(R"({"target": "cpu", "kernels": [)") + kernel + ", " + kernel +
+                     "]}";
+  ModuleMetadata meta;
+  std::string error;
+  EXPECT_FALSE(parseMetadata(json, meta, error));
+  EXPECT_NE(error.find("two kernels named 'k'"), std::string::npos) << error;
+}
+
 TEST(Metadata, AssertReports) {
   // A Vulkan kernel's asserts come from its metadata; the report's flat index
   // reads back as coordinates in the tile (row-major).
@@ -1364,6 +1375,12 @@ TEST(Bundle, RoundTripAndDamage) {
   ASSERT_TRUE(readBundle(bytes, back, error)) << error;
   ASSERT_EQ(back.entries.size(), 2u);
   EXPECT_EQ(back.entries[0].binary, b.entries[0].binary);
+  // Two entries for one target: which would run is nobody's guess.
+  Bundle twice = b;
+  twice.entries.push_back({"cpu", "ELF2", "{}"});
+  Bundle ignored;
+  EXPECT_FALSE(readBundle(writeBundle(twice), ignored, error));
+  EXPECT_EQ(error, "invalid Kiln bundle: two entries for target cpu");
   EXPECT_EQ(back.find("vulkan:1.3")->target, "vulkan:1.2"); // older profiles run on newer
   EXPECT_EQ(back.find("vulkan:1.1"), nullptr);
   // Code tuned for Vulkan on the CPU (lavapipe) and for GPUs runs on either.
