@@ -233,6 +233,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     auto savedScopes = std::move(scopes);
     bool savedInHelper = inHelper;
     unsigned savedLoopDepth = std::exchange(loopDepth, 0); // a helper's loops are its own
+    unsigned savedPaths = std::exchange(helperPaths, 0);
     auto savedResult = std::move(helperResult);
     scopes.clear();
     scopes.emplace_back(); // globals: none besides builtins
@@ -256,6 +257,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     scopes = std::move(savedScopes);
     inHelper = savedInHelper;
     loopDepth = savedLoopDepth;
+    helperPaths = savedPaths;
     helperResult = std::move(savedResult);
     if (!ok) {
       // A helper is generated once per set of argument types: say which call

@@ -62,9 +62,25 @@ bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
       return genKernelReturn(static_cast<const ReturnStmt &>(*stmt)); // nothing after it runs
     if (stmt->kind == Stmt::Break || stmt->kind == Stmt::Continue)
       return genLoopExit(*stmt);
-    if (stmt->kind == Stmt::Return && (i + 1 != stmts.size() || scopes.size() != 2)) {
-      error(stmt->loc, "'return' must be the last statement of a function's body; "
-                       "early returns are not supported");
+    if (inHelper && stmt->kind == Stmt::If) {
+      auto &ifStmt = static_cast<const IfStmt &>(*stmt);
+      if (exits(ifStmt.thenBody, Stmt::Return, false) ||
+          exits(ifStmt.elseBody, Stmt::Return, false)) {
+        if (loopDepth)
+          return error(stmt->loc, "a helper cannot 'return' from inside a loop; set a "
+                                  "variable and 'break' instead"),
+                 false;
+        return genReturningIf(ifStmt, stmts.drop_front(i + 1)); // it ends the helper
+      }
+    }
+    if (stmt->kind == Stmt::Return && i + 1 != stmts.size()) {
+      error(stmts[i + 1]->loc, "statements after 'return' never run");
+      return false;
+    }
+    if (stmt->kind == Stmt::Return && (loopDepth || (scopes.size() != 2 && !helperPaths))) {
+      error(stmt->loc, loopDepth ? "a helper cannot 'return' from inside a loop; set a "
+                                   "variable and 'break' instead"
+                                 : "'return' here does not end the helper");
       return false;
     }
     // A statement that may have exited gave its flag a new value (an `if`
@@ -587,19 +603,144 @@ bool Generator::genRotatedWhile(mlir::Location l, Carry &carry, llvm::ArrayRef<B
   return true;
 }
 
-bool Generator::genIf(const IfStmt &stmt) {
-  MaybeValue cond = genValue(*stmt.cond, "condition");
+MaybeValue Generator::genIfCondition(const Expr &condition) {
+  MaybeValue cond = genValue(condition, "condition");
   if (!cond)
-    return false;
+    return std::nullopt;
   if (cond->type.kind != SType::Scalar || cond->type.dtype != DType::I1)
-    return error(stmt.cond->loc,
+    return error(condition.loc,
                  "an 'if' condition must be a scalar bool, got " + cond->type.str() +
                      (cond->type.kind == SType::Tile
                           ? "; pick per element with where(cond, a, b), or test the tile "
                             "as a whole with max(cond) > 0 (any lane) or min(cond) > 0 "
                             "(every lane)"
-                          : "")),
+                          : ""));
+  return cond;
+}
+
+/// What a helper's path returned, one value per result (none for `return;`
+/// or for falling off the end).
+static std::vector<TValue> returnedValues(const std::optional<TValue> &result) {
+  if (!result || (!result->value && result->type.kind != SType::Tuple))
+    return {};
+  if (result->type.kind == SType::Tuple)
+    return result->elements;
+  return {*result};
+}
+
+bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest) {
+  MaybeValue cond = genIfCondition(*stmt.cond);
+  if (!cond)
+    return false;
+  // One path: the branch, then the statements after the `if` if it did not return.
+  auto genPath = [&](const Block &body) {
+    helperResult.reset();
+    ++helperPaths;
+    bool ok;
+    {
+      ScopeGuard scope(*this);
+      ok = genBlock(body);
+    }
+    if (ok && !helperResult)
+      ok = genStatements(rest);
+    --helperPaths;
+    return ok;
+  };
+  if (cond->cst) // decided at compile time: one path
+    return genPath(cond->cst->i ? stmt.thenBody : stmt.elseBody);
+
+  Carry carry = carried({stmt.thenBody, stmt.elseBody, rest});
+  mlir::Location l = loc(stmt.loc);
+  auto paths = builder.create<mlir::scf::IfOp>(l, mlir::TypeRange{}, cond->value,
+                                               /*withElse=*/true);
+  std::optional<TValue> results[2];
+  mlir::Block *ends[2];
+  for (int i = 0; i < 2; ++i) {
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    mlir::Block *block = &(i ? paths.getElseRegion() : paths.getThenRegion()).front();
+    if (!block->empty())
+      block->back().erase(); // the implicit empty yield
+    builder.setInsertionPointToEnd(block);
+    carry.restore();
+    if (!genPath(i ? stmt.elseBody : stmt.thenBody))
+      return false;
+    results[i] = helperResult;
+    ends[i] = builder.getInsertionBlock();
+  }
+  carry.restore();
+
+  // Both paths return the same: values of one type each (a weak constant takes
+  // the other path's type), or nothing.
+  std::vector<TValue> values[2] = {returnedValues(results[0]), returnedValues(results[1])};
+  bool tuples[2] = {results[0] && results[0]->type.kind == SType::Tuple,
+                    results[1] && results[1]->type.kind == SType::Tuple};
+  auto describe = [&](int i) {
+    if (values[i].empty())
+      return std::string("nothing");
+    std::string text;
+    for (const TValue &v : values[i])
+      text += (text.empty() ? "" : ", ") + v.type.str();
+    return tuples[i] ? "(" + text + ")" : text;
+  };
+  if (values[0].size() != values[1].size() || tuples[0] != tuples[1])
+    return error(stmt.loc, "the paths through this 'if' return " + describe(0) + " and " +
+                               describe(1) + "; every path of a helper returns the same"),
            false;
+  for (size_t k = 0; k < values[0].size(); ++k) {
+    TValue &a = values[0][k], &b = values[1][k];
+    if (a.type.dtype == b.type.dtype && a.type.shape == b.type.shape)
+      continue;
+    int weak = a.type.weak && a.type.kind == SType::Scalar   ? 0
+               : b.type.weak && b.type.kind == SType::Scalar ? 1
+                                                              : -1;
+    if (weak < 0)
+      return error(stmt.loc, "the paths through this 'if' return " + describe(0) + " and " +
+                                 describe(1) + "; return one type from each (cast<T>(...))"),
+             false;
+    TValue &from = weak ? b : a, &to = weak ? a : b;
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(ends[weak]);
+    MaybeValue converted = convert(from, to.type.dtype, to.type.shape, stmt.loc);
+    if (!converted)
+      return false;
+    from = *converted;
+  }
+  llvm::SmallVector<mlir::Type> types;
+  for (const TValue &v : values[0])
+    types.push_back(v.value.getType());
+  auto joined = builder.create<mlir::scf::IfOp>(l, types, cond->value, /*withElse=*/true);
+  for (int i = 0; i < 2; ++i) {
+    mlir::Region &region = i ? joined.getElseRegion() : joined.getThenRegion();
+    region.takeBody(i ? paths.getElseRegion() : paths.getThenRegion());
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(ends[i]);
+    llvm::SmallVector<Value> yielded;
+    for (const TValue &v : values[i])
+      yielded.push_back(v.value);
+    builder.create<mlir::scf::YieldOp>(l, yielded);
+  }
+  paths.erase();
+  TValue out;
+  if (tuples[0])
+    out.type.kind = SType::Tuple;
+  for (auto [k, v] : llvm::enumerate(values[0])) {
+    TValue r = v;
+    r.type.weak = false;
+    r.cst.reset();
+    r.value = joined.getResult(k);
+    if (!tuples[0])
+      out = r;
+    else
+      out.elements.push_back(r);
+  }
+  helperResult = values[0].empty() ? TValue{} : out;
+  return true;
+}
+
+bool Generator::genIf(const IfStmt &stmt) {
+  MaybeValue cond = genIfCondition(*stmt.cond);
+  if (!cond)
+    return false;
   if (cond->cst) {
     // Decided at compile time (typically by params): only the taken branch exists.
     ScopeGuard scope(*this);

@@ -288,6 +288,12 @@ private:
   static constexpr int64_t kMaxUnrolledCopies = 4096;
   bool genWhile(const WhileStmt &stmt);
   bool genIf(const IfStmt &stmt);
+  /// A helper's `if` with a `return` in a branch: each path (a branch, then
+  /// `rest` where the branch does not return) ends the helper, and the `if`
+  /// yields what the paths return.
+  bool genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest);
+  /// The condition of an `if`: a scalar bool, else an error (with a hint for tiles).
+  MaybeValue genIfCondition(const Expr &cond);
   /// The mutable outer bindings a loop or `if` body assigns (in name order)
   /// and their values before it: what its region carries in and out.
   struct Carry {
@@ -529,6 +535,7 @@ private:
   bool inHelper = false;
   unsigned loopDepth = 0; // loops around the statement being generated
   std::optional<TValue> helperResult; // set by `return` in a helper
+  unsigned helperPaths = 0; // returning ifs around the statement (a return may end a path)
   std::map<std::string, mlir::func::FuncOp> specializations;
   llvm::StringSet<> activeHelpers; // helpers being generated, to catch recursion
   unsigned nesting = 0;             // levels of Nesting now open

@@ -175,6 +175,81 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N]) params(B: i32 = 4, SKIP: i1 = fal
   });
 }
 
+TEST_F(DeviceAgreement, HelpersReturnEarlyOnEveryDevice) {
+  // Guard clauses in helpers: each path through an `if` that returns ends the
+  // helper (the rest of the body runs on the paths that do not), with values,
+  // tuples, a weak constant taking the other path's type, nothing (`return;`),
+  // and an `if` decided at compile time.
+  const char *source = R"(
+fn clampish(x, lo) {
+  if lo > 100.0 {
+    return 0.0;
+  }
+  if lo < 0.0 {
+    return x;
+  }
+  return max(x, lo);
+}
+fn sign_of(v: f32) {
+  if v > 0.0 { return 1; }
+  if v < 0.0 { return -1; }
+  return 0;
+}
+fn pair(v, flip: i32) {
+  if flip == 1 {
+    return (v, -v);
+  } else {
+    var w = v * 2.0;
+    if flip == 2 { w = w + 1.0; }
+    return (w, v);
+  }
+}
+fn store_if(y, o, v, n: i32) {
+  if n < 0 { return; }
+  store(y[o], v);
+}
+fn twice(v, B) {
+  if B > 8 { return v * 2.0; }
+  return v;
+}
+kernel k(x: tensor<f32>[N], y: tensor<f32>[N], z: tensor<f32>[N], s: tensor<i32>[1],
+         lo: f32, flip: i32) params(B: i32 = 64) grid(cdiv(N, B)) {
+  let o = program_id(0) * B + arange(0, B);
+  let (a, b) = pair(clampish(load(x[o]), lo), flip);
+  store(y[o], twice(a, B));
+  store(z[o], b);
+  store(s[0], sign_of(lo));
+  store_if(y, o, a + b, flip - 5);
+}
+)";
+  const int64_t n = 100;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = float(i % 7) - 3.0f;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    for (float lo : {-1.0f, 0.5f, 200.0f})
+      for (int32_t flip : {0, 1, 2, 6}) {
+        Tensor tx = s.upload(x, {n}), y = s.empty<float>({n}), z = s.empty<float>({n}),
+               sign = s.empty<int32_t>({1});
+        ASSERT_TRUE(k(tx, y, z, sign, lo, flip).ok()) << device;
+        std::vector<float> gy, gz;
+        std::vector<int32_t> gs;
+        ASSERT_TRUE(y.download(gy).ok() && z.download(gz).ok() && sign.download(gs).ok());
+        EXPECT_EQ(gs[0], lo > 0 ? 1 : lo < 0 ? -1 : 0) << device << " lo=" << lo;
+        for (int64_t i = 0; i < n; ++i) {
+          float c = lo > 100 ? 0.0f : lo < 0 ? x[i] : std::max(x[i], lo);
+          float a = flip == 1 ? c : c * 2.0f + (flip == 2 ? 1.0f : 0.0f);
+          float b = flip == 1 ? -c : c;
+          float want = flip >= 5 ? a + b : a * 2.0f;
+          ASSERT_EQ(gy[i], want) << device << " lo=" << lo << " flip=" << flip << " at " << i;
+          ASSERT_EQ(gz[i], b) << device << " lo=" << lo << " flip=" << flip << " at " << i;
+        }
+      }
+  });
+}
+
 TEST_F(DeviceAgreement, GridsPastTheWorkgroupLimitOnEveryDevice) {
   // Vulkan devices may count workgroups only to 65535 per axis (lavapipe
   // does): a wider grid runs as several dispatches, and program_id and
