@@ -731,6 +731,12 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
           ExprPtr e = parseExpr();
           if (!e)
             return nullptr;
+          if (is(Tok::Colon)) { // numpy's x[a:b]
+            errorHere("Kiln has no slices: index with a tile, x[a + arange(0, B)], or take a "
+                      "block, x.tile([B], [a])",
+                      false);
+            return nullptr;
+          }
           index->indices.push_back(std::move(e));
         } while (consumeIf(Tok::Comma));
       }
