@@ -300,6 +300,7 @@ static Status resolve(Driver *driver, const KernelInfo &kernel, const std::vecto
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].unrepresentable) {
       std::ostringstream value;
+      value.precision(17);
       value << *args[i].unrepresentable;
       return Status::failure("kernel '" + kernel.name + "': argument '" + kernel.args[i].name +
                              "' is " + value.str() + ", which does not fit in " +

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -28,8 +29,8 @@ namespace kiln {
 class Session;
 
 namespace detail {
-/// The dtype of host elements of type T (uploads and downloads of std::vector<T>).
-template <typename T> constexpr DType dtypeOf() {
+/// The dtype of host elements of type T, if Kiln has one for it.
+template <typename T> constexpr std::optional<DType> hostDType() {
   if constexpr (std::is_same_v<T, float>) return DType::F32;
   else if constexpr (std::is_same_v<T, double>) return DType::F64;
   else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
@@ -41,7 +42,13 @@ template <typename T> constexpr DType dtypeOf() {
   else if constexpr (std::is_same_v<T, uint16_t>) return DType::U16;
   else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
   else if constexpr (std::is_same_v<T, bool>) return DType::I1;
-  else static_assert(sizeof(T) == 0, "use upload(ptr, dtype, shape) for this element type");
+  else return std::nullopt;
+}
+/// The dtype of host elements of type T (uploads of std::vector<T>).
+template <typename T> constexpr DType dtypeOf() {
+  static_assert(hostDType<T>().has_value(),
+                "use upload(ptr, dtype, shape) for this element type");
+  return *hostDType<T>();
 }
 } // namespace detail
 
@@ -61,10 +68,11 @@ public:
   /// for f16 and bf16, uint8_t for fp8 and i1); any other is an error, neither
   /// an overrun nor floats read as integers.
   template <typename T> rt::Status download(std::vector<T> &host) const {
-    bool bits = std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool> &&
-                sizeof(T) == dtypeBytes(dtype_);
-    if (!bits && detail::dtypeOf<T>() != dtype_)
-      return elementTypeMismatch(detail::dtypeOf<T>());
+    constexpr std::optional<DType> typed = detail::hostDType<T>();
+    bool bits = std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool>;
+    if (sizeof(T) != dtypeBytes(dtype_) || (typed && !bits && *typed != dtype_))
+      return elementTypeMismatch(typed ? dtypeName(*typed)
+                                       : std::to_string(sizeof(T)) + "-byte elements");
     host.resize(numel());
     return download(static_cast<void *>(host.data()));
   }
@@ -72,7 +80,7 @@ public:
   /// on the device).
   rt::Status download(std::vector<bool> &host) const {
     if (dtype_ != DType::I1)
-      return elementTypeMismatch(DType::I1);
+      return elementTypeMismatch("bools");
     std::vector<uint8_t> bytes(numel());
     rt::Status s = download(static_cast<void *>(bytes.data()));
     host.assign(bytes.begin(), bytes.end());
@@ -83,7 +91,7 @@ public:
 private:
   friend class Session;
   /// "cannot download a tensor of <dtype> into a vector of <host>".
-  rt::Status elementTypeMismatch(DType host) const;
+  rt::Status elementTypeMismatch(const std::string &host) const;
   std::shared_ptr<rt::Device> device_; // shared: a tensor or kernel may outlive its Session
   rt::Buffer buffer_;
   DType dtype_ = DType::F32;

@@ -57,7 +57,8 @@ std::optional<int64_t> Generator::constInt(const Expr &e, const char *what, cons
   if (!v)
     return std::nullopt;
   if (!v->cst || v->type.kind != SType::Scalar || isFloat(v->type.dtype))
-    return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant" + hint);
+    return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant" +
+                            (v->cst ? "" : hint));
   if (v->cst->isUnsigned && v->cst->i < 0)
     return error(e.loc, llvm::Twine(what) + " " + std::to_string(uint64_t(v->cst->i)) +
                             " is too large");
@@ -362,9 +363,9 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       return std::nullopt;
     // A tile's extent is static: a size known only at launch is reached with a
     // param-wide tile and the masks views apply at the tensor's bounds.
-    const char *hint = "; a tile's size is fixed when the kernel compiles: use a param "
-                       "(arange(0, BLOCK), BLOCK >= N), whose lanes past N the loads and "
-                       "stores mask, or a loop over BLOCK-wide steps";
+    const char *hint = "; a tile's size is fixed when the kernel compiles: take a param "
+                       "BLOCK >= N (loads and stores mask the lanes past the tensor's end), "
+                       "or loop over N in BLOCK-wide steps";
     auto first = constInt(*e.args[0], "arange bound", hint);
     if (!first)
       return std::nullopt;

@@ -429,8 +429,11 @@ MaybeValue Generator::genMethod(const MethodExpr &e) {
   if (!base)
     return std::nullopt;
   if (base->type.kind != SType::Tensor)
-    return error(e.nameLoc, "methods exist only on tensor arguments; '" + e.name +
-                                "' called on " + withArticle(base->type.str()));
+    return error(e.nameLoc, "'" + e.name + "' is a method of tensor arguments, called here on " +
+                                withArticle(base->type.str()) +
+                                (base->type.kind == SType::Tile
+                                     ? "; a tile's sizes are constants of its type"
+                                     : ""));
   size_t rank = base->type.shape.size();
   mlir::Location l = loc(e.loc);
   if (e.name == "size" || e.name == "stride") {
@@ -452,9 +455,7 @@ MaybeValue Generator::genMethod(const MethodExpr &e) {
     out.value = builder.create<mlir::arith::IndexCastOp>(l, builder.getI32Type(), v);
     return out;
   }
-  if (e.name != "tile")
-    return error(e.nameLoc, "unknown method '" + e.name + "' (tensors have tile, size, stride)");
-  if (e.args.size() != 2)
+  if (e.args.size() != 2) // `tile`: the parser makes every other name a call
     return error(e.nameLoc, "tile takes a shape and offsets: x.tile([B0, B1], [o0, o1])");
   auto shape = constShape(*e.args[0], "block shape");
   if (!shape)

@@ -227,7 +227,16 @@ private:
   }
   /// Binds `name` in the innermost scope. A builtin's name may be bound, as in
   /// Python (`let max = max(v, axis = 0);`): names look up values, calls builtins.
+  /// Not those written with a type argument (`full < n` would read as `full<T>`),
+  /// nor `inf` and `nan`, which grid rules read as numbers.
   bool declare(SMLoc at, const std::string &name, TValue val, bool isMutable) {
+    if (takesTypeArgument(name) || name == "inf" || name == "nan") {
+      error(at, "'" + name + "' cannot name a value (" +
+                    (takesTypeArgument(name) ? "'" + name + " <' reads as a type argument"
+                                             : std::string("it is a number")) +
+                    ")");
+      return false;
+    }
     if (scopes.back().count(name)) {
       error(at, "redefinition of '" + name + "' in the same scope");
       return false;

@@ -127,9 +127,9 @@ rt::Status Tensor::download(void *host) const {
   return device_->read(buffer_, host, numel() * dtypeBytes(dtype_));
 }
 
-rt::Status Tensor::elementTypeMismatch(DType host) const {
+rt::Status Tensor::elementTypeMismatch(const std::string &host) const {
   return rt::Status::failure(std::string("cannot download a tensor of ") + dtypeName(dtype_) +
-                             " into a vector of " + dtypeName(host) +
+                             " into a vector of " + host +
                              " (use its element type, or unsigned integers of " +
                              std::to_string(dtypeBytes(dtype_)) + " bytes for its bits)");
 }

@@ -721,7 +721,8 @@ TEST_P(OnDevice, FloatsForIntegerScalarsMustHaveAnIntegerOfTheType) {
   };
   EXPECT_EQ(launchWithSeed(Arg::floating(-0x1p63, DType::I64)), "");
   EXPECT_EQ(launchWithSeed(Arg::floating(0x1p63, DType::I64)),
-            "kernel 'dropout': argument 'seed' is 9.22337e+18, which does not fit in i64");
+            "kernel 'dropout': argument 'seed' is 9.2233720368547758e+18, which does not fit "
+            "in i64");
   EXPECT_EQ(launchWithSeed(Arg::floating(NAN, DType::I64)),
             "kernel 'dropout': argument 'seed' is nan, which does not fit in i64");
   EXPECT_EQ(launchWithSeed(Arg::floating(-INFINITY, DType::I64)),
@@ -1111,6 +1112,8 @@ TEST_P(OnDevice, ThreadsLaunchOnOneDeviceAtOnce) {
   // their own streams, three through Device::launch, with timestamps between.
   // Vulkan's command pool and queue are shared; unguarded, about one run in
   // four crashed.
+  if (GetParam() == "cuda" || GetParam() == "hip")
+    GTEST_SKIP() << GetParam() << " devices are used from the thread that opened them";
   Module m = load("vector_add");
   const int64_t n = 4096;
   std::atomic<int> failures{0};

@@ -120,7 +120,7 @@ kernel flip(m: tensor<i1>[N], out: tensor<i1>[N]) grid(1) {
   Tensor ints = s.empty<int32_t>({4});
   rt::Status wrongBools = ints.download(notBools);
   EXPECT_FALSE(wrongBools.ok());
-  EXPECT_NE(wrongBools.message().find("cannot download a tensor of i32 into a vector of i1"),
+  EXPECT_NE(wrongBools.message().find("cannot download a tensor of i32 into a vector of bools"),
             std::string::npos)
       << wrongBools.message();
   std::vector<double> wide;

@@ -408,7 +408,7 @@ int main(int argc, char **argv) {
         llvm::sys::fs::remove(path);
     }
   } stale;
-  if (artifactFor(emit, target) && outputFile != "-")
+  if ((binaryEmit || !metadataFile.empty()) && outputFile != "-")
     stale.path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
 
   if (emit == Emit::AST) {

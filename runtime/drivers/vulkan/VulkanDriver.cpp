@@ -343,6 +343,13 @@ public:
     }
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device, b->buffer, &req);
+    if (req.size > maxAllocation) {
+      vkDestroyBuffer(device, b->buffer, nullptr);
+      delete b;
+      return Status::failure("out of device memory: more than this Vulkan device allocates "
+                             "at once (" + std::to_string(maxAllocation) +
+                             " bytes, maxMemoryAllocationSize)");
+    }
     uint32_t type = UINT32_MAX;
     VkMemoryPropertyFlags want =
         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
@@ -560,6 +567,14 @@ public:
         // A storage buffer binding spans at most maxStorageBufferRange bytes:
         // the rest of the buffer when that fits, else what the tensor reaches.
         auto *buffer = static_cast<VkBuf *>(a.buffer);
+        if (std::find(a.sizes.begin(), a.sizes.end(), 0) != a.sizes.end()) { // nothing is read: its first word, in range
+          infos.push_back({buffer->buffer, 0, 4});
+          for (int64_t s : a.sizes)
+            words.push_back(static_cast<uint32_t>(s));
+          for (int64_t s : a.strides)
+            words.push_back(static_cast<uint32_t>(s));
+          continue;
+        }
         VkDeviceSize range = (buffer->size + 3) / 4 * 4 - byteOffset;
         if (range > props.limits.maxStorageBufferRange) {
           int64_t last = 0;
@@ -782,13 +797,17 @@ public:
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &cmd;
     VkResult r = vkQueueSubmit(queue, 1, &submit, fence);
-    submitting.unlock();
-    auto &work = static_cast<VkStream &>(stream).inFlight;
-    work.push_back({fence, cmd, std::move(d), &kernel, std::move(keepAlive)});
-    if (r != VK_SUCCESS) {
+    if (r != VK_SUCCESS) { // nothing was queued: no fence to wait for
+      vkFreeCommandBuffers(device, commandPool, 1, &cmd);
+      submitting.unlock();
+      vkDestroyFence(device, fence, nullptr);
+      (void)finish(kernel, d, r);
       (void)synchronize(stream);
       return launchResult(kernel, r);
     }
+    submitting.unlock();
+    static_cast<VkStream &>(stream).inFlight.push_back(
+        {fence, cmd, std::move(d), &kernel, std::move(keepAlive)});
     return Status::success();
   }
 
@@ -845,10 +864,22 @@ public:
     return r;
   }
 
+  /// Waits for everything submitted so far: an empty submission's fence signals
+  /// after all earlier ones, and other threads may submit meanwhile.
   Status synchronize() override {
-    std::lock_guard<std::mutex> waiting(submitMutex);
-    VkResult r = vkQueueWaitIdle(queue);
-    return r == VK_SUCCESS ? Status::success() : Status::failure(vkError("vkQueueWaitIdle", r));
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    if (VkResult r = vkCreateFence(device, &fci, nullptr, &fence); r != VK_SUCCESS)
+      return Status::failure(vkError("vkCreateFence", r));
+    VkResult r;
+    {
+      std::lock_guard<std::mutex> submitting(submitMutex);
+      r = vkQueueSubmit(queue, 0, nullptr, fence);
+    }
+    if (r == VK_SUCCESS)
+      r = vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX);
+    vkDestroyFence(device, fence, nullptr);
+    return r == VK_SUCCESS ? Status::success() : Status::failure(vkError("synchronize", r));
   }
 
   /// The device's clock, read with a timestamp query after all queued work; the
