@@ -99,15 +99,8 @@ rt::Result<session::Binary> session::compileBinary(const std::string &source,
 
 std::string session::readFile(const std::string &path) {
   // A cache entry is a regular file; anything else there (a pipe that would
-  // block, a link to a device that never ends) reads as a damaged entry.
-  if (!isRegularFile(path))
-    return "";
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // block, a link to a device that never ends) reads as a missing entry.
+  return readRegularFile(path);
 }
 
 //===----------------------------------------------------------------------===//

@@ -54,7 +54,25 @@ bool kiln::readInput(const std::string &path, std::string &out, std::string &err
   return true;
 }
 
-bool kiln::isRegularFile(const std::string &path) {
+std::string kiln::readRegularFile(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return "";
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  std::string out;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    out.resize(size_t(st.st_size));
+    size_t done = 0;
+    while (done < out.size()) {
+      ssize_t got = ::read(fd, &out[done], out.size() - done);
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got <= 0)
+        break;
+      done += size_t(got);
+    }
+    out.resize(done); // a file cut short meanwhile reads as what it holds
+  }
+  ::close(fd);
+  return out;
 }

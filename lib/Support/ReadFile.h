@@ -16,8 +16,9 @@ constexpr size_t kMaxInputBytes = size_t(256) << 20;
 bool readInput(const std::string &path, std::string &out, std::string &error,
                size_t limit = kMaxInputBytes);
 
-/// Whether `path` is a regular file (after symlinks): what a cache folder may
-/// hand back. A pipe there could block a reader, a device never end.
-bool isRegularFile(const std::string &path);
+/// The bytes of `path` if it is a regular file (after symlinks): what a cache
+/// folder may hand back. "" for anything else: a pipe there could block a
+/// reader, a device never end (opened without blocking, then checked).
+std::string readRegularFile(const std::string &path);
 
 } // namespace kiln
