@@ -3,6 +3,7 @@
 #include "lib/Support/ReadFile.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include <fcntl.h>
@@ -10,6 +11,24 @@
 #include <unistd.h>
 
 using namespace kiln;
+
+/// Reads `fd` to its end into `out`: 0, or an errno (EFBIG past `limit` bytes).
+static int readToEnd(int fd, size_t limit, std::string &out) {
+  out.clear();
+  char chunk[1 << 16];
+  while (true) {
+    ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return errno;
+    if (got == 0)
+      return 0;
+    if (out.size() + size_t(got) > limit)
+      return EFBIG;
+    out.append(chunk, size_t(got));
+  }
+}
 
 bool kiln::readInput(const std::string &path, std::string &out, std::string &error,
                      size_t limit) {
@@ -20,38 +39,16 @@ bool kiln::readInput(const std::string &path, std::string &out, std::string &err
     return false;
   }
   struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    error = "it is a directory";
-    if (!isStdin)
-      ::close(fd);
-    return false;
-  }
-  out.clear();
-  error.clear();
-  char chunk[1 << 16];
-  while (true) {
-    ssize_t got = ::read(fd, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0) {
-      error = std::strerror(errno);
-      break;
-    }
-    if (got == 0)
-      break;
-    if (out.size() + size_t(got) > limit) {
-      error = "it holds more than " + std::to_string(limit >> 20) + " MiB";
-      break;
-    }
-    out.append(chunk, size_t(got));
-  }
+  int problem = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) ? EISDIR : readToEnd(fd, limit, out);
   if (!isStdin)
     ::close(fd);
-  if (!error.empty()) {
+  if (problem) {
     out.clear();
-    return false;
+    error = problem == EISDIR  ? "it is a directory"
+            : problem == EFBIG ? "it holds more than " + std::to_string(limit >> 20) + " MiB"
+                               : std::string(std::strerror(problem));
   }
-  return true;
+  return !problem;
 }
 
 std::string kiln::readRegularFile(const std::string &path) {
@@ -60,19 +57,8 @@ std::string kiln::readRegularFile(const std::string &path) {
     return "";
   struct stat st;
   std::string out;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    out.resize(size_t(st.st_size));
-    size_t done = 0;
-    while (done < out.size()) {
-      ssize_t got = ::read(fd, &out[done], out.size() - done);
-      if (got < 0 && errno == EINTR)
-        continue;
-      if (got <= 0)
-        break;
-      done += size_t(got);
-    }
-    out.resize(done); // a file cut short meanwhile reads as what it holds
-  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || readToEnd(fd, SIZE_MAX, out) != 0)
+    out.clear();
   ::close(fd);
   return out;
 }
