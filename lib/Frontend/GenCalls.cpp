@@ -272,11 +272,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
       }
       return std::nullopt;
     }
-    std::vector<TValue> results;
-    if (result && result->type.kind == SType::Tuple)
-      results = result->elements;
-    else if (result && result->value)
-      results.push_back(*result);
+    std::vector<TValue> results = returnedValues(result);
     llvm::SmallVector<Value> rets;
     llvm::SmallVector<mlir::Type> retTypes;
     llvm::SmallVector<mlir::Attribute> retDTypes;

@@ -51,6 +51,9 @@ bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops) {
 
 bool Generator::genBlock(const Block &block) { return genStatements(block); }
 
+static const char *const kReturnInLoop =
+    "a helper cannot 'return' from inside a loop; set a variable and 'break' instead";
+
 bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
   if (stmts.empty())
     return true;
@@ -67,9 +70,7 @@ bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
       if (exits(ifStmt.thenBody, Stmt::Return, false) ||
           exits(ifStmt.elseBody, Stmt::Return, false)) {
         if (loopDepth)
-          return error(stmt->loc, "a helper cannot 'return' from inside a loop; set a "
-                                  "variable and 'break' instead"),
-                 false;
+          return error(stmt->loc, kReturnInLoop), false;
         return genReturningIf(ifStmt, stmts.drop_front(i + 1)); // it ends the helper
       }
     }
@@ -78,9 +79,7 @@ bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
       return false;
     }
     if (stmt->kind == Stmt::Return && (loopDepth || (scopes.size() != 2 && !helperPaths))) {
-      error(stmt->loc, loopDepth ? "a helper cannot 'return' from inside a loop; set a "
-                                   "variable and 'break' instead"
-                                 : "'return' here does not end the helper");
+      error(stmt->loc, loopDepth ? kReturnInLoop : "'return' here does not end the helper");
       return false;
     }
     // A statement that may have exited gave its flag a new value (an `if`
@@ -616,16 +615,6 @@ MaybeValue Generator::genIfCondition(const Expr &condition) {
                             "(every lane)"
                           : ""));
   return cond;
-}
-
-/// What a helper's path returned, one value per result (none for `return;`
-/// or for falling off the end).
-static std::vector<TValue> returnedValues(const std::optional<TValue> &result) {
-  if (!result || (!result->value && result->type.kind != SType::Tuple))
-    return {};
-  if (result->type.kind == SType::Tuple)
-    return result->elements;
-  return {*result};
 }
 
 bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest) {

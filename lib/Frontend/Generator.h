@@ -301,6 +301,15 @@ private:
   /// `rest` where the branch does not return) ends the helper, and the `if`
   /// yields what the paths return.
   bool genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest);
+  /// What a helper returned, one value per result (none for `return;` or for
+  /// falling off the end).
+  static std::vector<TValue> returnedValues(const std::optional<TValue> &result) {
+    if (!result || (!result->value && result->type.kind != SType::Tuple))
+      return {};
+    if (result->type.kind == SType::Tuple)
+      return result->elements;
+    return {*result};
+  }
   /// The condition of an `if`: a scalar bool, else an error (with a hint for tiles).
   MaybeValue genIfCondition(const Expr &cond);
   /// The mutable outer bindings a loop or `if` body assigns (in name order)

@@ -320,12 +320,15 @@ public:
   }
 
   Result<VkBuf *> createBuffer(size_t bytes) {
-    // Rounded up to whole words below; the device's own limit is checked here
-    // too, as drivers need not refuse a larger request cleanly.
-    if (bytes > maxAllocation || bytes > SIZE_MAX - 3)
+    // Rounded up to whole words below; the device's own limit is checked on the
+    // request and on what the buffer needs, as drivers need not refuse cleanly.
+    auto tooLarge = [&] {
       return Status::failure("out of device memory: more than this Vulkan device allocates "
                              "at once (" + std::to_string(maxAllocation) +
                              " bytes, maxMemoryAllocationSize)");
+    };
+    if (bytes > maxAllocation || bytes > SIZE_MAX - 3)
+      return tooLarge();
     auto *b = new VkBuf();
     b->size = bytes;
     VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -346,9 +349,7 @@ public:
     if (req.size > maxAllocation) {
       vkDestroyBuffer(device, b->buffer, nullptr);
       delete b;
-      return Status::failure("out of device memory: more than this Vulkan device allocates "
-                             "at once (" + std::to_string(maxAllocation) +
-                             " bytes, maxMemoryAllocationSize)");
+      return tooLarge();
     }
     uint32_t type = UINT32_MAX;
     VkMemoryPropertyFlags want =
@@ -566,20 +567,16 @@ public:
                                  "and whole words)");
         // A storage buffer binding spans at most maxStorageBufferRange bytes:
         // the rest of the buffer when that fits, else what the tensor reaches.
+        // An empty view reads nothing: it binds the buffer's first word, in range.
         auto *buffer = static_cast<VkBuf *>(a.buffer);
-        if (std::find(a.sizes.begin(), a.sizes.end(), 0) != a.sizes.end()) { // nothing is read: its first word, in range
-          infos.push_back({buffer->buffer, 0, 4});
-          for (int64_t s : a.sizes)
-            words.push_back(static_cast<uint32_t>(s));
-          for (int64_t s : a.strides)
-            words.push_back(static_cast<uint32_t>(s));
-          continue;
-        }
-        VkDeviceSize range = (buffer->size + 3) / 4 * 4 - byteOffset;
-        if (range > props.limits.maxStorageBufferRange) {
+        bool empty = std::find(a.sizes.begin(), a.sizes.end(), 0) != a.sizes.end();
+        VkDeviceSize range = empty ? 4 : (buffer->size + 3) / 4 * 4 - byteOffset;
+        if (empty)
+          byteOffset = 0;
+        else if (range > props.limits.maxStorageBufferRange) {
           int64_t last = 0;
           for (size_t d = 0; d < a.sizes.size(); ++d)
-            last += std::max<int64_t>(a.sizes[d] - 1, 0) * a.strides[d];
+            last += (a.sizes[d] - 1) * a.strides[d];
           range = std::min<VkDeviceSize>(
               range, ((last + 1) * dtypeBytes(a.info->dtype) + 3) / 4 * 4);
           if (range > props.limits.maxStorageBufferRange)
