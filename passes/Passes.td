@@ -412,8 +412,9 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   let summary = "Replace math functions a target lacks with expansions";
   let description = [{
     With `target=spirv`: `math.erf` (f32; GLSL.std.450 has none) becomes MLIR's
-    polynomial approximation (+-0 kept), and `math.trunc(x)` becomes
-    `x < 0 ? ceil(x) : floor(x)`. `math.atan2(y, x)` becomes `atan(y / x)`
+    polynomial approximation (+-0 kept), `math.trunc(x)` becomes
+    `x < 0 ? ceil(x) : floor(x)`, and f64 `math.roundeven(x)` is rebuilt
+    from `trunc` (lavapipe's f64 RoundEven rounded 3.5 to 3). `math.atan2(y, x)` becomes `atan(y / x)`
     corrected by quadrant (signed zeros and infinities as C's `atan2`) and by
     the quotient's remainder, and `asin` and `acos` `atan2`s of `x` and
     `sqrt(1 - x^2)` (GLSL's own were off by 2e-4), by ExactMath's patterns

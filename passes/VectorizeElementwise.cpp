@@ -137,7 +137,7 @@ static SmallVector<Operation *> splitIntoChunks(IRRewriter &rewriter, linalg::Ge
   // the loop's initial value instead would make bufferization copy the tile.
   auto loop = dyn_cast<scf::ForOp>(tiled->loops[0].getOperation());
   auto piece = dyn_cast<linalg::GenericOp>(tiled->tiledOps[0]);
-  if (loop && piece && loop.getInitArgs().size() == piece.getNumDpsInits()) {
+  if (loop && piece && int64_t(loop.getInitArgs().size()) == piece.getNumDpsInits()) {
     // The loop carries the generic's results in order.
     for (auto [k, init, iterArg] :
          llvm::enumerate(loop.getInitArgs(), loop.getRegionIterArgs())) {

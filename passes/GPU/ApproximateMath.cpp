@@ -72,6 +72,23 @@ Value expandTrunc(FloatBuilder &f, math::TruncOp op) {
   return f.select(f.lt(x, 0), f.call<math::CeilOp>(x), f.floor(x));
 }
 
+/// rint(x), halves to even, from trunc: lavapipe's f64 RoundEven (Mesa 22.3 on
+/// 256-bit llvmpipe) rounded 3.5 to 3 and left 26452196.1 as it was, which
+/// broke sin and cos past 2^24 (their reduction rounds x 2/pi). x - trunc(x) is
+/// exact; t is odd when t / 2 is not an integer. NaN and infinities come through.
+/// f32's RoundEven (bf16 conversions round with it) was right and stays.
+Value expandRoundEven(FloatBuilder &f, math::RoundEvenOp op) {
+  if (!f.isF64())
+    return {};
+  Value x = op.getOperand();
+  Value t = f.call<math::TruncOp>(x);
+  Value fraction = f.abs(f.sub(x, t));
+  Value half = f.mul(t, f.c(0.5));
+  Value odd = f.cmp(arith::CmpFPredicate::ONE, f.call<math::TruncOp>(half), half);
+  Value away = f.either(f.gt(fraction, 0.5), f.both(f.eq(fraction, 0.5), odd));
+  return f.select(away, f.add(t, f.copysign(f.c(1), x)), t);
+}
+
 /// `value` where `x` is NaN or outside [-1, 1]: asin and acos are NaN there,
 /// whatever a target's sqrt and atan make of it.
 Value nanOutsideUnit(FloatBuilder &f, Value x, Value value) {
@@ -216,7 +233,8 @@ struct ApproximateMath : kiln::impl::KilnApproximateMathBase<ApproximateMath> {
       patterns.add<Expand<math::ErfOp, expandErfZeroSign>>(&getContext(), /*benefit=*/2);
       // exp2, atan2, asin and acos are ExactMath's (GLSL's Asin and Acos were
       // off by 2e-4 on lavapipe).
-      patterns.add<Expand<math::TruncOp, expandTrunc>, Expand<math::PowFOp, expandPow>,
+      patterns.add<Expand<math::TruncOp, expandTrunc>, Expand<math::RoundEvenOp, expandRoundEven>,
+                   Expand<math::PowFOp, expandPow>,
                    Expand<math::AsinhOp, expandAsinh>, Expand<math::AcoshOp, expandAcosh>,
                    Expand<math::AtanhOp, expandAtanh>,
                    Expand<math::CbrtOp, expandCbrt>, Expand<math::SinhOp, expandSinh>,
