@@ -72,6 +72,13 @@ unsigned kiln::heightFromChildren(const Expr &e) {
     see(static_cast<const IndexExpr &>(e).base);
     seeAll(static_cast<const IndexExpr &>(e).indices);
     break;
+  case Expr::Slice: {
+    auto &slice = static_cast<const SliceExpr &>(e);
+    for (const ExprPtr *part : {&slice.start, &slice.stop, &slice.step})
+      if (*part)
+        see(*part);
+    break;
+  }
   case Expr::Method:
     see(static_cast<const MethodExpr &>(e).base);
     seeAll(static_cast<const MethodExpr &>(e).args);
@@ -152,6 +159,21 @@ struct Dumper {
       os << " [";
       list(i.indices);
       os << "])";
+      return;
+    }
+    case Expr::Slice: {
+      auto &slice = static_cast<const SliceExpr &>(e);
+      auto part = [&](const ExprPtr &p) {
+        if (p)
+          expr(*p);
+      };
+      part(slice.start);
+      os << ":";
+      part(slice.stop);
+      if (slice.step) {
+        os << ":";
+        part(slice.step);
+      }
       return;
     }
     case Expr::Method: {

@@ -20,8 +20,8 @@ namespace kiln {
 //===----------------------------------------------------------------------===//
 
 struct Expr {
-  enum Kind { IntLit, FloatLit, BoolLit, StringLit, Name, Unary, Binary, Call, Index, Method, List,
-              Tuple };
+  enum Kind { IntLit, FloatLit, BoolLit, StringLit, Name, Unary, Binary, Call, Index, Slice,
+              Method, List, Tuple };
   Expr(Kind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
   virtual ~Expr() = default;
   Kind kind;
@@ -101,11 +101,19 @@ struct CallExpr : Expr {
   }
 };
 
-/// `base[i, j]`: a gather-style view of a tensor argument.
+/// `base[i, j]`: a gather-style view of a tensor argument, or (with constants,
+/// slices and `None`) numpy's basic indexing of a tile.
 struct IndexExpr : Expr {
   IndexExpr(llvm::SMLoc loc, ExprPtr base) : Expr(Index, loc), base(std::move(base)) {}
   ExprPtr base;
   std::vector<ExprPtr> indices;
+};
+
+/// `start:stop:step` in an index list, each part optional (a bare `:` is the whole
+/// dimension), as numpy's basic slices.
+struct SliceExpr : Expr {
+  SliceExpr(llvm::SMLoc loc) : Expr(Slice, loc) {}
+  ExprPtr start, stop, step; // null where left out
 };
 
 /// `base.name(args)`, e.g. the block view `a.tile([BM, BK], [m0, k])`.

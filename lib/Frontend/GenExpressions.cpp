@@ -39,6 +39,8 @@ MaybeValue Generator::genExpr(const Expr &e) {
   case Expr::Binary: return genBinary(static_cast<const BinaryExpr &>(e));
   case Expr::Call: return genCall(static_cast<const CallExpr &>(e));
   case Expr::Index: return genIndex(static_cast<const IndexExpr &>(e));
+  case Expr::Slice:
+    return error(e.loc, "a slice 'a:b' is only allowed in the index list of a tile");
   case Expr::Method: return genMethod(static_cast<const MethodExpr &>(e));
   case Expr::List:
     return genElements(static_cast<const ListExpr &>(e).elements, SType::List, "list element");
@@ -310,21 +312,16 @@ Value Generator::shiftBy(BinOp op, Value x, Value amount, DType dt, const Shape 
   return builder.create<ShRSIOp>(at, x, clamped);
 }
 
-/// `:` or `None` in an index list.
-static bool isSliceIndex(const Expr &e) {
-  if (e.kind != Expr::Name)
-    return false;
-  const std::string &name = static_cast<const NameExpr &>(e).name;
-  return name == ":" || name == "None";
+static bool isNone(const Expr &e) {
+  return e.kind == Expr::Name && static_cast<const NameExpr &>(e).name == "None";
 }
 
 MaybeValue Generator::genIndex(const IndexExpr &e) {
   MaybeValue base = genExpr(*e.base);
   if (!base)
     return std::nullopt;
-  bool sliced = llvm::any_of(e.indices, [](const ExprPtr &i) { return isSliceIndex(*i); });
-  if (base->type.kind == SType::Tile && sliced)
-    return genNewAxes(e, *base);
+  if (base->type.kind == SType::Tile)
+    return genTileIndex(e, *base);
   if (base->type.kind == SType::Tuple) {
     // t[i] with i known at compile time (a param, a constant, a static_range
     // variable), as in Triton.
@@ -346,18 +343,19 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
                        " is out of range for a tuple of " + std::to_string(n));
     return base->elements[at];
   }
-  if (base->type.kind == SType::Tensor && sliced)
-    for (const ExprPtr &i : e.indices)
-      if (isSliceIndex(*i))
+  if (base->type.kind == SType::Tensor)
+    for (const ExprPtr &i : e.indices) {
+      if (i->kind == Expr::Slice && (static_cast<const SliceExpr &>(*i).start ||
+                                     static_cast<const SliceExpr &>(*i).stop))
+        return error(i->loc, "a tensor argument takes no slices: index with a tile, "
+                             "x[a + arange(0, B)], or take a block, x.tile([B], [a])");
+      if (i->kind == Expr::Slice || isNone(*i))
         return error(i->loc, "a tensor argument's index is a tile of positions, not ':' or "
                              "'None' (arange(0, B), or a block view x.tile(...))");
+    }
   if (base->type.kind != SType::Tensor)
-    return error(e.loc, "only tensor arguments can be indexed, not " +
-                            withArticle(base->type.str()) +
-                            (base->type.kind == SType::Tile
-                                 ? " (a tile takes t[:, None] to add a dimension; gather picks "
-                                   "elements)"
-                                 : ""));
+    return error(e.loc, "only tensor arguments and tiles can be indexed, not " +
+                            withArticle(base->type.str()));
   size_t rank = base->type.shape.size();
   if (e.indices.size() != rank)
     return error(e.loc, "tensor '" + base->tensorName + "' has rank " + llvm::Twine(rank) +
@@ -397,27 +395,102 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
   return out;
 }
 
-MaybeValue Generator::genNewAxes(const IndexExpr &e, const TValue &tile) {
-  // t[:, None]: each ':' keeps the tile's next dimension, each None adds one of
-  // size 1 (NumPy's and Triton's newaxis); nothing else may appear.
-  Shape shape;
-  size_t kept = 0;
+MaybeValue Generator::genTileIndex(const IndexExpr &e, const TValue &tile) {
+  // numpy's basic indexing, with constants: a slice `a:b:s` (or `:`) keeps part of
+  // the next dimension, an integer picks one position of it and drops it, None adds
+  // a dimension of size 1; the dimensions past the list are kept whole. Each
+  // sliced or picked dimension is a gather of the positions it keeps.
+  DType dt = tile.type.dtype;
+  Shape current = tile.type.shape, shape;
+  Value v = tile.value;
+  mlir::Location l = loc(e.loc);
+  size_t d = 0;
   for (const ExprPtr &i : e.indices) {
-    if (!isSliceIndex(*i))
-      return error(i->loc, "a tile's index list takes only ':' and 'None' (t[:, None] adds a "
-                           "dimension); use gather to pick elements");
-    bool keep = static_cast<const NameExpr &>(*i).name == ":";
-    if (keep && kept == tile.type.shape.size())
-      return error(i->loc, "too many ':' for " + withArticle(tile.type.str()));
-    shape.push_back(keep ? tile.type.shape[kept++] : 1);
+    if (isNone(*i)) {
+      shape.push_back(1);
+      continue;
+    }
+    if (d == current.size())
+      return error(i->loc, "too many indices for " + withArticle(tile.type.str()));
+    int64_t n = current[d], start = 0, count = n, step = 1;
+    bool pick = i->kind != Expr::Slice;
+    auto constant = [&](const Expr &part, const char *what) -> std::optional<int64_t> {
+      MaybeValue c = genValue(part, what);
+      if (!c)
+        return std::nullopt;
+      if (!c->cst || c->type.kind != SType::Scalar || isFloat(c->type.dtype) ||
+          (c->cst->isUnsigned && c->cst->i < 0))
+        return error(part.loc, llvm::Twine("a tile's ") + what + " must be an integer known at "
+                               "compile time, got " + withArticle(c->type.str()) +
+                               (c->cst ? "" : "; gather picks elements by run-time positions"));
+      return c->cst->i;
+    };
+    if (pick) {
+      auto k = constant(*i, "index");
+      if (!k)
+        return std::nullopt;
+      if (*k < -n || *k >= n)
+        return error(i->loc, "index " + llvm::Twine(*k) + " is out of range for dimension " +
+                                 llvm::Twine(d) + " of " + withArticle(tile.type.str()));
+      start = *k < 0 ? *k + n : *k;
+      count = 1;
+    } else {
+      // Python's slice.indices(n): bounds past either end are clamped.
+      auto &slice = static_cast<const SliceExpr &>(*i);
+      std::optional<int64_t> a, b;
+      if (slice.step) {
+        auto s = constant(*slice.step, "slice step");
+        if (!s)
+          return std::nullopt;
+        if (*s == 0)
+          return error(slice.step->loc, "a slice step cannot be zero");
+        step = *s;
+      }
+      if ((slice.start && !(a = constant(*slice.start, "slice bound"))) ||
+          (slice.stop && !(b = constant(*slice.stop, "slice bound"))))
+        return std::nullopt;
+      int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
+      auto bound = [&](std::optional<int64_t> x, int64_t otherwise) {
+        if (!x)
+          return otherwise;
+        int64_t at = *x < 0 ? std::max(*x, -n - 1) + n : *x; // no overflow adding n
+        return std::clamp(at, lower, upper);
+      };
+      start = bound(a, step > 0 ? lower : upper);
+      int64_t stop = bound(b, step > 0 ? upper : lower);
+      int64_t span = step > 0 ? stop - start : start - stop, by = step > 0 ? step : -step;
+      count = span > 0 ? (span + by - 1) / by : 0;
+      if (count == 0)
+        return error(i->loc, "this slice of dimension " + llvm::Twine(d) + " of " +
+                                 withArticle(tile.type.str()) +
+                                 " is empty; a tile has no empty dimensions");
+    }
+    if (count != n || step != 1) {
+      Shape kept = current;
+      kept[d] = count;
+      Shape line(current.size(), 1);
+      line[d] = count;
+      auto c = [&](int64_t x) { return splat(Const::ofInt(x), DType::I32, line, i->loc); };
+      Value at = builder.create<mlir::arith::AddIOp>(
+          l, builder.create<mlir::arith::MulIOp>(l, axisPositions(line, d, l), c(step)), c(start));
+      v = builder.create<GatherOp>(l, valueType(dt, kept), v,
+                                   broadcastValue(at, line, kept, DType::I32, l),
+                                   builder.getI32IntegerAttr(d));
+      current = kept;
+    }
+    if (!pick)
+      shape.push_back(count);
+    ++d;
   }
-  if (kept != tile.type.shape.size())
-    return error(e.loc, "t[...] needs one ':' per dimension of " + withArticle(tile.type.str()) +
-                            ", got " + llvm::Twine(kept));
+  shape.append(current.begin() + d, current.end());
   TValue out = tile;
-  out.type.shape = shape;
-  out.value = builder.create<ReshapeOp>(loc(e.loc), valueType(tile.type.dtype, shape),
-                                        tile.value);
+  out.type = SType::value(dt, shape);
+  if (shape.empty()) // every dimension picked: the one element, as a scalar
+    out.value = onlyElement(builder.create<ReshapeOp>(l, valueType(dt, {1}), v), dt, l);
+  else if (shape != current)
+    out.value = builder.create<ReshapeOp>(l, valueType(dt, shape), v);
+  else
+    out.value = v;
   return out;
 }
 

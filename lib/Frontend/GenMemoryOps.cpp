@@ -21,37 +21,65 @@ MaybeValue Generator::genLoad(const CallExpr &e) {
   DType dt = view->type.dtype;
   const Shape &shape = view->type.shape;
   mlir::Location l = loc(e.loc);
-  Value other;
+  MaybeValue other; // checked here, converted once the kind of view is settled
+  SMLoc otherLoc;
   if (const KeywordArg *kw = e.kwarg("other")) {
-    MaybeValue o = genValue(*kw->value, "'other' value");
-    if (!o)
+    other = genValue(*kw->value, "'other' value");
+    otherLoc = kw->value->loc;
+    if (!other)
       return std::nullopt;
-    if (o->type.dtype != dt &&
-        (!o->type.weak || (isFloat(o->type.dtype) && !isFloat(dt))))
-      return error(kw->value->loc, "'other' has type " + o->type.str() + " but the tensor holds " +
-                                       dtypeName(dt));
-    if (view->view->block && o->type.kind != SType::Scalar)
-      return error(kw->value->loc, "'other' of a block load must be a scalar");
-    if (!constantFits(*o, dt, kw->value->loc))
+    if (other->type.dtype != dt &&
+        (!other->type.weak || (isFloat(other->type.dtype) && !isFloat(dt))))
+      return error(otherLoc, "'other' has type " + other->type.str() + " but the tensor holds " +
+                                 dtypeName(dt));
+    if (!constantFits(*other, dt, otherLoc))
       return std::nullopt;
-    auto s = broadcastShapes(o->type.shape, shape);
+    auto s = broadcastShapes(other->type.shape, shape);
     if (!s || *s != shape)
-      return error(kw->value->loc, "'other' shape " + shapeStr(o->type.shape) +
-                                       " does not broadcast to " + shapeStr(shape));
-    other = convert(*o, dt, view->view->block ? Shape{} : shape, kw->value->loc).value;
+      return error(otherLoc, "'other' shape " + shapeStr(other->type.shape) +
+                                 " does not broadcast to " + shapeStr(shape));
   }
-  TValue out;
-  out.type = SType::value(dt, shape);
-  mlir::Type resultType = valueType(dt, shape);
   Value mask;
   if (!maskArg(e, *view, mask))
     return std::nullopt;
-  if (view->view->block)
+  // A block load takes a scalar `other` and no mask; with either of those, the
+  // block's elements are loaded through its gather form.
+  if (view->view->block && (mask || (other && other->type.kind != SType::Scalar)))
+    view = gatherForm(*view, l);
+  bool block = view->view->block;
+  Value otherValue;
+  if (other)
+    otherValue = convert(*other, dt, block ? Shape{} : shape, otherLoc).value;
+  TValue out;
+  out.type = SType::value(dt, shape);
+  mlir::Type resultType = valueType(dt, shape);
+  if (block)
     out.value = builder.create<LoadBlockOp>(l, resultType, view->view->memory,
-                                            view->view->coords, other);
+                                            view->view->coords, otherValue);
   else
     out.value = builder.create<LoadOp>(l, resultType, view->view->memory, view->view->coords,
-                                       mask, other);
+                                       mask, otherValue);
+  return out;
+}
+
+TValue Generator::gatherForm(const TValue &view, mlir::Location l) {
+  const Shape &shape = view.type.shape;
+  auto gather = std::make_shared<ViewData>(*view.view);
+  gather->block = false;
+  gather->coords.clear();
+  for (auto [d, offset] : llvm::enumerate(view.view->coords)) {
+    Shape line(shape.size(), 1);
+    line[d] = shape[d];
+    mlir::Type lineType = valueType(DType::I32, line);
+    Value pos = builder.create<ArangeOp>(l, valueType(DType::I32, {shape[d]}), 0, shape[d]);
+    pos = builder.create<ReshapeOp>(l, lineType, pos);
+    pos = builder.create<mlir::arith::AddIOp>(l, pos, builder.create<SplatOp>(l, lineType, offset));
+    if (line != shape)
+      pos = builder.create<BroadcastOp>(l, valueType(DType::I32, shape), pos);
+    gather->coords.push_back(pos);
+  }
+  TValue out = view;
+  out.view = gather;
   return out;
 }
 
@@ -59,11 +87,6 @@ bool Generator::maskArg(const CallExpr &e, const TValue &view, Value &mask) {
   const KeywordArg *kw = e.kwarg("mask");
   if (!kw)
     return true;
-  if (view.view->block) {
-    error(kw->loc, "mask= is not supported on block views; out-of-bounds elements "
-                   "are masked automatically");
-    return false;
-  }
   const Shape &shape = view.type.shape;
   MaybeValue m = genValue(*kw->value, "mask");
   if (!m)
@@ -128,6 +151,8 @@ MaybeValue Generator::genStore(const CallExpr &e) {
   Value mask;
   if (!maskArg(e, *view, mask))
     return std::nullopt;
+  if (view->view->block && mask)
+    view = gatherForm(*view, l);
   if (view->view->block)
     builder.create<StoreBlockOp>(l, view->view->memory, view->view->coords, v->value);
   else
@@ -164,11 +189,9 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
   MaybeValue view = genExpr(*e.args[0]);
   if (!view)
     return std::nullopt;
-  if (view->type.kind != SType::View || view->view->block)
-    return error(e.args[0]->loc, name + " needs a gather view such as h[bins], got " +
-                                     (view->type.kind == SType::View
-                                          ? std::string("a block view")
-                                          : withArticle(view->type.str())));
+  if (view->type.kind != SType::View)
+    return error(e.args[0]->loc, name + " needs a view such as h[bins] or h.tile(...), got " +
+                                     withArticle(view->type.str()));
   DType dt = view->type.dtype;
   // All but the bitwise ones also take f16, bf16, f32 and f64.
   bool floats = !kind || !isBitwise(*kind);
@@ -190,6 +213,8 @@ MaybeValue Generator::genAtomic(const CallExpr &e) {
   if (!maskArg(e, *view, mask))
     return std::nullopt;
   mlir::Location l = loc(e.loc);
+  if (view->view->block)
+    view = gatherForm(*view, l);
   TValue out;
   out.type = SType::value(dt, view->type.shape);
   if (kind)

@@ -363,8 +363,9 @@ private:
   MaybeValue genBinary(const BinaryExpr &e);
   MaybeValue binary(BinOp op, const TValue &l, const TValue &r, SMLoc at);
   MaybeValue genIndex(const IndexExpr &e);
-  /// t[:, None]: `tile` with dimensions of size 1 added where the indices say None.
-  MaybeValue genNewAxes(const IndexExpr &e, const TValue &tile);
+  /// numpy's basic indexing of a tile with constants: `t[:, None]`, `t[0]`,
+  /// `t[:, 2:6]`, `t[::-1]`.
+  MaybeValue genTileIndex(const IndexExpr &e, const TValue &tile);
   MaybeValue genMethod(const MethodExpr &e);
   /// A list or tuple (`kind`) of the values of `elements`.
   MaybeValue genElements(const std::vector<ExprPtr> &elements, SType::Kind kind,
@@ -385,6 +386,10 @@ private:
   /// The `mask=` of a load or store through `view`, converted to the view's shape;
   /// null when absent. False after reporting an error.
   bool maskArg(const CallExpr &e, const TValue &view, Value &mask);
+  /// `view` as a gather view: a block view `x.tile([B0, ...], [o0, ...])` becomes
+  /// `x[o0 + arange(0, B0)[:, None, ...], ...]`, the same elements, so that it can take
+  /// what only gather views lower (a mask, a tile `other`, atomics).
+  TValue gatherForm(const TValue &view, mlir::Location l);
   /// cast<T>(x) converts (§8.2); bitcast<T>(x) keeps the bits (types as wide).
   MaybeValue genCast(const CallExpr &e);
   MaybeValue genUnaryMath(const CallExpr &e);

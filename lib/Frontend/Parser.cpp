@@ -719,24 +719,30 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
     if (is(Tok::LBracket)) {
       auto index = std::make_unique<IndexExpr>(tok.loc(), std::move(base));
       advance();
-      // An index is an expression or a bare `:` (a whole dimension, as in
-      // `t[:, None]`), kept as the name ":".
+      // An index is an expression or a slice `start:stop:step`, each part
+      // optional (a bare `:` is the whole dimension, as in `t[:, None]`).
       if (!is(Tok::RBracket)) {
         do {
-          if (is(Tok::Colon)) {
-            index->indices.push_back(std::make_unique<NameExpr>(tok.loc(), ":"));
-            advance();
+          SMLoc at = tok.loc();
+          ExprPtr first;
+          if (!is(Tok::Colon) && !(first = parseExpr()))
+            return nullptr;
+          if (!is(Tok::Colon)) {
+            index->indices.push_back(std::move(first));
             continue;
           }
-          ExprPtr e = parseExpr();
+          auto slice = std::make_unique<SliceExpr>(at);
+          slice->start = std::move(first);
+          auto part = [&](ExprPtr &into) {
+            advance(); // the ':'
+            return is(Tok::Colon) || is(Tok::Comma) || is(Tok::RBracket) ||
+                   (into = parseExpr()) != nullptr;
+          };
+          if (!part(slice->stop) || (is(Tok::Colon) && !part(slice->step)))
+            return nullptr;
+          ExprPtr e = built(std::move(slice));
           if (!e)
             return nullptr;
-          if (is(Tok::Colon)) { // numpy's x[a:b]
-            errorHere("Kiln has no slices: index with a tile, x[a + arange(0, B)], or take a "
-                      "block, x.tile([B], [a])",
-                      false);
-            return nullptr;
-          }
           index->indices.push_back(std::move(e));
         } while (consumeIf(Tok::Comma));
       }

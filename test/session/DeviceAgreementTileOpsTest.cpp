@@ -1,7 +1,7 @@
 //===- DeviceAgreementTileOpsTest.cpp - reductions, scans and tile shuffles on every device ===//
 //
-// argmax/argmin, gather, sort, new axes, scans (reverse, custom, long), custom
-// reductions over tuples, join/split/interleave/cat, flip and ravel, and
+// argmax/argmin, gather, sort, new axes and slices, masked block views, scans (reverse,
+// custom, long), custom reductions over tuples, join/split/interleave/cat, flip and ravel, and
 // reductions along either axis of tiles of every shape.
 //
 // Each kernel runs through kiln::Session on the CPU and on Vulkan (lavapipe here),
@@ -336,6 +336,121 @@ kernel t(x: tensor<f32>[M, N], y: tensor<f32>[N, M]) grid(1) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         EXPECT_EQ(got[j * m + i], x[i * n + j]) << device << " at (" << i << ", " << j << ")";
+  });
+}
+
+TEST_F(DeviceAgreement, TileSlicesOnEveryDevice) {
+  // numpy's basic indexing of tiles: rotate-half rotary embedding from the
+  // halves t[:, :8] and t[:, 8:], the even and odd columns, a row t[3] plus the
+  // last row reversed, the last column, single elements, and slices with
+  // steps around a new axis.
+  const char *source = R"(
+kernel slices(x: tensor<f32>[R, C], cs: tensor<f32>[R, C], y: tensor<f32>[R, C],
+              eo: tensor<f32>[R, C], row: tensor<f32>[C], last: tensor<f32>[R],
+              one: tensor<f32>[1], mix: tensor<f32>[2, 4]) grid(1) {
+  let r = arange(0, 8)[:, None];
+  let c = arange(0, 16)[None, :];
+  let t = load(x[r, c]);
+  let angles = load(cs[r, c]);
+  let (cos, sin) = (angles[:, :8], angles[:, 8:]);
+  let (x1, x2) = (t[:, :8], t[:, -8:]);
+  store(y[r, c], cat(x1 * cos - x2 * sin, x2 * cos + x1 * sin, axis = 1));
+  store(eo[r, c], cat(t[:, ::2], t[:, 1::2], axis = 1));
+  store(row[arange(0, 16)], t[3] + t[-1, ::-1]);
+  store(last[arange(0, 8)], t[:, -1]);
+  store(one[0], t[2, 5] + t[-8][0]);
+  store(mix[arange(0, 2)[:, None], arange(0, 4)[None, :]], t[1:5:2, None, 3::4][:, 0, :]);
+}
+)";
+  const int64_t R = 8, C = 16;
+  std::vector<float> x(R * C), cs(R * C);
+  for (int64_t k = 0; k < R * C; ++k) {
+    x[k] = float(k) * 0.5f - 20.0f;
+    cs[k] = float(k % 7) * 0.125f;
+  }
+  auto at = [&](const std::vector<float> &v, int64_t r, int64_t c) { return v[r * C + c]; };
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "slices");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor tx = s.upload(x, {R, C}), tcs = s.upload(cs, {R, C}), ty = s.empty<float>({R, C}),
+           teo = s.empty<float>({R, C}), trow = s.empty<float>({C}),
+           tlast = s.empty<float>({R}), tone = s.empty<float>({1}),
+           tmix = s.empty<float>({2, 4});
+    ASSERT_TRUE(k(tx, tcs, ty, teo, trow, tlast, tone, tmix).ok()) << device;
+    std::vector<float> y, eo, row, last, one, mix;
+    ASSERT_TRUE(ty.download(y).ok() && teo.download(eo).ok() && trow.download(row).ok() &&
+                tlast.download(last).ok() && tone.download(one).ok() &&
+                tmix.download(mix).ok());
+    for (int64_t r = 0; r < R; ++r) {
+      for (int64_t c = 0; c < 8; ++c) {
+        float x1 = at(x, r, c), x2 = at(x, r, c + 8), cos = at(cs, r, c),
+              sin = at(cs, r, c + 8);
+        // FMA contraction may differ from these roundings: compare loosely.
+        EXPECT_NEAR(at(y, r, c), x1 * cos - x2 * sin, 1e-4f) << device << " " << r << "," << c;
+        EXPECT_NEAR(at(y, r, c + 8), x2 * cos + x1 * sin, 1e-4f) << device;
+        EXPECT_EQ(at(eo, r, c), at(x, r, 2 * c)) << device << " even " << r << "," << c;
+        EXPECT_EQ(at(eo, r, c + 8), at(x, r, 2 * c + 1)) << device << " odd " << r << "," << c;
+      }
+      EXPECT_EQ(last[r], at(x, r, C - 1)) << device << " row " << r;
+    }
+    for (int64_t c = 0; c < C; ++c)
+      EXPECT_EQ(row[c], at(x, 3, c) + at(x, R - 1, C - 1 - c)) << device << " column " << c;
+    EXPECT_EQ(one[0], at(x, 2, 5) + at(x, 0, 0)) << device;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        EXPECT_EQ(mix[i * 4 + j], at(x, 1 + 2 * i, 3 + 4 * j)) << device << " " << i << "," << j;
+  });
+}
+
+TEST_F(DeviceAgreement, BlockViewsTakeMasksTileOthersAndAtomicsOnEveryDevice) {
+  // Block views with what gather views take: a mask on a load (the lower
+  // triangle; elsewhere each column's fill value, a tile `other`), a mask on a
+  // store, a tile `other` alone (lanes past the ragged edge), and a masked
+  // atomic through a block, returning the old values (0 where masked).
+  const char *source = R"(
+kernel blocks(x: tensor<f32>[M, N], fill: tensor<f32>[N], y: tensor<f32>[M, N],
+              pad: tensor<f32>[P, Q], h: tensor<i32>[M, N], old: tensor<i32>[M, N])
+    params(B: i32 = 16) grid(cdiv(M, B), cdiv(N, B)) {
+  let i = program_id(0) * B;
+  let j = program_id(1) * B;
+  let r = (i + arange(0, B))[:, None];
+  let c = (j + arange(0, B))[None, :];
+  let lower = c <= r;
+  let v = load(x.tile([B, B], [i, j]), mask = lower, other = load(fill.tile([B], [j]))[None, :]);
+  store(y.tile([B, B], [i, j]), v * 2.0, mask = r + c < 40);
+  store(pad.tile([B, B], [i, j]), load(x.tile([B, B], [i, j]), other = cast<f32>(r * 100 + c)));
+  store(old.tile([B, B], [i, j]), atomic_add(h.tile([B, B], [i, j]), 1, mask = lower));
+}
+)";
+  const int64_t m = 37, n = 29, p = 48, q = 32; // p, q: the grid's blocks cover this
+  std::vector<float> x(m * n), fill(n);
+  for (size_t k = 0; k < x.size(); ++k)
+    x[k] = float(k % 97) * 0.25f;
+  for (int64_t c = 0; c < n; ++c)
+    fill[c] = -float(c) - 1.0f;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "blocks");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor tx = s.upload(x, {m, n}), tf = s.upload(fill, {n}),
+           ty = s.upload(std::vector<float>(m * n, -7.0f), {m, n}), tp = s.empty<float>({p, q}),
+           th = s.upload(std::vector<int32_t>(m * n, 5), {m, n}), to = s.empty<int32_t>({m, n});
+    ASSERT_TRUE(k(tx, tf, ty, tp, th, to).ok()) << device;
+    std::vector<float> y, pad;
+    std::vector<int32_t> h, old;
+    ASSERT_TRUE(ty.download(y).ok() && tp.download(pad).ok() && th.download(h).ok() &&
+                to.download(old).ok());
+    for (int64_t r = 0; r < p; ++r)
+      for (int64_t c = 0; c < q; ++c) {
+        std::string at = device + " at (" + std::to_string(r) + ", " + std::to_string(c) + ")";
+        bool inside = r < m && c < n;
+        ASSERT_EQ(pad[r * q + c], inside ? x[r * n + c] : float(r * 100 + c)) << at;
+        if (!inside)
+          continue;
+        float v = c <= r ? x[r * n + c] : fill[c];
+        ASSERT_EQ(y[r * n + c], r + c < 40 ? v * 2.0f : -7.0f) << at;
+        ASSERT_EQ(h[r * n + c], c <= r ? 6 : 5) << at;
+        ASSERT_EQ(old[r * n + c], c <= r ? 5 : 0) << at;
+      }
   });
 }
 
