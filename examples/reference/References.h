@@ -320,4 +320,20 @@ inline std::vector<double> rope(const float *x, const int32_t *pos, const float 
   return out;
 }
 
+/// Rotary embeddings, rotate-half layout: feature i of row r pairs with feature
+/// i + head / 2, rotated by the table entries of position pos[r].
+inline std::vector<double> ropeHalf(const float *x, const int32_t *pos, const float *cos,
+                                    const float *sin, int64_t rows, int64_t head) {
+  std::vector<double> out(rows * head);
+  int64_t half = head / 2;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      double x0 = x[r * head + i], x1 = x[r * head + i + half];
+      double c = cos[pos[r] * half + i], s = sin[pos[r] * half + i];
+      out[r * head + i] = x0 * c - x1 * s;
+      out[r * head + i + half] = x1 * c + x0 * s;
+    }
+  return out;
+}
+
 } // namespace kiln::reference

@@ -658,7 +658,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LinearRecurrence,
                                            std::pair<int64_t, int64_t>{1000, 7}));
 
 //===----------------------------------------------------------------------===//
-// rope (split and join)
+// rope (split and join; tile slices)
 //===----------------------------------------------------------------------===//
 
 /// cos and sin tables of rotary embeddings: p * 10000^(-2i / head).
@@ -675,27 +675,34 @@ static std::pair<std::vector<float>, std::vector<float>> ropeTables(int64_t posi
 }
 
 TEST(Rope, RotatesEveryPair) {
-  // Head sizes 64 and 128; ragged rows; positions out of order, repeated.
-  for (int64_t head : {64, 128}) {
-    auto exe = compileExample("rope.kiln", "rope", {{"HEAD", std::to_string(head)}});
-    ASSERT_TRUE(exe);
-    int64_t rows = 37, positions = 300;
-    auto x = randomVector(rows * head, 50);
-    std::vector<int32_t> pos(rows);
-    for (int64_t r = 0; r < rows; ++r)
-      pos[r] = int32_t((r * 97) % positions);
-    auto [c, s] = ropeTables(positions, head);
-    std::vector<float> y(rows * head, NAN);
-    launchOrFail(*exe, "rope",
-                 {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {rows, head})),
-                  KernelArg::of(TensorRef::contiguous(pos.data(), DType::I32, {rows})),
-                  KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {positions, head / 2})),
-                  KernelArg::of(TensorRef::contiguous(s.data(), DType::F32, {positions, head / 2})),
-                  KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {rows, head}))});
-    EXPECT_TRUE(allClose(y, reference::rope(x.data(), pos.data(), c.data(), s.data(), rows, head),
-                         1e-6, 1e-6))
-        << "head " << head;
-  }
+  // Both layouts (interleaved pairs; halves, through tile slices), head sizes
+  // 64 and 128; ragged rows; positions out of order, repeated.
+  using Reference = std::vector<double> (*)(const float *, const int32_t *, const float *,
+                                            const float *, int64_t, int64_t);
+  for (auto [kernel, want] : {std::pair<const char *, Reference>{"rope", reference::rope},
+                              std::pair<const char *, Reference>{"rope_half",
+                                                                 reference::ropeHalf}})
+    for (int64_t head : {64, 128}) {
+      auto exe = compileExample("rope.kiln", kernel, {{"HEAD", std::to_string(head)}});
+      ASSERT_TRUE(exe);
+      int64_t rows = 37, positions = 300;
+      auto x = randomVector(rows * head, 50);
+      std::vector<int32_t> pos(rows);
+      for (int64_t r = 0; r < rows; ++r)
+        pos[r] = int32_t((r * 97) % positions);
+      auto [c, s] = ropeTables(positions, head);
+      std::vector<float> y(rows * head, NAN);
+      launchOrFail(
+          *exe, kernel,
+          {KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {rows, head})),
+           KernelArg::of(TensorRef::contiguous(pos.data(), DType::I32, {rows})),
+           KernelArg::of(TensorRef::contiguous(c.data(), DType::F32, {positions, head / 2})),
+           KernelArg::of(TensorRef::contiguous(s.data(), DType::F32, {positions, head / 2})),
+           KernelArg::of(TensorRef::contiguous(y.data(), DType::F32, {rows, head}))});
+      EXPECT_TRUE(allClose(y, want(x.data(), pos.data(), c.data(), s.data(), rows, head),
+                           1e-6, 1e-6))
+          << kernel << " head " << head;
+    }
 }
 
 //===----------------------------------------------------------------------===//

@@ -775,8 +775,9 @@ TEST_P(OnDevice, LinearRecurrenceScansAcrossChunks) {
                        1e-5, 1e-5));
 }
 
-TEST_P(OnDevice, RopeRotatesPairs) {
-  // split and join of a [16, 32, 2] tile; tables read at each row's position.
+TEST_P(OnDevice, RopeRotatesPairsAndHalves) {
+  // split and join of a [16, 32, 2] tile (rope), slices of a [16, 64] tile
+  // (rope_half); tables read at each row's position.
   Module m = load("rope");
   int64_t rows = 70, head = 64, positions = 40;
   auto x = randomVector(rows * head, 50), c = randomVector(positions * head / 2, 51),
@@ -784,19 +785,22 @@ TEST_P(OnDevice, RopeRotatesPairs) {
   std::vector<int32_t> pos(rows);
   for (int64_t r = 0; r < rows; ++r)
     pos[r] = int32_t((r * 7) % positions);
-  Buffer bx = upload(x), bc = upload(c), bs = upload(s),
-         by = upload(std::vector<float>(rows * head, NAN));
+  Buffer bx = upload(x), bc = upload(c), bs = upload(s);
   auto bpos = device->allocate(rows * sizeof(int32_t));
   ASSERT_TRUE(bpos.ok());
   ASSERT_TRUE(device->write(*bpos, pos.data(), rows * sizeof(int32_t)).ok());
-  run(m, "rope",
-      {Arg::tensor(bx, DType::F32, {rows, head}), Arg::tensor(*bpos, DType::I32, {rows}),
-       Arg::tensor(bc, DType::F32, {positions, head / 2}),
-       Arg::tensor(bs, DType::F32, {positions, head / 2}),
-       Arg::tensor(by, DType::F32, {rows, head})});
-  EXPECT_TRUE(allClose(download(by, rows * head),
-                       reference::rope(x.data(), pos.data(), c.data(), s.data(), rows, head),
-                       1e-5, 1e-5));
+  for (bool halves : {false, true}) {
+    Buffer by = upload(std::vector<float>(rows * head, NAN));
+    run(m, halves ? "rope_half" : "rope",
+        {Arg::tensor(bx, DType::F32, {rows, head}), Arg::tensor(*bpos, DType::I32, {rows}),
+         Arg::tensor(bc, DType::F32, {positions, head / 2}),
+         Arg::tensor(bs, DType::F32, {positions, head / 2}),
+         Arg::tensor(by, DType::F32, {rows, head})});
+    auto want = halves ? reference::ropeHalf : reference::rope;
+    EXPECT_TRUE(allClose(download(by, rows * head),
+                         want(x.data(), pos.data(), c.data(), s.data(), rows, head), 1e-5, 1e-5))
+        << (halves ? "rope_half" : "rope");
+  }
 }
 
 // kilnc --header on kernels named `delete` and `status` with arguments `new`, `this`,
