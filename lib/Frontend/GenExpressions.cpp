@@ -97,7 +97,7 @@ MaybeValue Generator::genName(const NameExpr &e) {
                         "(Triton's tl.arange is arange)");
   // Python's spellings, as Triton code has them.
   static const std::pair<llvm::StringLiteral, llvm::StringLiteral> python[] = {
-      {"True", "true"}, {"False", "false"}, {"None", "None only inside t[:, None]"},
+      {"True", "true"}, {"False", "false"}, {"None", "None only as a whole index of a tile, t[:, None]"},
       {"not", "!"},     {"and", "&&"},      {"or", "||"}};
   for (auto [name, kiln] : python)
     if (e.name == name)
@@ -345,8 +345,8 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
   }
   if (base->type.kind == SType::Tensor)
     for (const ExprPtr &i : e.indices) {
-      if (i->kind == Expr::Slice && (static_cast<const SliceExpr &>(*i).start ||
-                                     static_cast<const SliceExpr &>(*i).stop))
+      auto *slice = i->kind == Expr::Slice ? static_cast<const SliceExpr *>(i.get()) : nullptr;
+      if (slice && (slice->start || slice->stop || slice->step))
         return error(i->loc, "a tensor argument takes no slices: index with a tile, "
                              "x[a + arange(0, B)], or take a block, x.tile([B], [a])");
       if (i->kind == Expr::Slice || isNone(*i))
@@ -414,23 +414,29 @@ MaybeValue Generator::genTileIndex(const IndexExpr &e, const TValue &tile) {
       return error(i->loc, "too many indices for " + withArticle(tile.type.str()));
     int64_t n = current[d], start = 0, count = n, step = 1;
     bool pick = i->kind != Expr::Slice;
+    // A constant integer (not a bool); a u64 past 2^63 saturates to INT64_MAX,
+    // which clamps as a bound and steps past any tile (`spelled` keeps its value).
+    std::string spelled;
     auto constant = [&](const Expr &part, const char *what) -> std::optional<int64_t> {
       MaybeValue c = genValue(part, what);
       if (!c)
         return std::nullopt;
-      if (!c->cst || c->type.kind != SType::Scalar || isFloat(c->type.dtype) ||
-          (c->cst->isUnsigned && c->cst->i < 0))
-        return error(part.loc, llvm::Twine("a tile's ") + what + " must be an integer known at "
-                               "compile time, got " + withArticle(c->type.str()) +
-                               (c->cst ? "" : "; gather picks elements by run-time positions"));
-      return c->cst->i;
+      if (!c->cst)
+        return error(part.loc, llvm::Twine("a tile's ") + what + " must be known at compile "
+                               "time; gather picks elements by run-time positions");
+      if (c->type.kind != SType::Scalar || isFloat(c->type.dtype) || c->type.dtype == DType::I1)
+        return error(part.loc, llvm::Twine("a tile's ") + what + " must be an integer, got " +
+                                   withArticle(c->type.str()));
+      bool huge = c->cst->isUnsigned && c->cst->i < 0;
+      spelled = huge ? std::to_string(uint64_t(c->cst->i)) : std::to_string(c->cst->i);
+      return huge ? INT64_MAX : c->cst->i;
     };
     if (pick) {
       auto k = constant(*i, "index");
       if (!k)
         return std::nullopt;
       if (*k < -n || *k >= n)
-        return error(i->loc, "index " + llvm::Twine(*k) + " is out of range for dimension " +
+        return error(i->loc, "index " + spelled + " is out of range for dimension " +
                                  llvm::Twine(d) + " of " + withArticle(tile.type.str()));
       start = *k < 0 ? *k + n : *k;
       count = 1;
@@ -458,13 +464,17 @@ MaybeValue Generator::genTileIndex(const IndexExpr &e, const TValue &tile) {
       };
       start = bound(a, step > 0 ? lower : upper);
       int64_t stop = bound(b, step > 0 ? upper : lower);
-      int64_t span = step > 0 ? stop - start : start - stop, by = step > 0 ? step : -step;
-      count = span > 0 ? (span + by - 1) / by : 0;
+      // span <= n + 1; the step's size as unsigned, so that INT64_MIN has one.
+      int64_t span = step > 0 ? stop - start : start - stop;
+      uint64_t by = step > 0 ? uint64_t(step) : 0 - uint64_t(step);
+      count = span > 0 ? int64_t(1 + uint64_t(span - 1) / by) : 0;
       if (count == 0)
         return error(i->loc, "this slice of dimension " + llvm::Twine(d) + " of " +
                                  withArticle(tile.type.str()) +
                                  " is empty; a tile has no empty dimensions");
     }
+    if (count == 1)
+      step = 1; // one position: the step plays no part (and may not fit in i32)
     if (count != n || step != 1) {
       Shape kept = current;
       kept[d] = count;

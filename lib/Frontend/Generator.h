@@ -73,7 +73,9 @@ struct Binding {
 
 /// "an i32", "an f16", "a bf16", "a tensor<...>": the article as the name is spoken.
 inline std::string withArticle(const std::string &noun) {
-  bool vowelSound = !noun.empty() && llvm::StringRef("aeiouf").contains(noun[0]);
+  // u8 .. u64 start with a "you": "a u32".
+  bool unsignedType = noun.size() > 1 && noun[0] == 'u' && llvm::isDigit(noun[1]);
+  bool vowelSound = !noun.empty() && llvm::StringRef("aeiouf").contains(noun[0]) && !unsignedType;
   return (vowelSound ? "an " : "a ") + noun;
 }
 
