@@ -454,6 +454,56 @@ kernel blocks(x: tensor<f32>[M, N], fill: tensor<f32>[N], y: tensor<f32>[M, N],
   });
 }
 
+TEST_F(DeviceAgreement, RowsPickedByComputedIndicesOnEveryDevice) {
+  // x[p, arange(0, D)] with the row p from a scalar load, a reduction, a tile
+  // pick and an atomic, loaded and stored, and an expert's weights picked by a
+  // loaded id (MoE): the CPU's block access kept the op that computed p after
+  // that op was lowered (a crash, or a verifier error for bf16).
+  const char *source = R"(
+kernel rows(pos: tensor<i32>[B], x: tensor<f32>[S, D], y: tensor<f32>[5, D],
+            counter: tensor<i32>[1], w: tensor<bf16>[E, K, D], wy: tensor<bf16>[K, D])
+    grid(1) {
+  let cols = arange(0, 64);
+  let ids = load(pos[arange(0, 4)]);
+  let p = load(pos[0]);
+  store(y[0, cols], load(x[p, cols]));
+  store(y[1, cols], load(x[sum(ids) % 8, cols]));
+  store(y[2, cols], load(x[ids[1], cols]));
+  store(y[3, cols], load(x[atomic_add(counter[0], 1), cols]));
+  store(y[p, cols], load(x[4, cols]), mask = p == 4);
+  let k = arange(0, 4);
+  store(wy[k[:, None], cols[None, :]], load(w[ids[3], k[:, None], cols[None, :]]));
+}
+)";
+  const int64_t s8 = 8, d = 64, e = 3, k = 4;
+  std::vector<int32_t> pos = {4, 6, 1, 2}; // sum 13 % 8 = 5; ids[1] = 6; ids[3] = 2
+  std::vector<float> x(s8 * d);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i) * 0.5f;
+  std::vector<uint16_t> w(e * k * d);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = floatToBF16Bits(float(i % 251));
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel kernel = s.compile(source, "rows");
+    ASSERT_TRUE(kernel.ok()) << device << ": " << kernel.status().message();
+    Tensor tpos = s.upload(pos, {4}), tx = s.upload(x, {s8, d}),
+           ty = s.upload(std::vector<float>(5 * d, -1.0f), {5, d}),
+           tc = s.upload(std::vector<int32_t>{7}, {1}),
+           tw = s.upload(w.data(), w.size(), DType::BF16, {e, k, d}),
+           twy = s.empty(DType::BF16, {k, d});
+    ASSERT_TRUE(kernel(tpos, tx, ty, tc, tw, twy).ok()) << device;
+    std::vector<float> y;
+    std::vector<uint16_t> wy;
+    ASSERT_TRUE(ty.download(y).ok() && twy.download(wy).ok());
+    const int64_t row[5] = {4, 5, 6, 7, 4};
+    for (int64_t r = 0; r < 5; ++r)
+      for (int64_t c = 0; c < d; ++c)
+        ASSERT_EQ(y[r * d + c], x[row[r] * d + c]) << device << " row " << r << " col " << c;
+    for (int64_t i = 0; i < k * d; ++i)
+      ASSERT_EQ(wy[i], w[2 * k * d + i]) << device << " weight " << i;
+  });
+}
+
 TEST_F(DeviceAgreement, ReverseScansOnEveryDevice) {
   // cumsum/cumprod/cummax/cummin with reverse = true run from the end of the
   // axis: out[i] combines x[i], x[i + 1], ..., along rows and down columns of a
