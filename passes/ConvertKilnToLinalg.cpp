@@ -930,26 +930,27 @@ std::optional<BlockIndices> blockIndices(OpBuilder &b, Location loc, ValueRange 
   // Memory dimension `first + d` runs along tile dimension d.
   size_t first = indices.size() - tile.getRank();
   BlockIndices seg;
-  // Each offset is an op made here, base + start, even where start is 0: the
-  // op that computes the base (a scalar load, a reduction, an atomic) may be
-  // lowered and replaced before this access is, and only a use follows that.
-  auto offset = [&](Value base, int64_t start) -> Value {
-    Value c = constI32(b, loc, start);
-    return base ? b.create<arith::AddIOp>(loc, base, c).getResult() : c;
-  };
   for (auto [d, index] : llvm::enumerate(indices)) {
     if (cast<RankedTensorType>(index.getType()).getShape() != tile.getShape())
       return std::nullopt;
     int64_t extent = d < first ? 1 : tile.getDimSize(d - first);
     if (auto splat = index.getDefiningOp<SplatOp>(); splat && extent == 1) {
-      seg.offsets.push_back(offset(splat.getValue(), 0));
+      // A scalar that a kiln op computes (a load, a reduction, an atomic) is
+      // held through an op of this access's own (+ 0): that op may be lowered
+      // and replaced before this access is, and only a use follows that.
+      Value row = splat.getValue();
+      if (Operation *def = row.getDefiningOp(); def && isa<KilnDialect>(def->getDialect()))
+        row = b.create<arith::AddIOp>(loc, row, constI32(b, loc, 0));
+      seg.offsets.push_back(row);
       seg.extents.push_back(1);
       continue;
     }
     std::optional<AxisRange> range = axisRange(index);
     if (!range || d < first || range->dim != static_cast<int64_t>(d - first))
       return std::nullopt;
-    seg.offsets.push_back(offset(range->base, range->start));
+    Value start = constI32(b, loc, range->start); // an op of its own holds range->base
+    seg.offsets.push_back(range->base ? b.create<arith::AddIOp>(loc, range->base, start).getResult()
+                                      : start);
     seg.extents.push_back(extent);
   }
   return seg;

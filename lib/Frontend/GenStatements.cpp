@@ -51,6 +51,11 @@ bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops) {
 
 bool Generator::genBlock(const Block &block) { return genStatements(block); }
 
+/// Whether a `return` may be reached in either branch of `stmt`.
+static bool exitsOnSomePath(const IfStmt &stmt) {
+  return exits(stmt.thenBody, Stmt::Return, false) || exits(stmt.elseBody, Stmt::Return, false);
+}
+
 static const char *const kReturnInLoop =
     "a helper cannot 'return' from inside a loop; set a variable and 'break' instead";
 
@@ -67,8 +72,7 @@ bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
       return genLoopExit(*stmt);
     if (inHelper && stmt->kind == Stmt::If) {
       auto &ifStmt = static_cast<const IfStmt &>(*stmt);
-      if (exits(ifStmt.thenBody, Stmt::Return, false) ||
-          exits(ifStmt.elseBody, Stmt::Return, false)) {
+      if (exitsOnSomePath(ifStmt)) {
         if (loopDepth)
           return error(stmt->loc, kReturnInLoop), false;
         return genReturningIf(ifStmt, stmts.drop_front(i + 1)); // it ends the helper
@@ -622,16 +626,23 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
   if (!cond)
     return false;
   // One path: the branch, then the statements after the `if` if it did not return.
+  // A branch that is one returning `if` (`else if`, or `else { if ... }`) is that
+  // if's paths, each going on with the statements after this one.
   auto genPath = [&](const Block &body) {
     helperResult.reset();
     ++helperPaths;
     bool ok;
-    {
-      ScopeGuard scope(*this);
-      ok = genBlock(body);
+    if (body.size() == 1 && body[0]->kind == Stmt::If &&
+        exitsOnSomePath(static_cast<const IfStmt &>(*body[0]))) {
+      ok = genReturningIf(static_cast<const IfStmt &>(*body[0]), rest);
+    } else {
+      {
+        ScopeGuard scope(*this);
+        ok = genBlock(body);
+      }
+      if (ok && !helperResult)
+        ok = genStatements(rest);
     }
-    if (ok && !helperResult)
-      ok = genStatements(rest);
     --helperPaths;
     return ok;
   };
@@ -671,9 +682,17 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
       text += (text.empty() ? "" : ", ") + v.type.str();
     return tuples[i] ? "(" + text + ")" : text;
   };
+  // Inside a branch with other statements, a path that falls through cannot go
+  // on after the enclosing `if` (only a branch that is all `if` can).
+  bool nestedFallThrough = helperPaths > 0 && (values[0].empty() || values[1].empty());
   if (values[0].size() != values[1].size() || tuples[0] != tuples[1])
     return error(stmt.loc, "the paths through this 'if' return " + describe(0) + " and " +
-                               describe(1) + "; every path of a helper returns the same"),
+                               describe(1) + "; every path of a helper returns the same" +
+                               (nestedFallThrough
+                                    ? " (inside a branch that holds other statements too, "
+                                      "return on every path, or make the 'if' the whole "
+                                      "branch, as 'else if')"
+                                    : "")),
            false;
   for (size_t k = 0; k < values[0].size(); ++k) {
     TValue &a = values[0][k], &b = values[1][k];

@@ -179,20 +179,21 @@ TEST_F(DeviceAgreement, HelpersReturnEarlyOnEveryDevice) {
   // Guard clauses in helpers: each path through an `if` that returns ends the
   // helper (the rest of the body runs on the paths that do not), with values,
   // tuples, a weak constant taking the other path's type, nothing (`return;`),
-  // and an `if` decided at compile time.
+  // an `if` decided at compile time, and returning ifs as a whole branch (`else
+  // if`, `else { if ... }`) that go on after the outer `if`.
   const char *source = R"(
 fn clampish(x, lo) {
   if lo > 100.0 {
     return 0.0;
-  }
-  if lo < 0.0 {
-    return x;
+  } else {
+    if lo < 0.0 {
+      return x;
+    }
   }
   return max(x, lo);
 }
 fn sign_of(v: f32) {
-  if v > 0.0 { return 1; }
-  if v < 0.0 { return -1; }
+  if v > 0.0 { return 1; } else if v < 0.0 { return -1; }
   return 0;
 }
 fn pair(v, flip: i32) {
