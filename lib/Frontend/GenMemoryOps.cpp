@@ -115,10 +115,16 @@ MaybeValue Generator::genStoredValue(const CallExpr &e, size_t arg, const TValue
     return std::nullopt;
   DType dt = view.type.dtype;
   const Shape &shape = view.type.shape;
-  if (v->type.dtype != dt && (!v->type.weak || (isFloat(v->type.dtype) && !isFloat(dt))))
-    return error(valueExpr.loc, "cannot store " + v->type.str() + " into tensor '" +
-                                    view.view->tensorName + "' of " + dtypeName(dt) +
-                                    "; convert it with cast<" + dtypeName(dt) + ">(...)");
+  if (v->type.dtype != dt && (!v->type.weak || (isFloat(v->type.dtype) && !isFloat(dt)))) {
+    // A float constant for an integer tensor is written as an integer (1, not 1.0).
+    std::string fix = "convert it with cast<" + std::string(dtypeName(dt)) + ">(...)";
+    if (v->cst && v->type.weak)
+      fix = "write an integer constant (1, not 1.0) or " + fix;
+    bool atomic = e.callee.rfind("atomic_", 0) == 0;
+    return error(valueExpr.loc, (atomic ? e.callee + " cannot take " : "cannot store ") +
+                                    v->type.str() + " into tensor '" + view.view->tensorName +
+                                    "' of " + dtypeName(dt) + "; " + fix);
+  }
   auto s = broadcastShapes(v->type.shape, shape);
   // Triton's scalar atomic of a tile (tl.atomic_add(p, t)) adds the tile's sum.
   bool tileIntoElement = shape.empty() && e.callee.rfind("atomic_", 0) == 0;

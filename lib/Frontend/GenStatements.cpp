@@ -617,6 +617,8 @@ MaybeValue Generator::genIfCondition(const Expr &condition) {
                           ? "; pick per element with where(cond, a, b), or test the tile "
                             "as a whole with max(cond) > 0 (any lane) or min(cond) > 0 "
                             "(every lane)"
+                      : cond->type.kind == SType::Scalar && !isFloat(cond->type.dtype)
+                          ? "; compare it, e.g. 'x != 0' (a reduction of bools counts in i32)"
                           : ""));
   return cond;
 }

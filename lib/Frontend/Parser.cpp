@@ -512,6 +512,14 @@ StmtPtr Parser::parseStmt() {
     assign->unpack = std::move(targets);
     return assign;
   }
+  // x[i] = v (numpy, Triton's pointer-free style) or t[0] += 1 on a tile.
+  if (expr->kind == Expr::Index && (is(Tok::Assign) || is(Tok::PlusAssign) ||
+                                    is(Tok::MinusAssign) || is(Tok::StarAssign))) {
+    errorHere("only variables can be assigned: write memory with store(x[i], v), and make a "
+              "tile with some elements changed with where(mask, new, t)",
+              false);
+    return nullptr;
+  }
   if (!expect(Tok::Semi, "after the expression"))
     return nullptr;
   return std::make_unique<ExprStmt>(loc, std::move(expr));
