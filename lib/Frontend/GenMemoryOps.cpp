@@ -68,15 +68,13 @@ TValue Generator::gatherForm(const TValue &view, mlir::Location l) {
   gather->block = false;
   gather->coords.clear();
   for (auto [d, offset] : llvm::enumerate(view.view->coords)) {
+    // offset + position along dimension d, added on one line and then broadcast.
     Shape line(shape.size(), 1);
     line[d] = shape[d];
-    mlir::Type lineType = valueType(DType::I32, line);
-    Value pos = builder.create<ArangeOp>(l, valueType(DType::I32, {shape[d]}), 0, shape[d]);
-    pos = builder.create<ReshapeOp>(l, lineType, pos);
-    pos = builder.create<mlir::arith::AddIOp>(l, pos, builder.create<SplatOp>(l, lineType, offset));
-    if (line != shape)
-      pos = builder.create<BroadcastOp>(l, valueType(DType::I32, shape), pos);
-    gather->coords.push_back(pos);
+    Value pos = builder.create<mlir::arith::AddIOp>(
+        l, axisPositions(line, d, l),
+        builder.create<SplatOp>(l, valueType(DType::I32, line), offset));
+    gather->coords.push_back(broadcastValue(pos, line, shape, DType::I32, l));
   }
   TValue out = view;
   out.view = gather;
