@@ -163,6 +163,10 @@ struct Dumper {
     }
     case Expr::Slice: {
       auto &slice = static_cast<const SliceExpr &>(e);
+      if (slice.ellipsis) {
+        os << "...";
+        return;
+      }
       auto part = [&](const ExprPtr &p) {
         if (p)
           expr(*p);

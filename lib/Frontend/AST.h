@@ -110,10 +110,11 @@ struct IndexExpr : Expr {
 };
 
 /// `start:stop:step` in an index list, each part optional (a bare `:` is the whole
-/// dimension), as numpy's basic slices.
+/// dimension), as numpy's basic slices; or numpy's `...`, as many `:` as needed.
 struct SliceExpr : Expr {
   SliceExpr(llvm::SMLoc loc) : Expr(Slice, loc) {}
   ExprPtr start, stop, step; // null where left out
+  bool ellipsis = false;
 };
 
 /// `base.name(args)`, e.g. the block view `a.tile([BM, BK], [m0, k])`.

@@ -40,7 +40,9 @@ MaybeValue Generator::genExpr(const Expr &e) {
   case Expr::Call: return genCall(static_cast<const CallExpr &>(e));
   case Expr::Index: return genIndex(static_cast<const IndexExpr &>(e));
   case Expr::Slice:
-    return error(e.loc, "a slice 'a:b' is only allowed in the index list of a tile");
+    return error(e.loc, static_cast<const SliceExpr &>(e).ellipsis
+                            ? "'...' is only allowed in the index list of a tile"
+                            : "a slice 'a:b' is only allowed in the index list of a tile");
   case Expr::Method: return genMethod(static_cast<const MethodExpr &>(e));
   case Expr::List:
     return genElements(static_cast<const ListExpr &>(e).elements, SType::List, "list element");
@@ -350,8 +352,9 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
         return error(i->loc, "a tensor argument takes no slices: index with a tile, "
                              "x[a + arange(0, B)], or take a block, x.tile([B], [a])");
       if (i->kind == Expr::Slice || isNone(*i))
-        return error(i->loc, "a tensor argument's index is a tile of positions, not ':' or "
-                             "'None' (arange(0, B), or a block view x.tile(...))");
+        return error(i->loc, "a tensor argument's index is a tile of positions, not " +
+                                 llvm::Twine(slice && slice->ellipsis ? "'...'" : "':'") +
+                                 " or 'None' (arange(0, B), or a block view x.tile(...))");
     }
   if (base->type.kind != SType::Tensor)
     return error(e.loc, "only tensor arguments and tiles can be indexed, not " +
@@ -398,16 +401,36 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
 MaybeValue Generator::genTileIndex(const IndexExpr &e, const TValue &tile) {
   // numpy's basic indexing, with constants: a slice `a:b:s` (or `:`) keeps part of
   // the next dimension, an integer picks one position of it and drops it, None adds
-  // a dimension of size 1; the dimensions past the list are kept whole. Each
-  // sliced or picked dimension is a gather of the positions it keeps.
+  // a dimension of size 1, `...` keeps as many dimensions whole as the other
+  // indices leave; the dimensions past the list are kept whole. Each sliced or
+  // picked dimension is a gather of the positions it keeps.
   DType dt = tile.type.dtype;
   Shape current = tile.type.shape, shape;
   Value v = tile.value;
   mlir::Location l = loc(e.loc);
+  auto isEllipsis = [](const Expr &i) {
+    return i.kind == Expr::Slice && static_cast<const SliceExpr &>(i).ellipsis;
+  };
+  const Expr *ellipsis = nullptr;
+  size_t used = 0; // dimensions the indices other than None and `...` take
+  for (const ExprPtr &i : e.indices) {
+    if (isEllipsis(*i) && ellipsis)
+      return error(i->loc, "an index list can have only one '...'");
+    if (isEllipsis(*i))
+      ellipsis = i.get();
+    else if (!isNone(*i))
+      ++used;
+  }
   size_t d = 0;
   for (const ExprPtr &i : e.indices) {
     if (isNone(*i)) {
       shape.push_back(1);
+      continue;
+    }
+    if (i.get() == ellipsis) {
+      size_t whole = current.size() - std::min(used, current.size());
+      shape.append(current.begin() + d, current.begin() + d + whole);
+      d += whole;
       continue;
     }
     if (d == current.size())

@@ -358,50 +358,6 @@ bool Generator::genFor(const ForStmt &stmt) {
            false;
   if (stmt.unrolled)
     return genUnrolledFor(stmt, *start, *end, *step);
-  using mlir::arith::CmpIPredicate;
-  mlir::Location l = loc(stmt.loc);
-  // A constant negative step counts down, `i = start, start + step, ...` while
-  // `i > end`: the loop runs upwards over k = ~i (~ reverses the order of i32
-  // without overflowing, unlike negation at INT_MIN), from ~start to ~end by
-  // -step, and the body sees i = ~k. It is a while loop that compares the step
-  // with what is left (as loops that break are), so that k never steps past
-  // 2^31 - 1 near the bottom of i32.
-  bool descending = step->cst && step->cst->i < 0;
-  if (descending && step->cst->i == INT32_MIN)
-    return error(stmt.step->loc, "loop step -2147483648 is too large to count down by (its "
-                                 "size is not an i32)"),
-           false;
-  if (descending) {
-    Value ones = builder.create<mlir::arith::ConstantIntOp>(l, -1, 32);
-    auto flip = [&](TValue &v) {
-      v.value = builder.create<mlir::arith::XOrIOp>(l, v.value, ones);
-      if (v.cst)
-        v.cst->i = ~v.cst->i;
-    };
-    flip(*start);
-    flip(*end);
-    step = constant(Const::ofInt(-step->cst->i), DType::I32, true, l);
-  }
-  if (!step->cst) {
-    // A step known only at run time (a persistent loop's num_programs(0)): a
-    // non-positive one runs no trips rather than forever, and one longer than
-    // the range is the range, so that the variable never steps past 2^31 - 1.
-    auto cmp = [&](CmpIPredicate p, Value x, Value y) {
-      return builder.create<mlir::arith::CmpIOp>(l, p, x, y).getResult();
-    };
-    auto select = [&](Value c, Value x, Value y) {
-      return builder.create<mlir::arith::SelectOp>(l, c, x, y).getResult();
-    };
-    Value one = builder.create<mlir::arith::ConstantIntOp>(l, 1, 32);
-    Value positive = cmp(CmpIPredicate::sge, step->value, one);
-    Value range = builder.create<mlir::arith::SubIOp>(l, end->value, start->value);
-    Value longer = builder.create<mlir::arith::AndIOp>(
-        l, cmp(CmpIPredicate::slt, start->value, end->value),
-        cmp(CmpIPredicate::uge, step->value, range)); // the range as unsigned: exact
-    end->value = select(positive, end->value, start->value);
-    step->value = select(positive, select(longer, range, step->value), one);
-  }
-
   std::optional<int64_t> stages = 1;
   if (stmt.stages) {
     stages = constInt(*stmt.stages, "the number of stages");
@@ -413,6 +369,70 @@ bool Generator::genFor(const ForStmt &stmt) {
              false;
   }
 
+  using mlir::arith::CmpIPredicate;
+  mlir::Location l = loc(stmt.loc);
+  auto cmp = [&](CmpIPredicate p, Value x, Value y) {
+    return builder.create<mlir::arith::CmpIOp>(l, p, x, y).getResult();
+  };
+  auto select = [&](Value c, Value x, Value y) {
+    return builder.create<mlir::arith::SelectOp>(l, c, x, y).getResult();
+  };
+  // A negative step counts down, `i = start, start + step, ...` while `i > end`:
+  // the loop runs upwards over k = ~i (~ reverses the order of i32 without
+  // overflowing, unlike negation at INT_MIN), from ~start to ~end by -step, and
+  // the body sees i = ~k. A step known only at run time flips by its sign mask
+  // (all ones when negative, else zero) and steps by its size, read as unsigned
+  // (2^31 for INT_MIN); a zero one runs no trips. Such loops are while loops
+  // that compare the step with what is left (as loops that break are), so that
+  // k never steps past 2^31 - 1 near either end of i32.
+  bool descending = step->cst && step->cst->i < 0;
+  if (descending && step->cst->i == INT32_MIN)
+    return error(stmt.step->loc, "loop step -2147483648 is too large to count down by (its "
+                                 "size is not an i32)"),
+           false;
+  Value flipMask; // what k and i differ by; null when the loop counts up
+  bool signedAtRunTime = !step->cst && *stages == 1;
+  if (descending)
+    flipMask = builder.create<mlir::arith::ConstantIntOp>(l, -1, 32);
+  else if (signedAtRunTime)
+    flipMask = builder.create<mlir::arith::ShRSIOp>(
+        l, step->value, builder.create<mlir::arith::ConstantIntOp>(l, 31, 32));
+  if (flipMask) {
+    auto flip = [&](TValue &v) {
+      v.value = builder.create<mlir::arith::XOrIOp>(l, v.value, flipMask);
+      if (v.cst && descending)
+        v.cst->i = ~v.cst->i;
+      else
+        v.cst.reset(); // flipped or not, by the step's sign at run time
+    };
+    flip(*start);
+    flip(*end);
+  }
+  if (descending)
+    step = constant(Const::ofInt(-step->cst->i), DType::I32, true, l);
+  if (signedAtRunTime) {
+    step->value = builder.create<mlir::arith::SubIOp>(
+        l, builder.create<mlir::arith::XOrIOp>(l, step->value, flipMask), flipMask);
+    Value zero = builder.create<mlir::arith::ConstantIntOp>(l, 0, 32);
+    end->value = select(cmp(CmpIPredicate::eq, step->value, zero), start->value, end->value);
+  } else if (!step->cst) {
+    // A pipelined loop's step known only at run time: a non-positive one runs
+    // no trips rather than forever, and one longer than the range is the range,
+    // so that the variable never steps past 2^31 - 1.
+    Value one = builder.create<mlir::arith::ConstantIntOp>(l, 1, 32);
+    Value positive = cmp(CmpIPredicate::sge, step->value, one);
+    Value range = builder.create<mlir::arith::SubIOp>(l, end->value, start->value);
+    Value longer = builder.create<mlir::arith::AndIOp>(
+        l, cmp(CmpIPredicate::slt, start->value, end->value),
+        cmp(CmpIPredicate::uge, step->value, range)); // the range as unsigned: exact
+    end->value = select(positive, end->value, start->value);
+    step->value = select(positive, select(longer, range, step->value), one);
+  }
+  // An scf.for steps its variable past the last trip, which wraps when that
+  // passes 2^31 - 1: with a constant end within a step of it (range(a,
+  // 2147483647, 5)), the loop is a while loop too.
+  bool wrapsAtTheTop = step->cst && end->cst && end->cst->i > INT32_MAX - step->cst->i + 1;
+
   // The loop's `break` flag, carried like the variables its body assigns.
   bool breaks = exits(stmt.body, Stmt::Break);
   ScopeGuard loopScope(*this);
@@ -423,15 +443,13 @@ bool Generator::genFor(const ForStmt &stmt) {
   auto declareIV = [&](Value iv) {
     TValue v;
     v.type = SType::scalar(DType::I32);
-    v.value = descending ? builder.create<mlir::arith::XOrIOp>(
-                               l, iv, builder.create<mlir::arith::ConstantIntOp>(l, -1, 32))
-                         : iv;
+    v.value = flipMask ? builder.create<mlir::arith::XOrIOp>(l, iv, flipMask) : iv;
     if (!declare(stmt.varLoc, stmt.var, v, false))
       return false;
     scopes.back()[stmt.var].isLoopVar = true;
     return true;
   };
-  if ((!stops.empty() || descending) && *stages == 1) {
+  if ((!stops.empty() || flipMask || wrapsAtTheTop) && *stages == 1) {
     // A loop that may be left early (break, return) is a while loop over its
     // variable, so that it stops at once rather than running out its trips.
     Value first = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::slt, start->value,

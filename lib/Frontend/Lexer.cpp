@@ -44,6 +44,7 @@ const char *kiln::tokSpelling(Tok kind) {
   case Tok::Colon: return "':'";
   case Tok::Semi: return "';'";
   case Tok::Dot: return "'.'";
+  case Tok::Ellipsis: return "'...'";
   case Tok::Arrow: return "'->'";
   case Tok::Assign: return "'='";
   case Tok::PlusAssign: return "'+='";
@@ -254,7 +255,12 @@ Token Lexer::next() {
   case ',': return make(Tok::Comma, start);
   case ':': return make(Tok::Colon, start);
   case ';': return make(Tok::Semi, start);
-  case '.': return make(Tok::Dot, start);
+  case '.':
+    if (cur + 1 < buf.end() && cur[0] == '.' && cur[1] == '.') { // numpy's `...`
+      cur += 2;
+      return make(Tok::Ellipsis, start);
+    }
+    return make(Tok::Dot, start);
   case '~': return make(Tok::Tilde, start);
   case '^': return make(follows('=') ? Tok::CaretAssign : Tok::Caret, start);
   case '%': return make(follows('=') ? Tok::PercentAssign : Tok::Percent, start);

@@ -14,7 +14,7 @@ enum class Tok {
   KwKernel, KwFn, KwParams, KwGrid, KwTensor, KwLet, KwVar, KwFor, KwIn, KwIf,
   KwElse, KwWhile, KwReturn, KwBreak, KwContinue, KwTrue, KwFalse,
   // Punctuation and operators.
-  LParen, RParen, LBracket, RBracket, LBrace, RBrace, Comma, Colon, Semi, Dot,
+  LParen, RParen, LBracket, RBracket, LBrace, RBrace, Comma, Colon, Semi, Dot, Ellipsis,
   Arrow, Assign, PlusAssign, MinusAssign, StarAssign, SlashAssign, PercentAssign,
   AmpAssign, PipeAssign, CaretAssign, ShlAssign, ShrAssign,
   Plus, Minus, Star, Slash, Percent, Amp, Pipe, Caret, Bang, Tilde, AmpAmp, PipePipe,

@@ -727,11 +727,17 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
     if (is(Tok::LBracket)) {
       auto index = std::make_unique<IndexExpr>(tok.loc(), std::move(base));
       advance();
-      // An index is an expression or a slice `start:stop:step`, each part
-      // optional (a bare `:` is the whole dimension, as in `t[:, None]`).
+      // An index is an expression, a slice `start:stop:step`, each part optional
+      // (a bare `:` is the whole dimension, as in `t[:, None]`), or `...`.
       if (!is(Tok::RBracket)) {
         do {
           SMLoc at = tok.loc();
+          if (consumeIf(Tok::Ellipsis)) {
+            auto all = std::make_unique<SliceExpr>(at);
+            all->ellipsis = true;
+            index->indices.push_back(std::move(all));
+            continue;
+          }
           ExprPtr first;
           if (!is(Tok::Colon) && !(first = parseExpr()))
             return nullptr;

@@ -381,10 +381,12 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[4]) grid(1) {
 }
 
 TEST_F(DeviceAgreement, RunTimeLoopStepsOnEveryDevice) {
-  // range(start, end, step) with a step known only at launch: the trips and the
-  // loop variable's sum, a tile carried through the loop, and a loop that may
-  // break (which becomes a while loop). A step below 1 runs no trips; one past
-  // the range runs one trip without stepping past 2^31 - 1.
+  // range(start, end, step) with a step known only at launch, as Python's: the
+  // trips and the loop variable's sum, a tile carried through the loop, and a
+  // loop that may break. A negative step counts down while i > end, a zero one
+  // runs no trips, and none steps past either end of i32 (INT_MAX, INT_MIN and
+  // starts beside them). Then a constant end within a step of 2^31 - 1, where
+  // an scf.for would wrap past it.
   const char *source = R"(
 kernel k(x: tensor<i32>[N], out: tensor<i32>[4], start: i32, step: i32) grid(1) {
   var trips = 0;
@@ -406,6 +408,16 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[4], start: i32, step: i32) grid(1) 
   store(out[o], where(o == 0, trips, where(o == 1, total,
                 where(o == 2, sum(lanes), firstNegative))));
 }
+
+kernel top(out: tensor<i32>[2], start: i32) grid(1) {
+  var trips = 0;
+  var last = 0;
+  for i in range(start, 2147483647, 5) {
+    trips += 1;
+    last = i;
+  }
+  store(out[arange(0, 2)], where(arange(0, 2) == 0, trips, last));
+}
 )";
   std::vector<int32_t> x = {3, 5, 0, 7, 2, 4, -9, 6, 1, -1, 8, 2, 5};
   const int64_t n = int64_t(x.size());
@@ -414,22 +426,39 @@ kernel k(x: tensor<i32>[N], out: tensor<i32>[4], start: i32, step: i32) grid(1) 
     Kernel k = s.compile(source, "k");
     ASSERT_TRUE(k.ok()) << k.status().message();
     Tensor tx = s.upload(x, {n});
-    for (int32_t start : {0, 2, 20, -5})
-      for (int32_t step : {1, 3, 7, 0, -2, INT_MAX}) {
+    for (int32_t start : {0, 2, 20, -5, INT_MAX - 3, INT_MIN + 1})
+      for (int32_t step : {1, 3, 7, 0, -2, -5, INT_MAX, INT_MIN}) {
+        int64_t trips = 0, firstNegative = -1;
+        uint32_t total = 0; // wraps as i32 does
+        for (int64_t i = start; step > 0 ? i < n : step < 0 && i > n; i += step) {
+          ++trips;
+          total += uint32_t(i);
+          if (firstNegative < 0 && i >= 0 && i < n && x[i] < 0) // out of bounds reads 0
+            firstNegative = i;
+        }
+        if (trips > 100) // billions of trips from the bottom of i32 up by 1
+          continue;
         Tensor out = s.empty<int32_t>({4});
-        ASSERT_TRUE(k(tx, out, start, step).ok()) << device;
+        ASSERT_TRUE(k(tx, out, start, step).ok()) << device << " start " << start << " step "
+                                                  << step;
         std::vector<int32_t> got;
         ASSERT_TRUE(out.download(got).ok());
-        int32_t trips = 0, total = 0, firstNegative = -1;
-        for (int64_t i = start; step > 0 && i < n; i += step) {
-          ++trips;
-          total += int32_t(i);
-          if (firstNegative < 0 && i >= 0 && x[i] < 0) // out of bounds reads 0
-            firstNegative = int32_t(i);
-        }
-        std::vector<int32_t> want = {trips, total, trips * firstEight, firstNegative};
+        std::vector<int32_t> want = {int32_t(trips), int32_t(total),
+                                     int32_t(trips) * firstEight, int32_t(firstNegative)};
         EXPECT_EQ(got, want) << device << " start " << start << " step " << step;
       }
+    Kernel top = s.compile(source, "top");
+    ASSERT_TRUE(top.ok()) << top.status().message();
+    for (int32_t start : {INT_MAX - 7, INT_MAX - 5, INT_MAX - 1, INT_MAX - 11}) {
+      Tensor out = s.empty<int32_t>({2});
+      ASSERT_TRUE(top(out, start).ok()) << device;
+      std::vector<int32_t> got;
+      ASSERT_TRUE(out.download(got).ok());
+      int32_t trips = 0, last = 0;
+      for (int64_t i = start; i < INT_MAX; i += 5, ++trips)
+        last = int32_t(i);
+      EXPECT_EQ(got, (std::vector<int32_t>{trips, last})) << device << " start " << start;
+    }
   });
 }
 

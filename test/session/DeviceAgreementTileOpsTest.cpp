@@ -341,9 +341,9 @@ kernel t(x: tensor<f32>[M, N], y: tensor<f32>[N, M]) grid(1) {
 
 TEST_F(DeviceAgreement, TileSlicesOnEveryDevice) {
   // numpy's basic indexing of tiles: rotate-half rotary embedding from the
-  // halves t[:, :8] and t[:, 8:], the even and odd columns, a row t[3] plus the
-  // last row reversed, the last column, single elements, and slices with
-  // steps around a new axis.
+  // halves t[:, :8] and t[:, 8:], the even and odd columns, a row t[3, ...] plus
+  // the last row reversed, the last column t[..., -1], single elements, and
+  // slices with steps around a new axis.
   const char *source = R"(
 kernel slices(x: tensor<f32>[R, C], cs: tensor<f32>[R, C], y: tensor<f32>[R, C],
               eo: tensor<f32>[R, C], row: tensor<f32>[C], last: tensor<f32>[R],
@@ -356,8 +356,8 @@ kernel slices(x: tensor<f32>[R, C], cs: tensor<f32>[R, C], y: tensor<f32>[R, C],
   let (x1, x2) = (t[:, :8], t[:, -8:]);
   store(y[r, c], cat(x1 * cos - x2 * sin, x2 * cos + x1 * sin, axis = 1));
   store(eo[r, c], cat(t[:, ::2], t[:, 1::2], axis = 1));
-  store(row[arange(0, 16)], t[3] + t[-1, ::-1]);
-  store(last[arange(0, 8)], t[:, -1]);
+  store(row[arange(0, 16)], t[3, ...] + t[-1, ::-1]);
+  store(last[arange(0, 8)], t[..., -1]);
   store(one[0], t[2, 5] + t[-8][0]);
   store(mix[arange(0, 2)[:, None], arange(0, 4)[None, :]], t[1:5:2, None, 3::4][:, 0, :]);
 }

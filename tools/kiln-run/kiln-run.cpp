@@ -50,8 +50,9 @@ static cl::list<std::string> defines("D", cl::desc("Override a param: -D NAME=VA
 static cl::list<std::string> shapeSpecs("shape",
                                         cl::desc("Sizes: M=4096,N=1024 (repeatable)"),
                                         cl::CommaSeparated, cl::cat(category));
-static cl::list<std::string> scalarArgs("arg", cl::desc("Scalar argument: NAME=VALUE"),
-                                        cl::cat(category));
+static cl::list<std::string> scalarArgs("arg",
+                                        cl::desc("Scalar arguments: NAME=VALUE,... (repeatable)"),
+                                        cl::CommaSeparated, cl::cat(category));
 static cl::list<std::string> zeroTensors(
     "zero", cl::desc("Start tensor NAME at zero instead of random data (locks, accumulators); "
                      "repeatable, or NAME,NAME"),
@@ -525,6 +526,8 @@ int main(int argc, char **argv) {
   std::map<std::string, std::string> scalarValues;
   for (const std::string &a : scalarArgs) {
     auto [name, value] = llvm::StringRef(a).split('=');
+    if (name.empty() || value.empty())
+      return fail("--arg expects NAME=VALUE,..., got '" + a + "'");
     if (!llvm::any_of(info.args, [&](const ArgInfo &x) { return !x.isTensor && x.name == name; }))
       return fail("--arg " + a + ": kernel '" + info.name + "' has no scalar argument '" + name +
                   "'");
