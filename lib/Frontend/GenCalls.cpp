@@ -235,6 +235,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     bool savedInHelper = inHelper;
     unsigned savedLoopDepth = std::exchange(loopDepth, 0); // a helper's loops are its own
     unsigned savedPaths = std::exchange(helperPaths, 0);
+    auto savedContinuations = std::exchange(continuations, {});
     auto savedResult = std::move(helperResult);
     scopes.clear();
     scopes.emplace_back(); // globals: none besides builtins
@@ -259,6 +260,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     inHelper = savedInHelper;
     loopDepth = savedLoopDepth;
     helperPaths = savedPaths;
+    continuations = std::move(savedContinuations);
     helperResult = std::move(savedResult);
     if (!ok) {
       // A helper is generated once per set of argument types: say which call

@@ -358,7 +358,10 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
     }
   if (base->type.kind != SType::Tensor)
     return error(e.loc, "only tensor arguments and tiles can be indexed, not " +
-                            withArticle(base->type.str()));
+                            withArticle(base->type.str()) +
+                            (base->type.kind == SType::Scalar
+                                 ? "; full([1], s) makes a one-element tile of a scalar s"
+                                 : ""));
   size_t rank = base->type.shape.size();
   if (e.indices.size() != rank)
     return error(e.loc, "tensor '" + base->tensorName + "' has rank " + llvm::Twine(rank) +

@@ -32,21 +32,22 @@ void collectAssigned(llvm::ArrayRef<StmtPtr> stmts, llvm::StringSet<> &names) {
   }
 }
 
-/// Whether `stmts` hold an exit of `kind` (Return, Break or Continue) at their
-/// own level: directly or in `if` branches, and with `intoLoops` also in nested
-/// loops (where a `return` still ends the program).
-bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops) {
-  return llvm::any_of(stmts, [&](const StmtPtr &s) {
-    if (s->kind == kind)
-      return true;
-    if (auto *i = dynamic_cast<const IfStmt *>(s.get()))
-      return exits(i->thenBody, kind, intoLoops) || exits(i->elseBody, kind, intoLoops);
-    if (auto *f = dynamic_cast<const ForStmt *>(s.get()); f && intoLoops)
-      return exits(f->body, kind, true);
-    if (auto *w = dynamic_cast<const WhileStmt *>(s.get()); w && intoLoops)
-      return exits(w->body, kind, true);
-    return false;
-  });
+const Stmt *findExit(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops) {
+  for (const StmtPtr &s : stmts) {
+    const Stmt *found = s->kind == kind ? s.get() : nullptr;
+    if (auto *i = dynamic_cast<const IfStmt *>(s.get())) {
+      found = findExit(i->thenBody, kind, intoLoops);
+      if (!found)
+        found = findExit(i->elseBody, kind, intoLoops);
+    } else if (auto *f = dynamic_cast<const ForStmt *>(s.get()); f && intoLoops) {
+      found = findExit(f->body, kind, true);
+    } else if (auto *w = dynamic_cast<const WhileStmt *>(s.get()); w && intoLoops) {
+      found = findExit(w->body, kind, true);
+    }
+    if (found)
+      return found;
+  }
+  return nullptr;
 }
 
 bool Generator::genBlock(const Block &block) { return genStatements(block); }
@@ -499,9 +500,9 @@ bool Generator::genUnrolledFor(const ForStmt &stmt, const TValue &start, const T
                               "constants); use range for a loop over run-time values"),
              false;
   for (Stmt::Kind kind : {Stmt::Break, Stmt::Continue, Stmt::Return})
-    if (exits(stmt.body, kind))
-      return error(stmt.loc, "a static_range loop is unrolled: its body cannot break, "
-                             "continue or return (use range)"),
+    if (const Stmt *exit = findExit(stmt.body, kind))
+      return error(exit->loc, "a static_range loop is unrolled: its body cannot break, "
+                              "continue or return (use range)"),
              false;
   int64_t first = start.cst->i, last = end.cst->i, stride = step.cst->i;
   int64_t trips = stride > 0 ? (first < last ? (last - first + stride - 1) / stride : 0)
@@ -647,7 +648,8 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
     return false;
   // One path: the branch, then the statements after the `if` if it did not return.
   // A branch that is one returning `if` (`else if`, or `else { if ... }`) is that
-  // if's paths, each going on with the statements after this one.
+  // if's paths, each going on with the statements after this one; so is a
+  // returning `if` after other statements of the branch, through `continuations`.
   auto genPath = [&](const Block &body) {
     helperResult.reset();
     ++helperPaths;
@@ -656,12 +658,14 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
         exitsOnSomePath(static_cast<const IfStmt &>(*body[0]))) {
       ok = genReturningIf(static_cast<const IfStmt &>(*body[0]), rest);
     } else {
+      continuations.push_back({rest, scopes.size()});
       {
         ScopeGuard scope(*this);
         ok = genBlock(body);
       }
+      continuations.pop_back();
       if (ok && !helperResult)
-        ok = genStatements(rest);
+        ok = genPathRest(rest);
     }
     --helperPaths;
     return ok;
@@ -669,7 +673,17 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
   if (cond->cst) // decided at compile time: one path
     return genPath(cond->cst->i ? stmt.thenBody : stmt.elseBody);
 
+  // The paths restore, before each, what any of them may assign: in the
+  // branches, the statements after, and the continuations (each in its scopes).
   Carry carry = carried({stmt.thenBody, stmt.elseBody, rest});
+  for (const Continuation &c : continuations) {
+    Carry more = withScopesUpTo(c.depth, [&] { return carried({c.stmts}); });
+    for (auto [b, old] : llvm::zip_equal(more.vars, more.before))
+      if (!llvm::is_contained(carry.vars, b)) {
+        carry.vars.push_back(b);
+        carry.before.push_back(old);
+      }
+  }
   mlir::Location l = loc(stmt.loc);
   auto paths = builder.create<mlir::scf::IfOp>(l, mlir::TypeRange{}, cond->value,
                                                /*withElse=*/true);
@@ -702,17 +716,9 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
       text += (text.empty() ? "" : ", ") + v.type.str();
     return tuples[i] ? "(" + text + ")" : text;
   };
-  // Inside a branch with other statements, a path that falls through cannot go
-  // on after the enclosing `if` (only a branch that is all `if` can).
-  bool nestedFallThrough = helperPaths > 0 && (values[0].empty() || values[1].empty());
   if (values[0].size() != values[1].size() || tuples[0] != tuples[1])
     return error(stmt.loc, "the paths through this 'if' return " + describe(0) + " and " +
-                               describe(1) + "; every path of a helper returns the same" +
-                               (nestedFallThrough
-                                    ? " (inside a branch that holds other statements too, "
-                                      "return on every path, or make the 'if' the whole "
-                                      "branch, as 'else if')"
-                                    : "")),
+                               describe(1) + "; every path of a helper returns the same"),
            false;
   for (size_t k = 0; k < values[0].size(); ++k) {
     TValue &a = values[0][k], &b = values[1][k];
@@ -763,6 +769,24 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
   }
   helperResult = values[0].empty() ? TValue{} : out;
   return true;
+}
+
+bool Generator::genPathRest(llvm::ArrayRef<StmtPtr> stmts) {
+  size_t depth = scopes.size() - 1;
+  llvm::StringSet<> known;
+  for (auto &entry : scopes[depth])
+    known.insert(entry.first);
+  bool ok = genStatements(stmts);
+  if (ok && !helperResult && !continuations.empty()) {
+    // Out of the branch: on after its `if`, where the branch's names are gone.
+    Continuation next = continuations.back();
+    continuations.pop_back();
+    ok = withScopesUpTo(next.depth, [&] { return genPathRest(next.stmts); });
+    continuations.push_back(next);
+  }
+  for (auto it = scopes[depth].begin(); it != scopes[depth].end();)
+    it = known.contains(it->first) ? std::next(it) : scopes[depth].erase(it);
+  return ok;
 }
 
 bool Generator::genIf(const IfStmt &stmt) {

@@ -31,6 +31,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -102,10 +103,13 @@ inline ReduceKind orderedKind(ReduceKind kind, DType dt) {
 /// Collects the names assigned anywhere in `stmts` (exits assign their flags).
 void collectAssigned(llvm::ArrayRef<StmtPtr> stmts, llvm::StringSet<> &names);
 
-/// Whether `stmts` hold an exit of `kind` (Return, Break or Continue) at their
-/// own level: directly or in `if` branches, and with `intoLoops` also in nested
-/// loops (where a `return` still ends the program).
-bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops = false);
+/// The first exit of `kind` (Return, Break or Continue) that `stmts` hold at
+/// their own level: directly or in `if` branches, and with `intoLoops` also in
+/// nested loops (where a `return` still ends the program); null if none.
+const Stmt *findExit(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops = false);
+inline bool exits(llvm::ArrayRef<StmtPtr> stmts, Stmt::Kind kind, bool intoLoops = false) {
+  return findExit(stmts, kind, intoLoops) != nullptr;
+}
 
 class Generator {
 public:
@@ -251,6 +255,16 @@ private:
     explicit ScopeGuard(Generator &g) : g(g) { g.scopes.emplace_back(); }
     ~ScopeGuard() { g.scopes.pop_back(); }
   };
+  /// `f()` with only the outer `depth` scopes visible (a continuation's), the
+  /// inner ones set aside meanwhile (their bindings keep their addresses).
+  template <typename F> auto withScopesUpTo(size_t depth, F &&f) {
+    std::vector<std::map<std::string, Binding>> inner(
+        std::make_move_iterator(scopes.begin() + depth), std::make_move_iterator(scopes.end()));
+    scopes.resize(depth);
+    auto result = f();
+    std::move(inner.begin(), inner.end(), std::back_inserter(scopes));
+    return result;
+  }
 
   //===--- declarations -----------------------------------------------------===//
   bool genKernel(const KernelDecl &kernel, const GenOptions &options, KernelInfo &info);
@@ -303,6 +317,10 @@ private:
   /// `rest` where the branch does not return) ends the helper, and the `if`
   /// yields what the paths return.
   bool genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest);
+  /// `stmts` on one path through a returning `if`, then, if they do not
+  /// return, the innermost continuation. Names they declare are forgotten
+  /// after, so that the next path declares them again.
+  bool genPathRest(llvm::ArrayRef<StmtPtr> stmts);
   /// What a helper returned, one value per result (none for `return;` or for
   /// falling off the end).
   static std::vector<TValue> returnedValues(const std::optional<TValue> &result) {
@@ -561,6 +579,14 @@ private:
   unsigned loopDepth = 0; // loops around the statement being generated
   std::optional<TValue> helperResult; // set by `return` in a helper
   unsigned helperPaths = 0; // returning ifs around the statement (a return may end a path)
+  /// Where a helper's path goes when it falls out of a branch of a returning
+  /// `if` (innermost last): the statements after that `if`, in the scopes it
+  /// stood in (the first `depth` of them).
+  struct Continuation {
+    llvm::ArrayRef<StmtPtr> stmts;
+    size_t depth;
+  };
+  std::vector<Continuation> continuations;
   std::map<std::string, mlir::func::FuncOp> specializations;
   llvm::StringSet<> activeHelpers; // helpers being generated, to catch recursion
   unsigned nesting = 0;             // levels of Nesting now open

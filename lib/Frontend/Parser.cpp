@@ -562,7 +562,11 @@ StmtPtr Parser::parseFor() {
   }
   std::vector<ExprPtr> bounds = std::move(range.args);
   if (bounds.empty() || bounds.size() > 3) {
-    error(rangeLoc, name + " takes 1 to 3 arguments (end | start, end | start, end, step)");
+    error(rangeLoc, name + " takes 1 to 3 arguments (end | start, end | start, end, step)" +
+                        (!stmt->unrolled && bounds.size() == 4
+                             ? "; a pipelined loop's stages are a keyword: range(a, b, s, "
+                               "stages = n)"
+                             : ""));
     return nullptr;
   }
   if (bounds.size() == 1) {

@@ -72,7 +72,8 @@ std::optional<ParamSet> deserialize(const std::string &text,
     size_t eq = line.find('=');
     if (eq == std::string::npos)
       return std::nullopt;
-    params[line.substr(0, eq)] = line.substr(eq + 1);
+    if (!params.emplace(line.substr(0, eq), line.substr(eq + 1)).second)
+      return std::nullopt; // a param twice: damaged
     pos = end + 1;
   }
   // Only a choice among this run's candidates is trusted.

@@ -179,8 +179,10 @@ TEST_F(DeviceAgreement, HelpersReturnEarlyOnEveryDevice) {
   // Guard clauses in helpers: each path through an `if` that returns ends the
   // helper (the rest of the body runs on the paths that do not), with values,
   // tuples, a weak constant taking the other path's type, nothing (`return;`),
-  // an `if` decided at compile time, and returning ifs as a whole branch (`else
-  // if`, `else { if ... }`) that go on after the outer `if`.
+  // an `if` decided at compile time, returning ifs as a whole branch (`else if`,
+  // `else { if ... }`) and after other statements in a branch, whose paths go
+  // on after the outer `if` (where the branch's names are out of scope), and
+  // statements after an `if` that two paths reach, each declaring its names.
   const char *source = R"(
 fn clampish(x, lo) {
   if lo > 100.0 {
@@ -193,8 +195,22 @@ fn clampish(x, lo) {
   return max(x, lo);
 }
 fn sign_of(v: f32) {
-  if v > 0.0 { return 1; } else if v < 0.0 { return -1; }
-  return 0;
+  if v > 0.0 { } else if v < 0.0 { return -1; }
+  let zero = v == 0.0;
+  if zero { return 0; }
+  return 1;
+}
+fn scaled(v, m: i32) {
+  if m == 0 {
+    return v;
+  } else {
+    let t = v * 2.0;
+    if m == 1 { return t; }
+    let u = t + 1.0;
+    if m == 2 { return u; }
+  }
+  let t = v * 3.0;
+  return -t;
 }
 fn pair(v, flip: i32) {
   if flip == 1 {
@@ -214,8 +230,9 @@ fn twice(v, B) {
   return v;
 }
 kernel k(x: tensor<f32>[N], y: tensor<f32>[N], z: tensor<f32>[N], s: tensor<i32>[1],
-         lo: f32, flip: i32) params(B: i32 = 64) grid(cdiv(N, B)) {
+         w: tensor<f32>[N], lo: f32, flip: i32) params(B: i32 = 64) grid(cdiv(N, B)) {
   let o = program_id(0) * B + arange(0, B);
+  store(w[o], scaled(load(x[o]), flip));
   let (a, b) = pair(clampish(load(x[o]), lo), flip);
   store(y[o], twice(a, B));
   store(z[o], b);
@@ -233,11 +250,12 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], z: tensor<f32>[N], s: tensor<i32>
     for (float lo : {-1.0f, 0.5f, 200.0f})
       for (int32_t flip : {0, 1, 2, 6}) {
         Tensor tx = s.upload(x, {n}), y = s.empty<float>({n}), z = s.empty<float>({n}),
-               sign = s.empty<int32_t>({1});
-        ASSERT_TRUE(k(tx, y, z, sign, lo, flip).ok()) << device;
-        std::vector<float> gy, gz;
+               sign = s.empty<int32_t>({1}), w = s.empty<float>({n});
+        ASSERT_TRUE(k(tx, y, z, sign, w, lo, flip).ok()) << device;
+        std::vector<float> gy, gz, gw;
         std::vector<int32_t> gs;
-        ASSERT_TRUE(y.download(gy).ok() && z.download(gz).ok() && sign.download(gs).ok());
+        ASSERT_TRUE(y.download(gy).ok() && z.download(gz).ok() && sign.download(gs).ok() &&
+                    w.download(gw).ok());
         EXPECT_EQ(gs[0], lo > 0 ? 1 : lo < 0 ? -1 : 0) << device << " lo=" << lo;
         for (int64_t i = 0; i < n; ++i) {
           float c = lo > 100 ? 0.0f : lo < 0 ? x[i] : std::max(x[i], lo);
@@ -246,6 +264,11 @@ kernel k(x: tensor<f32>[N], y: tensor<f32>[N], z: tensor<f32>[N], s: tensor<i32>
           float want = flip >= 5 ? a + b : a * 2.0f;
           ASSERT_EQ(gy[i], want) << device << " lo=" << lo << " flip=" << flip << " at " << i;
           ASSERT_EQ(gz[i], b) << device << " lo=" << lo << " flip=" << flip << " at " << i;
+          float scaled = flip == 0   ? x[i]
+                         : flip == 1 ? x[i] * 2.0f
+                         : flip == 2 ? x[i] * 2.0f + 1.0f
+                                     : -(x[i] * 3.0f);
+          ASSERT_EQ(gw[i], scaled) << device << " flip=" << flip << " at " << i;
         }
       }
   });

@@ -504,6 +504,16 @@ void tuneMatmul(const std::string &device, const std::string &cacheDir) {
   run(third, false);
   EXPECT_EQ(third.cacheStats().tuneRuns, 1);
   EXPECT_EQ(third.cacheStats().compiles, 0); // the candidates themselves were cached
+
+  // So is one that names a param twice, even where the last value would make a
+  // candidate (the file names BM, then BN: an extra BM goes in front).
+  cmd = "for f in '" + cacheDir + "'/*.tune; do { printf 'BM=7\\n'; cat \"$f\"; } > \"$f.new\" " +
+        "&& mv \"$f.new\" \"$f\"; done";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  Session fourth(device);
+  run(fourth, false);
+  EXPECT_EQ(fourth.cacheStats().tuneRuns, 1);
+  EXPECT_EQ(fourth.cacheStats().tuneHits, 0);
 }
 
 TEST_F(SessionTest, AutotuneCPUStoresItsChoice) { tuneMatmul("cpu", dir); }

@@ -1,7 +1,7 @@
 """Writes and reads small .npy files without NumPy, for kiln-run's lit tests.
 
   npy.py write FILE DESCR SHAPE V1 V2 ...   e.g. npy.py write x.npy '<f4' 2,3 1 2 3 4 5 6
-      [--v2] [--fortran]
+      [--v2] [--fortran] [--shape-twice]   (the last adds 'shape' again, reversed)
   npy.py read FILE                          prints: DESCR (SHAPE) V1 V2 ...
 """
 import ast
@@ -12,9 +12,11 @@ CODES = {"f2": "e", "f4": "f", "f8": "d", "i1": "b", "i2": "h", "i4": "i", "i8":
          "u1": "B", "u2": "H", "u4": "I", "u8": "Q", "b1": "B"}  # bools as bytes
 
 
-def write(path, descr, shape, values, version=1, fortran=False):
+def write(path, descr, shape, values, version=1, fortran=False, shape_twice=False):
     dims = tuple(int(s) for s in shape.split(",") if s)
     header = "{'descr': '%s', 'fortran_order': %s, 'shape': %r, }" % (descr, fortran, dims)
+    if shape_twice:
+        header = header[:-1] + "'shape': %r, }" % (dims[::-1],)
     preamble = 10 if version == 1 else 12
     header += " " * ((64 - (preamble + len(header) + 1) % 64) % 64) + "\n"
     length = struct.pack("<H" if version == 1 else "<I", len(header))
@@ -43,8 +45,8 @@ def read(path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "write":
-        args = [a for a in sys.argv[2:] if a not in ("--v2", "--fortran")]
+        args = [a for a in sys.argv[2:] if a not in ("--v2", "--fortran", "--shape-twice")]
         write(args[0], args[1], args[2], args[3:], 2 if "--v2" in sys.argv else 1,
-              "--fortran" in sys.argv)
+              "--fortran" in sys.argv, "--shape-twice" in sys.argv)
     else:
         read(sys.argv[2])
