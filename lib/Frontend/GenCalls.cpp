@@ -236,6 +236,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     unsigned savedLoopDepth = std::exchange(loopDepth, 0); // a helper's loops are its own
     unsigned savedPaths = std::exchange(helperPaths, 0);
     auto savedContinuations = std::exchange(continuations, {});
+    unsigned savedPathCount = std::exchange(helperPathCount, 0);
     auto savedResult = std::move(helperResult);
     scopes.clear();
     scopes.emplace_back(); // globals: none besides builtins
@@ -261,6 +262,7 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     loopDepth = savedLoopDepth;
     helperPaths = savedPaths;
     continuations = std::move(savedContinuations);
+    helperPathCount = savedPathCount;
     helperResult = std::move(savedResult);
     if (!ok) {
       // A helper is generated once per set of argument types: say which call

@@ -651,6 +651,12 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
   // if's paths, each going on with the statements after this one; so is a
   // returning `if` after other statements of the branch, through `continuations`.
   auto genPath = [&](const Block &body) {
+    if (++helperPathCount > kMaxHelperPaths)
+      return error(stmt.loc, "a helper's paths through its returning ifs pass " +
+                                 llvm::Twine(kMaxHelperPaths) + " here; each compiles the "
+                                 "statements after its 'if' again: set a variable and "
+                                 "return it once at the end"),
+             false;
     helperResult.reset();
     ++helperPaths;
     bool ok;
@@ -670,8 +676,13 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
     --helperPaths;
     return ok;
   };
-  if (cond->cst) // decided at compile time: one path
-    return genPath(cond->cst->i ? stmt.thenBody : stmt.elseBody);
+  if (cond->cst) { // decided at compile time: one path, to the helper's end
+    if (!genPath(cond->cst->i ? stmt.thenBody : stmt.elseBody))
+      return false;
+    if (!helperResult)
+      helperResult = TValue{}; // it went on past the end: it returns nothing
+    return true;
+  }
 
   // The paths restore, before each, what any of them may assign: in the
   // branches, the statements after, and the continuations (each in its scopes).
@@ -724,20 +735,29 @@ bool Generator::genReturningIf(const IfStmt &stmt, llvm::ArrayRef<StmtPtr> rest)
     TValue &a = values[0][k], &b = values[1][k];
     if (a.type.dtype == b.type.dtype && a.type.shape == b.type.shape)
       continue;
-    int weak = a.type.weak && a.type.kind == SType::Scalar   ? 0
-               : b.type.weak && b.type.kind == SType::Scalar ? 1
-                                                              : -1;
-    if (weak < 0)
+    bool weak[2] = {a.type.weak && a.type.kind == SType::Scalar,
+                    b.type.weak && b.type.kind == SType::Scalar};
+    if (!weak[0] && !weak[1])
       return error(stmt.loc, "the paths through this 'if' return " + describe(0) + " and " +
                                  describe(1) + "; return one type from each (cast<T>(...))"),
              false;
-    TValue &from = weak ? b : a, &to = weak ? a : b;
-    mlir::OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPointToEnd(ends[weak]);
-    MaybeValue converted = convert(from, to.type.dtype, to.type.shape, stmt.loc);
-    if (!converted)
-      return false;
-    from = *converted;
+    // A weak constant takes the other path's type; two promote as operands do
+    // (`return 1.5;` and `return 0;` give f32).
+    DType dt = weak[0] && weak[1] ? promote(a.type, b.type)
+               : weak[0]          ? b.type.dtype
+                                  : a.type.dtype;
+    Shape shape = weak[0] ? b.type.shape : a.type.shape;
+    for (int i = 0; i < 2; ++i) {
+      TValue &v = values[i][k];
+      if (v.type.dtype == dt && v.type.shape == shape)
+        continue;
+      mlir::OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToEnd(ends[i]);
+      MaybeValue converted = convert(v, dt, shape, stmt.loc);
+      if (!converted)
+        return false;
+      v = *converted;
+    }
   }
   llvm::SmallVector<mlir::Type> types;
   for (const TValue &v : values[0])

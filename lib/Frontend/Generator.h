@@ -587,6 +587,8 @@ private:
     size_t depth;
   };
   std::vector<Continuation> continuations;
+  unsigned helperPathCount = 0; // paths generated in the helper so far
+  static constexpr unsigned kMaxHelperPaths = 4096;
   std::map<std::string, mlir::func::FuncOp> specializations;
   llvm::StringSet<> activeHelpers; // helpers being generated, to catch recursion
   unsigned nesting = 0;             // levels of Nesting now open
