@@ -133,13 +133,14 @@ bool npy::read(const std::string &path, DType dtype, Array &out, std::string &er
     return false;
   }
   llvm::StringRef header = bytes.substr(headerAt, headerBytes);
-  for (llvm::StringRef key : {"descr", "fortran_order", "shape"})
-    if (size_t at = header.find(("'" + key + "'").str());
-        at != llvm::StringRef::npos &&
-        header.find(("'" + key + "'").str(), at + 1) != llvm::StringRef::npos) {
-      error = "its header gives '" + key.str() + "' twice";
+  for (llvm::StringRef key : {"descr", "fortran_order", "shape"}) {
+    std::string quoted = ("'" + key + "'").str();
+    size_t at = header.find(quoted);
+    if (at != llvm::StringRef::npos && header.find(quoted, at + 1) != llvm::StringRef::npos) {
+      error = "its header gives " + quoted + " twice";
       return false;
     }
+  }
   llvm::StringRef descr = field(header, "descr"), order = field(header, "fortran_order");
   std::vector<std::string> accepted = descrs(dtype);
   if (!llvm::is_contained(accepted, descr.str())) {
