@@ -452,7 +452,9 @@ bool Generator::genFor(const ForStmt &stmt) {
   };
   if ((!stops.empty() || flipMask || wrapsAtTheTop) && *stages == 1) {
     // A loop that may be left early (break, return) is a while loop over its
-    // variable, so that it stops at once rather than running out its trips.
+    // variable, so that it stops at once rather than running out its trips; so
+    // are those that count down or near the top of i32, which an scf.for would
+    // step past.
     Value first = builder.create<mlir::arith::CmpIOp>(l, CmpIPredicate::slt, start->value,
                                                       end->value);
     return genRotatedWhile(
