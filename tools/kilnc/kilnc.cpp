@@ -188,6 +188,10 @@ int checkOptions() {
     files.push_back({"--header", headerFile});
   if (!metadataFile.empty())
     files.push_back({"--metadata", metadataFile});
+  // Checked before anything is opened: a failed run removes what it opened.
+  for (auto &[option, path] : files)
+    if (option != "the input" && llvm::sys::fs::is_directory(path))
+      return fail(option + " '" + path + "' is a directory");
   for (size_t i = 0; i < files.size(); ++i)
     for (size_t j = i + 1; j < files.size(); ++j)
       if (samePath(files[i].second, files[j].second))
@@ -404,7 +408,7 @@ int main(int argc, char **argv) {
   struct StaleMetadata {
     std::string path;
     ~StaleMetadata() {
-      if (!path.empty())
+      if (!path.empty() && llvm::sys::fs::is_regular_file(path))
         llvm::sys::fs::remove(path);
     }
   } stale;
