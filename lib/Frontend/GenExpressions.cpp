@@ -161,6 +161,11 @@ MaybeValue Generator::genUnary(const UnaryExpr &e) {
     out.value = builder.create<mlir::arith::NegFOp>(l, v->value);
     return out;
   }
+  // A literal past i64 is a u64 (§4); its negation fits no 64-bit type.
+  if (v->cst && v->type.weak && isUnsigned(v->type.dtype) && v->cst->i != 0)
+    return error(e.loc, "-" + std::to_string(uint64_t(v->cst->i)) +
+                            " does not fit in 64 bits (the smallest i64 is "
+                            "-9223372036854775808)");
   TValue zero = constant(Const::ofInt(0), v->type.dtype, true, l);
   return binary(BinOp::Sub, zero, *v, e.loc);
 }
