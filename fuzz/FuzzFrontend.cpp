@@ -6,7 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::SourceMgr sourceMgr;
-  kiln::fuzz::addInput(sourceMgr, data, size, "fuzz.kiln");
+  kiln::addSourceBuffer(sourceMgr, {reinterpret_cast<const char *>(data), size}, "fuzz.kiln");
   std::vector<kiln::KernelInfo> infos;
   kiln::GenOptions options;
   auto module = kiln::buildKilnModule(kiln::fuzz::context(), sourceMgr, options, infos, llvm::nulls());

@@ -2,15 +2,11 @@
 
 #include "lib/Frontend/Parser.h"
 
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(
-          llvm::StringRef(reinterpret_cast<const char *>(data), size), "fuzz.kiln"),
-      llvm::SMLoc());
+  kiln::addSourceBuffer(sourceMgr, {reinterpret_cast<const char *>(data), size}, "fuzz.kiln");
   kiln::DiagEngine diag(sourceMgr, llvm::nulls());
   auto module = kiln::parseModule(
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer(), diag);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "lib/Compiler/Compiler.h"
+#include "lib/Frontend/Diagnostics.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -25,7 +26,8 @@ inline mlir::MLIRContext &context() {
 }
 
 /// Adds the input as a null-terminated buffer owned by `sourceMgr`, as the tools
-/// read a file (MLIR's lexer relies on the terminator).
+/// read a file (MLIR's lexer relies on the terminator). Kiln sources go through
+/// kiln::addSourceBuffer instead, as in the tools.
 inline void addInput(llvm::SourceMgr &sourceMgr, const uint8_t *data, size_t size,
                      const char *name) {
   sourceMgr.AddNewSourceBuffer(

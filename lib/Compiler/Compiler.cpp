@@ -66,8 +66,7 @@ SourceModule::SourceModule(llvm::StringRef source, llvm::StringRef filename,
   registerDialects(registry_);
   context_ = std::make_unique<mlir::MLIRContext>(registry_,
                                                  mlir::MLIRContext::Threading::DISABLED);
-  sourceMgr_.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, filename),
-                                llvm::SMLoc());
+  addSourceBuffer(sourceMgr_, source, filename);
   module_ = buildKilnModule(*context_, sourceMgr_, options, kernels, errs_);
   // Later passes report through the same source manager, at .kiln locations.
   handler_ = std::make_unique<mlir::SourceMgrDiagnosticHandler>(sourceMgr_, context_.get(),

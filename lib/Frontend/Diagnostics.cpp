@@ -3,8 +3,19 @@
 #include "lib/Frontend/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 using namespace kiln;
+
+void kiln::addSourceBuffer(llvm::SourceMgr &sourceMgr, llvm::StringRef source,
+                           llvm::StringRef filename) {
+  std::string text = source.str();
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))
+      text[i] = '\n';
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, filename),
+                               llvm::SMLoc());
+}
 
 void DiagEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
                        const llvm::Twine &message) {

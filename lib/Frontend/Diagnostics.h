@@ -8,6 +8,12 @@
 
 namespace kiln {
 
+/// Adds `source` to `sourceMgr` as its main buffer, a lone carriage return (old
+/// Mac line ends, a stray one in a Unix file) read as a line end: the lexer,
+/// `//` comments and the line numbers of errors then agree with editors.
+void addSourceBuffer(llvm::SourceMgr &sourceMgr, llvm::StringRef source,
+                     llvm::StringRef filename);
+
 /// Reports `FILE:LINE:COL: error: message`, the source line and a caret, through the
 /// SourceMgr that owns the buffer.
 class DiagEngine {

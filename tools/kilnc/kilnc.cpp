@@ -396,8 +396,7 @@ int main(int argc, char **argv) {
   if (!readInput(inputFile, source, readError))
     return fail("cannot read '" + inputFile + "': " + readError);
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, inputFile),
-                               llvm::SMLoc());
+  addSourceBuffer(sourceMgr, source, inputFile);
 
   std::string error;
   auto output = mlir::openOutputFile(outputFile, &error);
