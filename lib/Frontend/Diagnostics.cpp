@@ -21,13 +21,18 @@ void DiagEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
                        const llvm::Twine &message) {
   llvm::SMDiagnostic diag = sourceMgr.GetMessage(loc, kind, message);
   llvm::StringRef line = diag.getLineContents();
-  if (llvm::all_of(line, [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+  auto plain = [](char c) {
+    auto byte = static_cast<unsigned char>(c);
+    return byte < 0x80 && byte != 0x7F && (byte >= 0x20 || c == '\t' || c == '\r');
+  };
+  if (llvm::all_of(line, plain)) {
     sourceMgr.PrintMessage(os, diag);
     return;
   }
   // The location line alone, then the source line and a caret under the
   // column's character: tabs go to the next multiple of 8 columns, as LLVM
   // prints them, and a UTF-8 character takes one column, whatever its bytes.
+  // Control bytes (escape sequences, NULs) show as '?', not to the terminal.
   // A byte order mark (skipped by the lexer) is no part of the line.
   size_t at = diag.getColumnNo();
   if (diag.getLineNo() == 1 && line.starts_with("\xEF\xBB\xBF")) {
@@ -47,7 +52,7 @@ void DiagEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
     if (c == '\t')
       shown.append(width, ' ');
     else
-      shown.push_back(static_cast<char>(c));
+      shown.push_back(c < 0x20 || c == 0x7F ? '?' : static_cast<char>(c));
     if (i < at)
       caret.append(width, ' ');
     column += width;

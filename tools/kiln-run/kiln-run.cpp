@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/kiln.h"
+#include "lib/Frontend/Lexer.h"
 #include "lib/Support/Half.h"
 #include "lib/Support/ReadFile.h"
 #include "lib/Support/Tolerance.h"
@@ -415,30 +416,16 @@ static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, con
   return rt::Status::success();
 }
 
-/// The name of the first kernel `source` declares (outside comments and
-/// strings), or "".
+/// The name of the first kernel `source` declares, found with Kiln's own
+/// lexer (comments anywhere), or "" when there is none or the text does not
+/// lex: the compiler then reports what is wrong, at its line.
 static std::string firstKernel(llvm::StringRef source) {
-  auto isWord = [](char c) { return llvm::isAlnum(c) || c == '_'; };
-  for (size_t i = 0; i < source.size(); ++i) {
-    if (source.substr(i).starts_with("//")) {
-      i = source.find('\n', i);
-    } else if (source.substr(i).starts_with("/*")) {
-      i = source.find("*/", i + 2);
-      i = i == llvm::StringRef::npos ? i : i + 1;
-    } else if (source[i] == '"') {
-      while (++i < source.size() && source[i] != '"' && source[i] != '\n')
-        i += source[i] == '\\';
-    } else if (source.substr(i).starts_with("kernel") && (i == 0 || !isWord(source[i - 1])) &&
-               i + 6 < source.size() && llvm::isSpace(source[i + 6])) {
-      llvm::StringRef rest = source.substr(i + 6).ltrim();
-      return rest.take_while(isWord).str();
-    } else if (isWord(source[i])) { // skip the rest of a word: `my_kernel x`
-      while (i + 1 < source.size() && isWord(source[i + 1]))
-        ++i;
+  Lexer lexer(source);
+  for (Token t = lexer.next(); t.kind != Tok::Eof && t.kind != Tok::Error; t = lexer.next())
+    if (t.kind == Tok::KwKernel) {
+      Token name = lexer.next();
+      return name.kind == Tok::Ident ? name.text.str() : "";
     }
-    if (i == llvm::StringRef::npos)
-      break;
-  }
   return "";
 }
 
@@ -452,6 +439,8 @@ int main(int argc, char **argv) {
   // A .kbin bundle (kilnc -o F.kbin) holds compiled kernels: its entry for the
   // device runs, and --check runs its cpu entry. Nothing is compiled.
   bool isBundle = llvm::StringRef(source).starts_with("KILNKBIN");
+  if (!isBundle && llvm::StringRef(inputFile).ends_with(".kbin"))
+    return fail("'" + inputFile + "' is not a Kiln bundle: it does not start with KILNKBIN");
   if (isBundle && (!defines.empty() || !tuneSpecs.empty() || autotuneDeclared))
     return fail(std::string(defines.empty() ? "--tune and --autotune need" : "-D needs") +
                 " the kernel's source; '" + inputFile +
@@ -502,11 +491,10 @@ int main(int argc, char **argv) {
                 " is used only with --check");
 
   std::string kernel = kernelName;
-  if (kernel.empty() && !isBundle) {
+  // Without --kernel the first one runs; a file where none is found is
+  // compiled whole, so the compiler says why (a syntax error, no kernel).
+  if (kernel.empty() && !isBundle)
     kernel = firstKernel(source);
-    if (kernel.empty())
-      return fail("no kernel in '" + inputFile + "'");
-  }
 
   Session session(deviceSpec);
   if (!session.ok())
@@ -519,6 +507,8 @@ int main(int argc, char **argv) {
     llvm::errs() << k.status().message();
     return 1;
   }
+  if (!k.info())
+    return fail("no kernel in '" + inputFile + "'");
   const KernelInfo &info = *k.info();
   kernel = info.name;
 

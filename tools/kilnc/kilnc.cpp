@@ -282,6 +282,9 @@ int buildBundle() {
   std::string source, readError;
   if (!readInput(inputFile, source, readError))
     return fail("cannot read '" + inputFile + "': " + readError);
+  if (llvm::StringRef(source).starts_with("KILNKBIN"))
+    return fail("'" + inputFile + "' is a bundle (kilnc's output), not Kiln source; "
+                "kiln-run and Session::load run bundles");
   GenOptions options;
   options.kernel = kernelName;
   if (!parseDefines(options))
@@ -395,6 +398,9 @@ int main(int argc, char **argv) {
   std::string source, readError;
   if (!readInput(inputFile, source, readError))
     return fail("cannot read '" + inputFile + "': " + readError);
+  if (llvm::StringRef(source).starts_with("KILNKBIN"))
+    return fail("'" + inputFile + "' is a bundle (kilnc's output), not Kiln source; "
+                "kiln-run and Session::load run bundles");
   llvm::SourceMgr sourceMgr;
   addSourceBuffer(sourceMgr, source, inputFile);
 
