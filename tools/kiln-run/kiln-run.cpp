@@ -284,6 +284,17 @@ static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
       return "'" + spec.str() + "' gives values outside " + dtypeName(dt);
     for (int64_t i = 0; i < n; ++i)
       storeFloat(bytes.data() + i * dtypeBytes(dt), dt, start + double(i) * step);
+    // Rounding must keep the values apart (sorted keys, offsets): 257 is 256
+    // in bf16, 16777217 is 16777216 in f32.
+    for (int64_t i = 1; step != 0 && i < n; ++i)
+      if (double v = elementAt(bytes, dt, i); v == elementAt(bytes, dt, i - 1)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.9g", v);
+        return llvm::formatv("'{0}' repeats values in {1}: elements {2} and {3} both round to "
+                             "{4}",
+                             spec, dtypeName(dt), i - 1, i, text)
+            .str();
+      }
     return "";
   }
   // Integers are computed in 128 bits, so that every i64 and u64 value (and any
