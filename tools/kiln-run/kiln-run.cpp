@@ -515,7 +515,12 @@ int main(int argc, char **argv) {
   if (!k.ok() && isBundle)
     return fail("'" + inputFile + "': " + k.status().message());
   if (!k.ok()) {
-    llvm::errs() << k.status().message();
+    // The compiler's diagnostics come whole (located lines, each ended); a
+    // device's refusal (too many buffers for it) is one message.
+    const std::string &message = k.status().message();
+    if (!llvm::StringRef(message).ends_with("\n"))
+      return fail(message);
+    llvm::errs() << message;
     return 1;
   }
   if (!k.info())
