@@ -737,7 +737,8 @@ int main(int argc, char **argv) {
       auto [name, values] = spec.split('=');
       if (name.empty() || values.empty())
         return fail("--tune expects NAME=V1,V2,..., got '" + spec + "'");
-      if (!llvm::any_of(info.params, [&](const ParamValue &p) { return p.name == name; }))
+      auto param = llvm::find_if(info.params, [&](const ParamValue &p) { return p.name == name; });
+      if (param == info.params.end())
         return fail("--tune " + spec + ": kernel '" + kernel + "' has no param '" + name + "'");
       if (choices.count(name.str()))
         return fail("--tune " + spec + ": param '" + name + "' is tuned twice");
@@ -746,6 +747,17 @@ int main(int argc, char **argv) {
       for (llvm::StringRef v : llvm::split(values, ',')) {
         if (v.empty())
           return fail("--tune " + spec + ": an empty value (expected NAME=V1,V2,...)");
+        // A value that is no number of the param's type is the user's typo, not
+        // a candidate the target cannot hold (those are skipped while tuning).
+        double number;
+        long long integer;
+        bool parses = isFloat(param->dtype) ? !v.getAsDouble(number)
+                      : param->dtype == DType::I1
+                          ? v == "true" || v == "false" || v == "0" || v == "1"
+                          : !v.getAsInteger(10, integer);
+        if (!parses)
+          return fail("--tune " + spec + ": '" + v + "' is not a value of " + name + "'s type, " +
+                      dtypeName(param->dtype));
         if (llvm::is_contained(choices[name.str()], v.str()))
           return fail("--tune " + spec + ": value " + v + " is given twice");
         choices[name.str()].push_back(v.str());
