@@ -295,7 +295,12 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
       error(param.loc, "redefinition of param '" + param.name + "'");
       return false;
     }
-    if (lookup(param.name) || isBuiltin(param.name)) {
+    if (isBuiltin(param.name)) {
+      error(param.loc, "'" + param.name + "' is a builtin; a param may not take its name " +
+                           "(grid rules call builtins)");
+      return false;
+    }
+    if (lookup(param.name)) {
       error(param.loc, "param '" + param.name + "' shadows another name");
       return false;
     }
