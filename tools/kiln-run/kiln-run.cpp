@@ -559,6 +559,8 @@ int main(int argc, char **argv) {
   std::map<std::string, std::string> fills;
   for (const std::string &f : fillSpecs) {
     auto [name, spec] = llvm::StringRef(f).split('=');
+    if (!llvm::StringRef(f).contains('='))
+      return fail("--fill expects NAME=VALUE or NAME=START:STEP, got '" + f + "'");
     if (!isTensorArg(name))
       return fail("--fill " + f + ": kernel '" + info.name + "' has no tensor argument '" +
                   name + "'");
@@ -637,6 +639,27 @@ int main(int argc, char **argv) {
   in.scalars.resize(info.args.size());
   double bytesMoved = 0;
   std::vector<double> elements(info.args.size(), 0.0); // as doubles: no overflow
+  // A size the kernel does not have is named first: a typo there is why
+  // another size is missing.
+  for (const auto &[name, size] : sizes) {
+    bool used = llvm::any_of(info.args, [&](const ArgInfo &a) {
+      return llvm::is_contained(a.dims, name);
+    }) || llvm::is_contained(llvm::split(flopsSpec, '*'), name);
+    if (!used) {
+      std::set<std::string> known;
+      for (const ArgInfo &a : info.args)
+        for (const std::string &d : a.dims)
+          if (!d.empty() && !isdigit(static_cast<unsigned char>(d[0])))
+            known.insert(d);
+      bool isParam = llvm::any_of(info.params, [&](const ParamValue &p) { return p.name == name; });
+      return fail("--shape " + name + "=" + std::to_string(size) + ": kernel '" + info.name +
+                  "' has no size '" + name + "' (its sizes: " +
+                  (known.empty() ? std::string("none") : llvm::join(known, ", ")) + ")" +
+                  (isParam ? "; " + name + " is a param, set with -D " + name + "=" +
+                                 std::to_string(size)
+                           : std::string()));
+    }
+  }
   for (size_t i = 0; i < info.args.size(); ++i) {
     const ArgInfo &a = info.args[i];
     if (!a.isTensor) {
@@ -668,25 +691,6 @@ int main(int argc, char **argv) {
       n *= size;
     }
     elements[i] = n;
-  }
-  for (const auto &[name, size] : sizes) {
-    bool used = llvm::any_of(info.args, [&](const ArgInfo &a) {
-      return llvm::is_contained(a.dims, name);
-    }) || llvm::is_contained(llvm::split(flopsSpec, '*'), name);
-    if (!used) {
-      std::set<std::string> known;
-      for (const ArgInfo &a : info.args)
-        for (const std::string &d : a.dims)
-          if (!d.empty() && !isdigit(static_cast<unsigned char>(d[0])))
-            known.insert(d);
-      bool isParam = llvm::any_of(info.params, [&](const ParamValue &p) { return p.name == name; });
-      return fail("--shape " + name + "=" + std::to_string(size) + ": kernel '" + info.name +
-                  "' has no size '" + name + "' (its sizes: " +
-                  (known.empty() ? std::string("none") : llvm::join(known, ", ")) + ")" +
-                  (isParam ? "; " + name + " is a param, set with -D " + name + "=" +
-                                 std::to_string(size)
-                           : std::string()));
-    }
   }
   // Each tensor lives on the host and on the device (host memory too for the CPU
   // device, and for lavapipe), and once more as the CPU's result under --check.
