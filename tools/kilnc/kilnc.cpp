@@ -175,7 +175,8 @@ int checkOptions() {
       return fail(llvm::Twine(name) + " is given more than once");
   const std::pair<const char *, cl::opt<std::string> *> named[] = {
       {"-o", &outputFile}, {"--kernel", &kernelName}, {"--header", &headerFile},
-      {"--metadata", &metadataFile}, {"--target", &targetSpec}};
+      {"--metadata", &metadataFile}, {"--target", &targetSpec},
+      {"--matrix-units", &matrixUnits}};
   for (auto [name, option] : named)
     if (option->getNumOccurrences() && option->getValue().empty())
       return fail(llvm::Twine(name) + " needs a value");
@@ -361,7 +362,7 @@ int main(int argc, char **argv) {
     return buildBundle();
   if (!headerFile.empty())
     return fail("--header needs a bundle output (-o FILE.kbin)");
-  auto parsedTarget = Target::parse(targetSpec);
+  auto parsedTarget = Target::parse(llvm::StringRef(targetSpec).trim());
   if (!parsedTarget)
     return fail(llvm::toString(parsedTarget.takeError()));
   if (auto error = parsedTarget->setMatrixUnits(matrixUnits))
