@@ -268,8 +268,9 @@ Result<Module> Device::loadBundle(const std::string &bytes) {
     std::string targets;
     for (const BundleEntry &e : bundle.entries)
       targets += (targets.empty() ? "" : ", ") + e.target;
-    return Status::failure("the bundle has no code for " + target() + " (it has: " + targets +
-                           ")");
+    return Status::failure("the bundle has no code for " + target() +
+                           (targets.empty() ? std::string(" (it has no entries)")
+                                            : " (it has: " + targets + ")"));
   }
   return load(entry->binary, entry->metadata);
 }

@@ -141,7 +141,25 @@ bool npy::read(const std::string &path, DType dtype, Array &out, std::string &er
       return false;
     }
   }
+  // NumPy's own reader takes these three keys and no others.
+  for (size_t at = header.find('\''); at != llvm::StringRef::npos;) {
+    size_t end = header.find('\'', at + 1);
+    if (end == llvm::StringRef::npos)
+      break;
+    llvm::StringRef key = header.slice(at + 1, end);
+    if (header.drop_front(end + 1).ltrim().starts_with(":") &&
+        !llvm::is_contained({"descr", "fortran_order", "shape"}, key)) {
+      error = "its header has the key '" + key.str() +
+              "'; a .npy header holds 'descr', 'fortran_order' and 'shape' only";
+      return false;
+    }
+    at = header.find('\'', end + 1);
+  }
   llvm::StringRef descr = field(header, "descr"), order = field(header, "fortran_order");
+  if (descr.starts_with("[")) {
+    error = "the file holds a structured array (named fields); save one plain array per tensor";
+    return false;
+  }
   std::vector<std::string> accepted = descrs(dtype);
   if (!llvm::is_contained(accepted, descr.str())) {
     error = "the file holds '" + descr.str() + "' elements; " + dtypeName(dtype) +
@@ -155,8 +173,12 @@ bool npy::read(const std::string &path, DType dtype, Array &out, std::string &er
     error = "its header has no 'fortran_order'";
     return false;
   }
-  if (order != "False") {
+  if (order == "True") {
     error = "the array is in Fortran order; save a C-order one (np.ascontiguousarray)";
+    return false;
+  }
+  if (order != "False") {
+    error = "its header's 'fortran_order' is '" + order.str() + "', not True or False";
     return false;
   }
   if (!parseShape(field(header, "shape"), out.shape)) {

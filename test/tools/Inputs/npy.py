@@ -2,6 +2,7 @@
 
   npy.py write FILE DESCR SHAPE V1 V2 ...   e.g. npy.py write x.npy '<f4' 2,3 1 2 3 4 5 6
       [--v2] [--fortran] [--shape-twice]   (the last adds 'shape' again, reversed)
+      [--header=TEXT]                       (the header dict as given; DESCR packs the data)
   npy.py read FILE                          prints: DESCR (SHAPE) V1 V2 ...
 """
 import ast
@@ -12,9 +13,11 @@ CODES = {"f2": "e", "f4": "f", "f8": "d", "i1": "b", "i2": "h", "i4": "i", "i8":
          "u1": "B", "u2": "H", "u4": "I", "u8": "Q", "b1": "B"}  # bools as bytes
 
 
-def write(path, descr, shape, values, version=1, fortran=False, shape_twice=False):
+def write(path, descr, shape, values, version=1, fortran=False, shape_twice=False,
+          header=None):
     dims = tuple(int(s) for s in shape.split(",") if s)
-    header = "{'descr': '%s', 'fortran_order': %s, 'shape': %r, }" % (descr, fortran, dims)
+    if header is None:
+        header = "{'descr': '%s', 'fortran_order': %s, 'shape': %r, }" % (descr, fortran, dims)
     if shape_twice:
         header = header[:-1] + "'shape': %r, }" % (dims[::-1],)
     preamble = 10 if version == 1 else 12
@@ -45,8 +48,10 @@ def read(path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "write":
-        args = [a for a in sys.argv[2:] if a not in ("--v2", "--fortran", "--shape-twice")]
+        header = [a[len("--header="):] for a in sys.argv if a.startswith("--header=")]
+        args = [a for a in sys.argv[2:]
+                if a not in ("--v2", "--fortran", "--shape-twice") and not a.startswith("--header=")]
         write(args[0], args[1], args[2], args[3:], 2 if "--v2" in sys.argv else 1,
-              "--fortran" in sys.argv, "--shape-twice" in sys.argv)
+              "--fortran" in sys.argv, "--shape-twice" in sys.argv, header[0] if header else None)
     else:
         read(sys.argv[2])
