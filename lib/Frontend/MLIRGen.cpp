@@ -348,6 +348,8 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
       }
       value = *v->cst;
       if (std::string why = paramValueLoss(value, param.dtype); !why.empty()) {
+        if (isFloat(param.dtype)) // the integer messages show the value already
+          why = shortestDouble(value.asDouble()) + " " + why;
         error(param.defaultValue->loc, "default of param '" + param.name + "': " + why);
         return false;
       }
