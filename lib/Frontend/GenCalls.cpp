@@ -267,13 +267,19 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
     if (!ok) {
       // A helper is generated once per set of argument types: say which call
       // (and so which types) the error inside it came from, for the innermost
-      // few calls.
-      if (failed && notedCalls++ < kMaxNotedCalls) {
+      // few calls and the kernel's own, which says how many it leaves out.
+      bool fromKernel = !inHelper;
+      if (failed && (notedCalls < kMaxNotedCalls || fromKernel)) {
         std::string types;
         for (const TValue &a : args)
           types += (types.empty() ? "" : ", ") + a.type.str();
-        diag.note(at, "in this call of '" + fn.name + "' (" + types + ")");
+        unsigned hidden = notedCalls > kMaxNotedCalls ? notedCalls - kMaxNotedCalls : 0;
+        diag.note(at, "in this call of '" + fn.name + "' (" + types + ")" +
+                          (hidden ? ", through " + std::to_string(hidden) +
+                                        " more helper calls not shown"
+                                  : ""));
       }
+      notedCalls += failed;
       return std::nullopt;
     }
     std::vector<TValue> results = returnedValues(result);
