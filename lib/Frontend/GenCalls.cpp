@@ -859,10 +859,15 @@ MaybeValue Generator::genClassify(const CallExpr &e) {
     out.value = builder.create<mlir::arith::CmpFOp>(l, P::UNO, v->value, v->value);
     return out;
   }
-  // |x| == inf, or |x| < inf (false for NaN).
-  Value mag = builder.create<mlir::math::AbsFOp>(l, v->value);
-  Value inf = splat(Const::ofFloat(std::numeric_limits<double>::infinity()), v->type.dtype, shape,
-                    e.loc);
+  // |x| == inf, or |x| < inf (false for NaN). fp8 is classified in f32, which
+  // holds it exactly: e4m3 has no infinity (an fp8 inf constant would be 448).
+  DType dt = isF8(v->type.dtype) ? DType::F32 : v->type.dtype;
+  MaybeValue wide = convert(*v, dt, shape, e.loc);
+  if (!wide)
+    return std::nullopt;
+  Value x = wide->value;
+  Value mag = builder.create<mlir::math::AbsFOp>(l, x);
+  Value inf = splat(Const::ofFloat(std::numeric_limits<double>::infinity()), dt, shape, e.loc);
   out.value = builder.create<mlir::arith::CmpFOp>(l, name == "isinf" ? P::OEQ : P::OLT, mag, inf);
   return out;
 }
