@@ -159,8 +159,37 @@ Value fromF32(OpBuilder &b, Location loc, Value v, Type to) {
   return b.create<arith::TruncFOp>(loc, to, v); // exact: fp8 values fit f16 and bf16
 }
 
+/// truncf(select(c, extf(a), extf(b))) back to the fp8 type of a and b becomes
+/// a select of their bytes. arith-emulate-unsupported-floats widens a select of
+/// fp8 values (`where`, `min`, `max`) that way, and encoding the f32 result
+/// again would saturate e5m2's infinities to 57344 and rewrite NaN payloads.
+void selectBytes(Operation *root) {
+  SmallVector<arith::TruncFOp> truncs;
+  root->walk([&](arith::TruncFOp t) {
+    if (!isa<TensorType>(t.getType()) && f8Format(getElementTypeOrSelf(t.getType())))
+      truncs.push_back(t);
+  });
+  for (arith::TruncFOp t : truncs) {
+    auto select = t.getIn().getDefiningOp<arith::SelectOp>();
+    if (!select)
+      continue;
+    auto x = select.getTrueValue().getDefiningOp<arith::ExtFOp>();
+    auto y = select.getFalseValue().getDefiningOp<arith::ExtFOp>();
+    if (!x || !y || x.getIn().getType() != t.getType() || y.getIn().getType() != t.getType())
+      continue;
+    OpBuilder b(t);
+    BitBuilder bb{b, t.getLoc(), t.getType()};
+    Value bytes = b.create<arith::SelectOp>(t.getLoc(), select.getCondition(),
+                                            bb.bitcast(x.getIn(), b.getI8Type()),
+                                            bb.bitcast(y.getIn(), b.getI8Type()));
+    t.replaceAllUsesWith(b.create<arith::BitcastOp>(t.getLoc(), t.getType(), bytes).getResult());
+    t.erase();
+  }
+}
+
 struct ExpandF8 : kiln::impl::KilnExpandF8Base<ExpandF8> {
   void runOnOperation() override {
+    selectBytes(getOperation());
     SmallVector<Operation *> casts;
     getOperation()->walk([&](Operation *op) {
       // Scalars and vectors only: tensors are bufferized before this runs.

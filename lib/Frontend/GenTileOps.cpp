@@ -334,8 +334,22 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   using namespace mlir::arith;
   TValue out;
   out.type = SType::value(dt, *shape);
-  if (isFloat(dt))
-    out.value = isMax ? (Value)builder.create<MaximumFOp>(l, x, y) : builder.create<MinimumFOp>(l, x, y);
+  auto extreme = [&](Value p, Value q) -> Value {
+    return isMax ? (Value)builder.create<MaximumFOp>(l, p, q) : builder.create<MinimumFOp>(l, p, q);
+  };
+  if (isF8(dt)) {
+    // Compared in f32, and one of the operands returned as it is: the f32
+    // result rounded back to fp8 would saturate e5m2's infinities to 57344.
+    // The one whose bits the f32 result has, x if it is NaN, else y.
+    auto f32 = valueType(DType::F32, *shape), i32 = valueType(DType::I32, *shape);
+    Value xf = builder.create<ExtFOp>(l, f32, x), yf = builder.create<ExtFOp>(l, f32, y);
+    Value m = extreme(xf, yf);
+    Value isX = builder.create<CmpIOp>(l, CmpIPredicate::eq, builder.create<BitcastOp>(l, i32, m),
+                                       builder.create<BitcastOp>(l, i32, xf));
+    Value xNaN = builder.create<CmpFOp>(l, CmpFPredicate::UNO, xf, xf);
+    out.value = builder.create<SelectOp>(l, builder.create<OrIOp>(l, isX, xNaN), x, y);
+  } else if (isFloat(dt))
+    out.value = extreme(x, y);
   else if (isUnsigned(dt))
     out.value = isMax ? (Value)builder.create<MaxUIOp>(l, x, y) : builder.create<MinUIOp>(l, x, y);
   else
