@@ -631,7 +631,9 @@ MaybeValue Generator::genCast(const CallExpr &e) {
     return std::nullopt;
   DType from = v->type.dtype, to = *e.typeArg;
   if (!bits) {
-    TValue out = convert(*v, to, v->type.shape, e.loc);
+    TValue operand = *v;
+    operand.type.weak = false; // rounded and saturated as the cast does at run time
+    TValue out = convert(operand, to, v->type.shape, e.loc);
     out.type.weak = false; // a cast's value is one of its type: cast<f16>(2049.0) is 2048
     if (out.cst)
       out.cst = convertConst(*out.cst, to);

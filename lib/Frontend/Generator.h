@@ -186,8 +186,16 @@ private:
     auto layout = mlir::StridedLayoutAttr::get(&ctx, dyn, strides);
     return mlir::MemRefType::get(sizes, mlirType(arg.dtype), layout);
   }
-  mlir::TypedAttr constAttr(const Const &c, DType dt) {
-    Const v = convertConst(c, dt);
+  /// `c` as a value of `dt`: rounded as a cast rounds, except that a weak
+  /// infinity meeting e5m2 stays infinite (a cast saturates it to 57344; e4m3,
+  /// which has none, refuses it in constantFits).
+  static Const constantOf(const Const &c, DType dt, bool weak) {
+    if (weak && dt == DType::F8E5M2 && c.isFloat && std::isinf(c.f))
+      return c;
+    return convertConst(c, dt);
+  }
+  mlir::TypedAttr constAttr(const Const &c, DType dt, bool weak = false) {
+    Const v = constantOf(c, dt, weak);
     mlir::Type t = mlirType(dt);
     if (isFloat(dt))
       return mlir::FloatAttr::get(t, v.f);
@@ -200,7 +208,7 @@ private:
     TValue v;
     v.type = SType::scalar(dt, weak);
     v.cst = weak && isFloat(dt) ? Const::ofFloat(c.asDouble()) : convertConst(c, dt);
-    v.value = builder.create<mlir::arith::ConstantOp>(l, constAttr(c, dt));
+    v.value = builder.create<mlir::arith::ConstantOp>(l, constAttr(c, dt, weak));
     return v;
   }
   /// The value of constant operand `v` in a fold at type `dt`: rounded to `dt`, or

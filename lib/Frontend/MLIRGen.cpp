@@ -182,10 +182,10 @@ TValue Generator::convert(const TValue &v, DType dt, const Shape &shape, SMLoc a
     // A constant tile is one splat attribute, not a scalar plus a splat op.
     TValue out;
     out.type = SType::tile(dt, shape);
-    out.cst = convertConst(*v.cst, dt);
+    out.cst = constantOf(*v.cst, dt, v.type.weak);
     auto type = mlir::RankedTensorType::get(shape, mlirType(dt));
     out.value = builder.create<mlir::arith::ConstantOp>(
-        l, mlir::SplatElementsAttr::get(type, mlir::Attribute(constAttr(*v.cst, dt))));
+        l, mlir::SplatElementsAttr::get(type, mlir::Attribute(constAttr(*v.cst, dt, v.type.weak))));
     return out;
   }
   TValue out;
