@@ -692,10 +692,13 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
                     : builder.create<mlir::math::CountLeadingZerosOp>(l, v->value);
     return out;
   }
-  // Float-only math: integers are converted to f32 first.
-  DType dt = isFloat(v->type.dtype) ? v->type.dtype : DType::F32;
+  // Float-only math: integers are converted to f32 first. f16 and bf16 are
+  // computed in f32 and rounded once at the end: composites (sigmoid, log1p's
+  // expansion) rounded after every step, up to 3 ulps off.
+  DType result = isFloat(v->type.dtype) ? v->type.dtype : DType::F32;
+  DType dt = result == DType::F16 || result == DType::BF16 ? DType::F32 : result;
   Value x = convert(*v, dt, v->type.shape, e.loc).value;
-  out.type = SType::value(dt, v->type.shape);
+  out.type = SType::value(result, v->type.shape);
   using namespace mlir::math;
   if (name == "exp") out.value = builder.create<ExpOp>(l, x);
   else if (name == "exp2") out.value = builder.create<Exp2Op>(l, x);
@@ -739,6 +742,8 @@ MaybeValue Generator::genUnaryMath(const CallExpr &e) {
     out.value = builder.create<mlir::arith::SelectOp>(l, below, small, s);
   } else
     return error(e.loc, "unknown builtin '" + name + "'");
+  if (result != dt)
+    out.value = castValue(out.value, dt, result, l);
   return out;
 }
 
@@ -775,15 +780,20 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
     dt = DType::F32;
   if (rejectF8(dt, e.loc, "'" + name + "'"))
     return std::nullopt;
+  // pow, atan2 and hypot on f16 and bf16 run in f32 and round once, as the
+  // one-operand functions do.
+  DType result = dt;
+  if ((dt == DType::F16 || dt == DType::BF16) && name != "clamp" && name != "copysign")
+    dt = DType::F32;
   llvm::SmallVector<Value, 3> x;
   for (const TValue &v : ops) {
-    if (!constantFits(v, dt, e.loc))
+    if (!constantFits(v, result, e.loc))
       return std::nullopt;
-    x.push_back(convert(v, dt, shape, e.loc).value);
+    x.push_back(convert(convert(v, result, shape, e.loc), dt, shape, e.loc).value);
   }
   mlir::Location l = loc(e.loc);
   TValue out;
-  out.type = SType::value(dt, shape);
+  out.type = SType::value(result, shape);
   if (name == "pow")
     out.value = builder.create<mlir::math::PowFOp>(l, x[0], x[1]);
   else if (name == "atan2")
@@ -817,6 +827,8 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
                     : builder.create<mlir::arith::MinSIOp>(
                           l, builder.create<mlir::arith::MaxSIOp>(l, x[0], x[1]), x[2])
                           .getResult();
+  if (result != dt)
+    out.value = castValue(out.value, dt, result, l);
   return out;
 }
 
