@@ -162,8 +162,10 @@ TEST_F(DeviceAgreement, MathKeepsSmallArgumentsAndSubnormalsOnEveryDevice) {
   // GLSL's tanh and sinh cancelled near 0 (tanh(1e-10) came out 3e-8 on
   // lavapipe), its log lost the digits of log(1 + 1e-7) and misread
   // subnormals (log(1e-40) was -88.0), and cbrt and log2 build on log.
+  // log1p (and asinh, built on it) gave 0 for the smallest subnormal: its
+  // series divided x by 2 + x.
   const char *source = R"(
-kernel k(x: tensor<f32>[N], out: tensor<f32>[5, N]) params(B: i32 = 16) grid(cdiv(N, B)) {
+kernel k(x: tensor<f32>[N], out: tensor<f32>[7, N]) params(B: i32 = 16) grid(cdiv(N, B)) {
   let o = program_id(0) * B + arange(0, B);
   let v = load(x[o], mask = o < N);
   store(out[0, o], tanh(v), mask = o < N);
@@ -171,20 +173,23 @@ kernel k(x: tensor<f32>[N], out: tensor<f32>[5, N]) params(B: i32 = 16) grid(cdi
   store(out[2, o], log(v), mask = o < N);
   store(out[3, o], log2(v), mask = o < N);
   store(out[4, o], cbrt(v), mask = o < N);
+  store(out[5, o], log1p(v), mask = o < N);
+  store(out[6, o], asinh(v), mask = o < N);
 }
 )";
   std::vector<float> x = {1e-30f, 1e-10f, -1e-6f, 3e-4f, -0.01f, 0.3f, 0.75f,
                           0.99999988f, 1.0000001f, 1.5f, 1e-40f, 5e-39f, 0x1p-140f, 20.0f,
-                          88.5f, -89.2f};
+                          88.5f, -89.2f, 0x1p-149f, -0x1p-149f};
   const int64_t n = x.size();
   std::vector<std::function<double(double)>> fns = {
       [](double a) { return std::tanh(a); }, [](double a) { return std::sinh(a); },
       [](double a) { return std::log(a); },  [](double a) { return std::log2(a); },
-      [](double a) { return std::cbrt(a); }};
+      [](double a) { return std::cbrt(a); }, [](double a) { return std::log1p(a); },
+      [](double a) { return std::asinh(a); }};
   forEachDevice([&](Session &s, const std::string &device) {
     Kernel k = s.compile(source, "k");
     ASSERT_TRUE(k.ok()) << k.status().message();
-    Tensor tx = s.upload(x, {n}), out = s.empty<float>({5, n});
+    Tensor tx = s.upload(x, {n}), out = s.empty<float>({7, n});
     ASSERT_TRUE(k(tx, out).ok()) << device;
     std::vector<float> got;
     ASSERT_TRUE(out.download(got).ok());
