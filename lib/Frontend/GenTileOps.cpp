@@ -714,20 +714,27 @@ MaybeValue Generator::genSort(const CallExpr &e) {
       for (Value t : tiles)
         partners.push_back(gatherAt(t, partnerPos));
       // The lower of the pair keeps the first in order in an ascending block.
+      // Both elements of a pair decide the same way: they swap when the one
+      // that belongs at the lower position is strictly first (ties stay, so
+      // -0.0 beside 0.0 or two NaNs are not both replaced by one of them).
       Value keepFirst = builder.create<mlir::arith::CmpIOp>(
           l, mlir::arith::CmpIPredicate::eq, bitClear(j), bitClear(k));
-      Value partnerFirst = before(partners[0], tiles[0]);
+      auto ordered = [&](size_t i) {
+        return std::pair(select(keepFirst, partners[i], tiles[i]),
+                         select(keepFirst, tiles[i], partners[i]));
+      };
+      auto [first, second] = ordered(0);
+      Value swap = before(first, second);
       if (withIndices) {
-        Value tie = equal(partners[0], tiles[0]);
+        auto [firstAt, secondAt] = ordered(1);
+        Value tie = equal(first, second);
         Value earlier = builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::slt,
-                                                            partners[1], tiles[1]);
-        partnerFirst = builder.create<mlir::arith::OrIOp>(
-            l, partnerFirst, builder.create<mlir::arith::AndIOp>(l, tie, earlier));
+                                                            firstAt, secondAt);
+        swap = builder.create<mlir::arith::OrIOp>(
+            l, swap, builder.create<mlir::arith::AndIOp>(l, tie, earlier));
       }
-      for (size_t i = 0; i < tiles.size(); ++i) {
-        Value t = tiles[i], p = partners[i];
-        tiles[i] = select(keepFirst, select(partnerFirst, p, t), select(partnerFirst, t, p));
-      }
+      for (size_t i = 0; i < tiles.size(); ++i)
+        tiles[i] = select(swap, partners[i], tiles[i]);
     }
   }
   TValue out;
