@@ -120,10 +120,15 @@ static mlir::arith::CmpIPredicate unsignedPredicate(mlir::arith::CmpIPredicate p
 }
 
 MaybeValue Generator::genUnary(const UnaryExpr &e) {
-  // -9223372036854775808 is INT64_MIN, though its digits alone are a u64.
-  if (e.op == '-' && e.operand->kind == Expr::IntLit &&
-      static_cast<const IntLitExpr &>(*e.operand).value == uint64_t(INT64_MAX) + 1)
-    return constant(Const::ofInt(INT64_MIN), DType::I64, true, loc(e.loc));
+  // -9223372036854775808 is INT64_MIN, though its digits alone are a u64, and
+  // -2147483648 is an i32 (INT32_MIN), though its digits alone are an i64.
+  if (e.op == '-' && e.operand->kind == Expr::IntLit) {
+    uint64_t digits = static_cast<const IntLitExpr &>(*e.operand).value;
+    if (digits == uint64_t(INT64_MAX) + 1)
+      return constant(Const::ofInt(INT64_MIN), DType::I64, true, loc(e.loc));
+    if (digits == uint64_t(INT32_MAX) + 1)
+      return constant(Const::ofInt(INT32_MIN), DType::I32, true, loc(e.loc));
+  }
   MaybeValue v = genValue(*e.operand, "operand");
   if (!v)
     return std::nullopt;
