@@ -163,6 +163,16 @@ MaybeValue Generator::genUnary(const UnaryExpr &e) {
     if (v->cst)
       return constant(Const::ofFloat(-v->cst->f), v->type.dtype, v->type.weak, l);
     TValue out = *v;
+    if (v->type.dtype == DType::BF16) {
+      // The sign bit flipped: negf on bf16 runs in f32, and narrowing back
+      // quiets a NaN to the positive one (-x of 0x7FC0 stayed 0x7FC0).
+      mlir::Type bits = valueType(DType::I16, v->type.shape);
+      Value flipped = builder.create<mlir::arith::XOrIOp>(
+          l, builder.create<mlir::arith::BitcastOp>(l, bits, v->value),
+          splat(Const::ofInt(-32768), DType::I16, v->type.shape, e.loc));
+      out.value = builder.create<mlir::arith::BitcastOp>(l, v->value.getType(), flipped);
+      return out;
+    }
     out.value = builder.create<mlir::arith::NegFOp>(l, v->value);
     return out;
   }

@@ -164,9 +164,11 @@ TEST_F(DeviceAgreement, BFloat16MovesKeepEveryBitOnEveryDevice) {
   // flushes subnormals: a copy lost them on such CPUs; kiln::cpu::moveBF16AsBits.)
   // Arithmetic keeps them too: `a` rounds |v| * 1 back to bf16, which LLVM did
   // with that instruction until kiln::cpu::keepSubnormals turned it off.
+  // Negation flips the sign bit of every code, NaNs included (it went through
+  // f32, whose narrowing quieted -NaN to +NaN).
   const char *source = R"(
 kernel moves(x: tensor<bf16>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], r: tensor<bf16>[N],
-             a: tensor<bf16>[N])
+             a: tensor<bf16>[N], g: tensor<bf16>[N])
     params(B: i32 = 4) grid(cdiv(N, B)) {
   let i = program_id(0) * B + arange(0, B);
   let v = load(x[i]);
@@ -174,16 +176,17 @@ kernel moves(x: tensor<bf16>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], r: tens
   store(z[i], where(i % 3 == 0, v, load(x[i], other = 0.0)));
   store(r[i], flip(v, 0));
   store(a[i], abs(v) * 1.0);
+  store(g[i], -v);
 }
 )";
-  std::vector<uint16_t> codes;
+  std::vector<uint16_t> codes = {0x7fc0, 0x4000}; // a NaN, 2
   for (uint16_t c = 1; c < 0x80; ++c) { // every subnormal, both signs
     codes.push_back(c);
     codes.push_back(0x8000 | c);
   }
   for (uint16_t c : {0x0000, 0x8000, 0x0080, 0x3f80, 0xc2f7, 0x7f7f, 0x7f80, 0xff80})
     codes.push_back(c);
-  codes.push_back(0x3c00); // 263 values: the last program's block is partly masked
+  codes.push_back(0x3c00); // 265 values: the last program's block is partly masked
   const int64_t n = codes.size();
   for (int64_t block : {4, 32, 128}) {
     forEachDevice([&](Session &s, const std::string &device) {
@@ -191,13 +194,17 @@ kernel moves(x: tensor<bf16>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], r: tens
       ASSERT_TRUE(k.ok()) << k.status().message();
       Tensor x = s.upload(codes.data(), DType::BF16, {n}), y = s.empty(DType::BF16, {n}),
              z = s.empty(DType::BF16, {n}), r = s.empty(DType::BF16, {n}),
-             a = s.empty(DType::BF16, {n});
-      ASSERT_TRUE(k(x, y, z, r, a).ok()) << device;
-      std::vector<uint16_t> yo(n), zo(n), ro(n), ao(n);
+             a = s.empty(DType::BF16, {n}), g = s.empty(DType::BF16, {n});
+      ASSERT_TRUE(k(x, y, z, r, a, g).ok()) << device;
+      std::vector<uint16_t> yo(n), zo(n), ro(n), ao(n), go(n);
       ASSERT_TRUE(y.download(yo.data()).ok() && z.download(zo.data()).ok() &&
-                  r.download(ro.data()).ok() && a.download(ao.data()).ok());
+                  r.download(ro.data()).ok() && a.download(ao.data()).ok() &&
+                  g.download(go.data()).ok());
       for (int64_t i = 0; i < n; ++i) {
         ASSERT_EQ(yo[i], codes[i]) << device << " B=" << block << " copy at " << i;
+        ASSERT_EQ(go[i], codes[i] ^ 0x8000) << device << " B=" << block << " -v at " << i;
+        if (i == 0) // NaN: |v| * 1 is some NaN
+          continue;
         ASSERT_EQ(ao[i], codes[i] & 0x7fff) << device << " B=" << block << " |v| * 1 at " << i;
         ASSERT_EQ(zo[i], codes[i]) << device << " B=" << block << " select at " << i;
         int64_t start = i / block * block, mirrored = start + block - 1 - (i - start);
