@@ -180,7 +180,8 @@ public:
   rt::Device &device();
 
   /// Compiles `kernel` from `source` for this device; `params` override the
-  /// kernel's params like kilnc's -D. `filename` appears in diagnostics.
+  /// kernel's params like kilnc's -D. `filename` appears in diagnostics. An
+  /// empty `kernel` compiles every kernel in the source and names the first.
   Kernel compile(const std::string &source, const std::string &kernel,
                  const std::map<std::string, std::string> &params = {},
                  const std::string &filename = "<source>");

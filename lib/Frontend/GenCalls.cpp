@@ -789,7 +789,14 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
   for (const TValue &v : ops) {
     if (!constantFits(v, result, e.loc))
       return std::nullopt;
-    x.push_back(convert(convert(v, result, shape, e.loc), dt, shape, e.loc).value);
+    // Each operand is a value of `result` first: a constant rounds to f16 (or
+    // bf16) before it widens, on scalars as on tiles.
+    TValue operand = convert(v, result, shape, e.loc);
+    if (operand.cst && dt != result) {
+      operand.cst = convertConst(*operand.cst, result);
+      operand.type.weak = false;
+    }
+    x.push_back(convert(operand, dt, shape, e.loc).value);
   }
   mlir::Location l = loc(e.loc);
   TValue out;
@@ -874,12 +881,10 @@ MaybeValue Generator::genClassify(const CallExpr &e) {
     return out;
   }
   // |x| == inf, or |x| < inf (false for NaN). fp8 is classified in f32, which
-  // holds it exactly: e4m3 has no infinity (an fp8 inf constant would be 448).
+  // holds it exactly: no target has an fp8 absf, and e4m3 has no infinity to
+  // compare with (an inf constant there would be 448).
   DType dt = isF8(v->type.dtype) ? DType::F32 : v->type.dtype;
-  MaybeValue wide = convert(*v, dt, shape, e.loc);
-  if (!wide)
-    return std::nullopt;
-  Value x = wide->value;
+  Value x = convert(*v, dt, shape, e.loc).value;
   Value mag = builder.create<mlir::math::AbsFOp>(l, x);
   Value inf = splat(Const::ofFloat(std::numeric_limits<double>::infinity()), dt, shape, e.loc);
   out.value = builder.create<mlir::arith::CmpFOp>(l, name == "isinf" ? P::OEQ : P::OLT, mag, inf);

@@ -176,11 +176,16 @@ MaybeValue Generator::genUnary(const UnaryExpr &e) {
     out.value = builder.create<mlir::arith::NegFOp>(l, v->value);
     return out;
   }
-  // A literal past i64 is a u64 (§4); its negation fits no 64-bit type.
-  if (v->cst && v->type.weak && isUnsigned(v->type.dtype) && v->cst->i != 0)
-    return error(e.loc, "-" + std::to_string(uint64_t(v->cst->i)) +
-                            " does not fit in 64 bits (the smallest i64 is "
-                            "-9223372036854775808)");
+  // A constant past i64 is a u64 (§4): its negation is exact in i64 down to
+  // -2^63, and fits no 64-bit type below (it wrapped modulo 2^64).
+  if (v->cst && v->type.weak && isUnsigned(v->type.dtype)) {
+    uint64_t magnitude = uint64_t(v->cst->i);
+    if (magnitude > uint64_t(INT64_MAX) + 1)
+      return error(e.loc, "-" + std::to_string(magnitude) +
+                              " does not fit in 64 bits (the smallest i64 is "
+                              "-9223372036854775808)");
+    return constant(Const::ofInt(int64_t(0 - magnitude)), DType::I64, true, l);
+  }
   TValue zero = constant(Const::ofInt(0), v->type.dtype, true, l);
   return binary(BinOp::Sub, zero, *v, e.loc);
 }

@@ -713,23 +713,24 @@ MaybeValue Generator::genSort(const CallExpr &e) {
       llvm::SmallVector<Value, 2> partners;
       for (Value t : tiles)
         partners.push_back(gatherAt(t, partnerPos));
-      // The lower of the pair keeps the first in order in an ascending block.
-      // Both elements of a pair decide the same way: they swap when the one
-      // that belongs at the lower position is strictly first (ties stay, so
-      // -0.0 beside 0.0 or two NaNs are not both replaced by one of them).
+      // The lower of the pair keeps the first in order in an ascending block,
+      // the upper one in a descending block. Both elements of a pair decide the
+      // same way: they swap when the value in the later slot is strictly
+      // before the one in the first slot (ties stay, so -0.0 beside 0.0 or two
+      // NaNs are not both replaced by one of them).
       Value keepFirst = builder.create<mlir::arith::CmpIOp>(
           l, mlir::arith::CmpIPredicate::eq, bitClear(j), bitClear(k));
-      auto ordered = [&](size_t i) {
+      auto slots = [&](size_t i) { // (in the later slot, in the first slot)
         return std::pair(select(keepFirst, partners[i], tiles[i]),
                          select(keepFirst, tiles[i], partners[i]));
       };
-      auto [first, second] = ordered(0);
-      Value swap = before(first, second);
+      auto [inLater, inFirst] = slots(0);
+      Value swap = before(inLater, inFirst);
       if (withIndices) {
-        auto [firstAt, secondAt] = ordered(1);
-        Value tie = equal(first, second);
+        auto [laterAt, firstAt] = slots(1);
+        Value tie = equal(inLater, inFirst);
         Value earlier = builder.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::slt,
-                                                            firstAt, secondAt);
+                                                            laterAt, firstAt);
         swap = builder.create<mlir::arith::OrIOp>(
             l, swap, builder.create<mlir::arith::AndIOp>(l, tie, earlier));
       }

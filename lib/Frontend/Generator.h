@@ -215,7 +215,7 @@ private:
   /// exact when every operand is weak (so is the result: `0.1 + 0.2` stays exact).
   Const foldOperand(const TValue &v, DType dt, bool weakResult) {
     return weakResult && isFloat(dt) ? Const::ofFloat(v.cst->asDouble())
-                                     : convertConst(*v.cst, dt);
+                                     : constantOf(*v.cst, dt, v.type.weak);
   }
   Value castValue(Value v, DType from, DType to, mlir::Location l);
   Value narrowToOddF32(Value v, mlir::Location l);

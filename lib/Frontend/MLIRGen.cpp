@@ -192,8 +192,6 @@ TValue Generator::convert(const TValue &v, DType dt, const Shape &shape, SMLoc a
   out.type = SType::value(dt, shape);
   Value cast = castValue(v.value, v.type.dtype, dt, l);
   out.value = broadcastValue(cast, v.type.shape, shape, dt, l);
-  if (v.cst && !shape.empty())
-    out.cst = convertConst(*v.cst, dt);
   return out;
 }
 
@@ -243,7 +241,7 @@ mlir::OwningOpRef<mlir::ModuleOp> Generator::run(const GenOptions &options,
 }
 
 /// Parses a param value as -D spells it; returns why it is not a `dtype`, or "".
-static std::string parseParamText(llvm::StringRef text, DType dtype, Const &out) {
+static std::string readParamText(llvm::StringRef text, DType dtype, Const &out) {
   if (dtype == DType::I1 && (text == "true" || text == "false")) {
     out = Const::ofInt(text == "true");
     return "";
@@ -312,7 +310,7 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
     }
     for (const std::string &text : param.tuneValues) {
       Const ignored;
-      std::string why = parseParamText(text, param.dtype, ignored);
+      std::string why = readParamText(text, param.dtype, ignored);
       if (why.empty())
         why = paramValueLoss(ignored, param.dtype);
       if (!why.empty()) {
@@ -324,7 +322,7 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
     auto define = options.defines.find(param.name);
     if (define != options.defines.end()) {
       llvm::StringRef text = define->second;
-      std::string why = parseParamText(text, param.dtype, value);
+      std::string why = readParamText(text, param.dtype, value);
       if (why.empty())
         why = paramValueLoss(value, param.dtype);
       if (!why.empty()) {
@@ -617,6 +615,10 @@ bool Generator::genGridRule(const KernelDecl &kernel, const GenOptions &options,
 }
 
 } // namespace kiln::gen
+
+std::string kiln::parseParamText(llvm::StringRef text, DType dtype, Const &out) {
+  return gen::readParamText(text, dtype, out);
+}
 
 mlir::OwningOpRef<mlir::ModuleOp> kiln::mlirGen(mlir::MLIRContext &context,
                                                 const Module &module, DiagEngine &diag,

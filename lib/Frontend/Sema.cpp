@@ -160,7 +160,7 @@ std::string kiln::shortestDouble(double v) {
 
 std::string kiln::floatConstantLoss(double x, DType dt) {
   if (std::isinf(x) && dt == DType::F8E4M3)
-    return "does not fit in f8e4m3 (it has no infinity; its largest is 448)";
+    return "does not fit in f8e4m3 (largest 448, and it has no infinity)";
   if (!std::isfinite(x) || x == 0)
     return "";
   const llvm::fltSemantics &semantics = floatSemantics(dt);

@@ -102,6 +102,11 @@ Const convertConst(const Const &c, DType dt);
 /// value of `dt` is no loss.
 std::string floatConstantLoss(double x, DType dt);
 
+/// Parses a param value as -D (and kiln-run's --tune) spell it: `true`/`false`
+/// or a number for i1, a number that fits for i32 and i64, a number that f32
+/// keeps for f32. Returns why it is not a `dtype`, or "" with `out` set.
+std::string parseParamText(llvm::StringRef text, DType dtype, Const &out);
+
 /// `v` in the fewest significant digits that read back as the same double
 /// (an integer below 1e16 in all its digits).
 std::string shortestDouble(double v);

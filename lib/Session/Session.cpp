@@ -296,9 +296,16 @@ Kernel Session::compile(const std::string &source, const std::string &kernel,
   k.device_ = device_;
   k.name_ = kernel;
   k.status_ = rt::Status::success();
+  // Without a name every kernel is compiled and the first one is the kernel,
+  // as Session::load picks a bundle's.
+  auto named = [&]() -> Kernel & {
+    if (kernel.empty() && !k.module_.kernels().empty())
+      k.name_ = k.module_.kernels().front().name;
+    return k;
+  };
   std::string key = cacheKey(source, kernel, params);
   if (findCached(key, kernel, k.module_))
-    return k;
+    return named();
   auto built =
       session::compileBinary(source, filename, kernel, params, device_->target(), matrixUnits_);
   if (!built) {
@@ -310,7 +317,7 @@ Kernel Session::compile(const std::string &source, const std::string &kernel,
     k.status_ = module.status();
   else
     k.module_ = *module;
-  return k;
+  return named();
 }
 
 Kernel Session::load(const std::string &bundleBytes, const std::string &kernel) {

@@ -30,7 +30,8 @@
 static unsigned hostCores() {
   static const unsigned cores = [] {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    // The process's mask (its main thread's), whichever thread launches first.
+    if (sched_getaffinity(getpid(), sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
       return static_cast<unsigned>(CPU_COUNT(&set));
     return std::max(1u, std::thread::hardware_concurrency());
   }();

@@ -14,6 +14,7 @@
 
 #include "kiln/kiln.h"
 #include "lib/Frontend/Lexer.h"
+#include "lib/Frontend/Sema.h"
 #include "lib/Support/Half.h"
 #include "lib/Support/ReadFile.h"
 #include "lib/Support/Tolerance.h"
@@ -751,17 +752,11 @@ int main(int argc, char **argv) {
       for (llvm::StringRef v : llvm::split(values, ',')) {
         if (v.empty())
           return fail("--tune " + spec + ": an empty value (expected NAME=V1,V2,...)");
-        // A value that is no number of the param's type is the user's typo, not
-        // a candidate the target cannot hold (those are skipped while tuning).
-        double number;
-        long long integer;
-        bool parses = isFloat(param->dtype) ? !v.getAsDouble(number)
-                      : param->dtype == DType::I1
-                          ? v == "true" || v == "false" || v == "0" || v == "1"
-                          : !v.getAsInteger(10, integer);
-        if (!parses)
-          return fail("--tune " + spec + ": '" + v + "' is not a value of " + name + "'s type, " +
-                      dtypeName(param->dtype));
+        // A value its param cannot take (-D's rules) is the user's typo, not a
+        // candidate the target cannot hold (those are skipped while tuning).
+        Const ignored;
+        if (std::string why = parseParamText(v, param->dtype, ignored); !why.empty())
+          return fail("--tune " + spec + ": " + name + "=" + v + ": " + why);
         if (llvm::is_contained(choices[name.str()], v.str()))
           return fail("--tune " + spec + ": value " + v + " is given twice");
         choices[name.str()].push_back(v.str());

@@ -201,6 +201,18 @@ int checkOptions() {
   return 0;
 }
 
+/// Reads the input whole into `source`, or fails: unreadable, or a bundle
+/// (whose bytes would be reported as a source line).
+int readSource(std::string &source) {
+  std::string error;
+  if (!readInput(inputFile, source, error))
+    return fail("cannot read '" + inputFile + "': " + error);
+  if (llvm::StringRef(source).starts_with("KILNKBIN"))
+    return fail("'" + inputFile + "' is a bundle (kilnc's output), not Kiln source; "
+                "kiln-run and Session::load run bundles");
+  return 0;
+}
+
 /// Writes an artifact to -o, and its metadata beside binary outputs; both or
 /// neither are kept.
 int writeArtifact(const Artifact &artifact, llvm::ToolOutputFile &output) {
@@ -280,12 +292,9 @@ int buildBundle() {
     if (option->getNumOccurrences())
       return fail(llvm::Twine(name) +
                   " applies to one target's output, not to a bundle (-o FILE.kbin)");
-  std::string source, readError;
-  if (!readInput(inputFile, source, readError))
-    return fail("cannot read '" + inputFile + "': " + readError);
-  if (llvm::StringRef(source).starts_with("KILNKBIN"))
-    return fail("'" + inputFile + "' is a bundle (kilnc's output), not Kiln source; "
-                "kiln-run and Session::load run bundles");
+  std::string source;
+  if (int rc = readSource(source))
+    return rc;
   GenOptions options;
   options.kernel = kernelName;
   if (!parseDefines(options))
@@ -396,12 +405,9 @@ int main(int argc, char **argv) {
   if (!parseDefines(options))
     return 1;
 
-  std::string source, readError;
-  if (!readInput(inputFile, source, readError))
-    return fail("cannot read '" + inputFile + "': " + readError);
-  if (llvm::StringRef(source).starts_with("KILNKBIN"))
-    return fail("'" + inputFile + "' is a bundle (kilnc's output), not Kiln source; "
-                "kiln-run and Session::load run bundles");
+  std::string source;
+  if (int rc = readSource(source))
+    return rc;
   llvm::SourceMgr sourceMgr;
   addSourceBuffer(sourceMgr, source, inputFile);
 
