@@ -8,6 +8,11 @@
 // round-to-odd f32). Other arithmetic on fp8 has
 // been widened by arith-emulate-unsupported-floats before this pass runs.
 //
+// With narrow-bf16 set, conversions to bf16 are written out the same way, so
+// that a NaN keeps its sign (arith-expand's made every NaN 0x7FC0), and a
+// select that the emulation widened returns its operand's bits for bf16 and f16
+// as for fp8.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -124,10 +129,23 @@ Value encode(BitBuilder &bb, Value x, const F8Format &f) {
   return bb.bor(code, sign);
 }
 
+/// f32 -> bf16 bits (in i32 lanes): round to nearest even (the carry runs into
+/// the exponent, so large values become infinity); a NaN keeps its sign and the
+/// top of its payload and is quieted, as the CPU's own conversion does.
+Value encodeBF16(BitBuilder &bb, Value x) {
+  Value bits = bb.bits(x);
+  Value odd = bb.band(bb.shr(bits, 16), 1);
+  Value rounded = bb.shr(bb.add(bb.add(bits, bb.constI32(0x7fff)), odd), 16);
+  Value quiet = bb.bor(bb.shr(bits, 16), bb.constI32(0x40));
+  Value isNaN = bb.cmp(arith::CmpIPredicate::ugt, bb.band(bits, 0x7fffffff), 0x7f800000);
+  return bb.select(isNaN, quiet, rounded);
+}
+
 /// `v` as f32: widened from f16/bf16 exactly, or narrowed from f64 with
 /// round-to-odd (an inexact result keeps its last bit set), so that the one
-/// rounding to fp8 that follows is correct: f32 carries 20 more bits than fp8,
-/// and round-to-odd never lands on an fp8 midpoint it did not start on.
+/// rounding to fp8 or bf16 that follows is correct: f32 carries at least 16
+/// more bits than either, and round-to-odd never lands on a midpoint it did not
+/// start on.
 Value toF32(BitBuilder &bb, Value v, Type f32Like) {
   OpBuilder &b = bb.b;
   Location loc = bb.loc;
@@ -159,14 +177,16 @@ Value fromF32(OpBuilder &b, Location loc, Value v, Type to) {
   return b.create<arith::TruncFOp>(loc, to, v); // exact: fp8 values fit f16 and bf16
 }
 
-/// truncf(select(c, extf(a), extf(b))) back to the fp8 type of a and b becomes
-/// a select of their bytes. arith-emulate-unsupported-floats widens a select of
-/// fp8 values (`where`, `min`, `max`) that way, and encoding the f32 result
-/// again would saturate e5m2's infinities to 57344 and rewrite NaN payloads.
+/// truncf(select(c, extf(a), extf(b))) back to the type of a and b becomes a
+/// select of their bits. arith-emulate-unsupported-floats widens a select of
+/// fp8, bf16 or f16 values (`where`, `min`, `max`) that way, and encoding the
+/// f32 result again would saturate e5m2's infinities to 57344 and rewrite NaN
+/// payloads (a negative bf16 NaN became 0x7FC0 in arith-expand).
 void selectBytes(Operation *root) {
   SmallVector<arith::TruncFOp> truncs;
   root->walk([&](arith::TruncFOp t) {
-    if (!isa<TensorType>(t.getType()) && f8Format(getElementTypeOrSelf(t.getType())))
+    Type elem = getElementTypeOrSelf(t.getType());
+    if (!isa<TensorType>(t.getType()) && elem.getIntOrFloatBitWidth() <= 16)
       truncs.push_back(t);
   });
   for (arith::TruncFOp t : truncs) {
@@ -179,15 +199,20 @@ void selectBytes(Operation *root) {
       continue;
     OpBuilder b(t);
     BitBuilder bb{b, t.getLoc(), t.getType()};
+    Type bitsType = b.getIntegerType(getElementTypeOrSelf(t.getType()).getIntOrFloatBitWidth());
     Value bytes = b.create<arith::SelectOp>(t.getLoc(), select.getCondition(),
-                                            bb.bitcast(x.getIn(), b.getI8Type()),
-                                            bb.bitcast(y.getIn(), b.getI8Type()));
+                                            bb.bitcast(x.getIn(), bitsType),
+                                            bb.bitcast(y.getIn(), bitsType));
     t.replaceAllUsesWith(b.create<arith::BitcastOp>(t.getLoc(), t.getType(), bytes).getResult());
     t.erase();
   }
 }
 
 struct ExpandF8 : kiln::impl::KilnExpandF8Base<ExpandF8> {
+  using KilnExpandF8Base::KilnExpandF8Base;
+
+  bool encodes(Type t) const { return f8Format(t) || (narrowBF16 && t.isBF16()); }
+
   void runOnOperation() override {
     selectBytes(getOperation());
     SmallVector<Operation *> casts;
@@ -199,7 +224,7 @@ struct ExpandF8 : kiln::impl::KilnExpandF8Base<ExpandF8> {
           ext && f8Format(getElementTypeOrSelf(ext.getIn().getType())))
         casts.push_back(op);
       if (auto trunc = dyn_cast<arith::TruncFOp>(op);
-          trunc && f8Format(getElementTypeOrSelf(trunc.getType())))
+          trunc && encodes(getElementTypeOrSelf(trunc.getType())))
         casts.push_back(op);
     });
     for (Operation *op : casts) {
@@ -213,11 +238,12 @@ struct ExpandF8 : kiln::impl::KilnExpandF8Base<ExpandF8> {
         Value code = b.create<arith::ExtUIOp>(bb.loc, bb.i32(), bb.bitcast(in, b.getI8Type()));
         result = fromF32(b, bb.loc, decode(bb, code, f), out);
       } else {
-        F8Format f = *f8Format(getElementTypeOrSelf(out));
+        Type elem = getElementTypeOrSelf(out);
         Value x = toF32(bb, in, bb.like(b.getF32Type()));
-        Value code = encode(bb, x, f);
-        Value byte = b.create<arith::TruncIOp>(bb.loc, bb.like(b.getI8Type()), code);
-        result = b.create<arith::BitcastOp>(bb.loc, out, byte);
+        Value code = elem.isBF16() ? encodeBF16(bb, x) : encode(bb, x, *f8Format(elem));
+        Type bitsType = bb.like(b.getIntegerType(elem.getIntOrFloatBitWidth()));
+        Value narrow = b.create<arith::TruncIOp>(bb.loc, bitsType, code);
+        result = b.create<arith::BitcastOp>(bb.loc, out, narrow);
       }
       op->getResult(0).replaceAllUsesWith(result);
       op->erase();

@@ -603,7 +603,20 @@ def KilnExpandF8 : Pass<"kiln-expand-f8"> {
     saturates to the largest finite value (448 and 57344, as NVIDIA's
     `cvt.rn.satfinite` does), NaN stays NaN. Runs after
     `arith-emulate-unsupported-floats` has widened other fp8 arithmetic to f32.
+
+    A select that the emulation widened (`truncf(select(c, extf(a), extf(b)))`
+    back to the type of `a` and `b`, for fp8, bf16 and f16) becomes a select of
+    the operands' bits, so `where`, `min` and `max` return an operand unchanged.
+
+    With `narrow-bf16`, `arith.truncf` to `bf16` is written out too: round to
+    nearest even, a NaN keeps its sign and the top of its payload (quieted), as
+    the CPU's conversion does; `arith-expand{include-bf16}` would make every NaN
+    `0x7FC0`. f64 sources round once, as for fp8.
   }];
+  let options = [
+    Option<"narrowBF16", "narrow-bf16", "bool", /*default=*/"false",
+           "Also lower truncf to bf16 (targets without a native conversion)">,
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 

@@ -58,7 +58,7 @@ const std::string &kiln::cpu::pipelineString() {
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
       "func.func(kiln-branch-memref-selects,"
       "arith-emulate-unsupported-floats{source-types=bf16,f16,f8E4M3FN,f8E5M2 "
-      "target-type=f32},kiln-keep-float-roundings,kiln-expand-f8),"
+      "target-type=f32},kiln-keep-float-roundings,kiln-expand-f8{narrow-bf16=1}),"
       // math-to-libm scalarizes vector math it calls out for (tanh, erf, ...) with
       // vector ops, so it runs before the vector lowering.
       "func.func(kiln-cpu-vector-math),convert-math-to-llvm,convert-math-to-libm,"

@@ -164,8 +164,9 @@ MaybeValue Generator::genUnary(const UnaryExpr &e) {
       return constant(Const::ofFloat(-v->cst->f), v->type.dtype, v->type.weak, l);
     TValue out = *v;
     if (v->type.dtype == DType::BF16) {
-      // The sign bit flipped: negf on bf16 runs in f32, and narrowing back
-      // quiets a NaN to the positive one (-x of 0x7FC0 stayed 0x7FC0).
+      // The sign bit flipped, as IEEE's negate says, NaNs included: negf on
+      // bf16 runs in f32 on most targets, and narrowing back quiets a signaling
+      // NaN (MLIR's arith-expand also dropped a NaN's sign).
       mlir::Type bits = valueType(DType::I16, v->type.shape);
       Value flipped = builder.create<mlir::arith::XOrIOp>(
           l, builder.create<mlir::arith::BitcastOp>(l, bits, v->value),
