@@ -778,7 +778,7 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
                         "unsigned double-width product), got " + std::string(dtypeName(dt)));
   if (name != "clamp" && name != "umulhi" && !isFloat(dt))
     dt = DType::F32;
-  if (rejectF8(dt, e.loc, "'" + name + "'"))
+  if (name != "clamp" && rejectF8(dt, e.loc, "'" + name + "'"))
     return std::nullopt;
   // pow, atan2 and hypot on f16 and bf16 run in f32 and round once, as the
   // one-operand functions do.
@@ -823,17 +823,7 @@ MaybeValue Generator::genFloatMath(const CallExpr &e) {
     }
   }
   else // clamp: min(max(x, lo), hi), so a NaN anywhere gives NaN, as min and max do
-    out.value = isFloat(dt)
-                    ? builder.create<mlir::arith::MinimumFOp>(
-                          l, builder.create<mlir::arith::MaximumFOp>(l, x[0], x[1]), x[2])
-                          .getResult()
-                : isUnsigned(dt)
-                    ? builder.create<mlir::arith::MinUIOp>(
-                          l, builder.create<mlir::arith::MaxUIOp>(l, x[0], x[1]), x[2])
-                          .getResult()
-                    : builder.create<mlir::arith::MinSIOp>(
-                          l, builder.create<mlir::arith::MaxSIOp>(l, x[0], x[1]), x[2])
-                          .getResult();
+    out.value = extremeOf(false, extremeOf(true, x[0], x[1], dt, shape, l), x[2], dt, shape, l);
   if (result != dt)
     out.value = castValue(out.value, dt, result, l);
   return out;

@@ -330,10 +330,16 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
     bool xLess = isUnsigned(dt) ? uint64_t(x.i) < uint64_t(y.i) : x.i < y.i;
     return constant(xLess == isMax ? y : x, dt, weak, l);
   }
-  Value x = convert(*a, dt, *shape, e.loc).value, y = convert(*b, dt, *shape, e.loc).value;
-  using namespace mlir::arith;
   TValue out;
   out.type = SType::value(dt, *shape);
+  out.value = extremeOf(isMax, convert(*a, dt, *shape, e.loc).value,
+                        convert(*b, dt, *shape, e.loc).value, dt, *shape, l);
+  return out;
+}
+
+Value Generator::extremeOf(bool isMax, Value x, Value y, DType dt, const Shape &shape,
+                           mlir::Location l) {
+  using namespace mlir::arith;
   auto extreme = [&](Value p, Value q) -> Value {
     return isMax ? (Value)builder.create<MaximumFOp>(l, p, q) : builder.create<MinimumFOp>(l, p, q);
   };
@@ -341,20 +347,19 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
     // Compared in f32, and one of the operands returned as it is: the f32
     // result rounded back to fp8 would saturate e5m2's infinities to 57344.
     // The one whose bits the f32 result has, x if it is NaN, else y.
-    auto f32 = valueType(DType::F32, *shape), i32 = valueType(DType::I32, *shape);
+    auto f32 = valueType(DType::F32, shape), i32 = valueType(DType::I32, shape);
     Value xf = builder.create<ExtFOp>(l, f32, x), yf = builder.create<ExtFOp>(l, f32, y);
     Value m = extreme(xf, yf);
     Value isX = builder.create<CmpIOp>(l, CmpIPredicate::eq, builder.create<BitcastOp>(l, i32, m),
                                        builder.create<BitcastOp>(l, i32, xf));
     Value xNaN = builder.create<CmpFOp>(l, CmpFPredicate::UNO, xf, xf);
-    out.value = builder.create<SelectOp>(l, builder.create<OrIOp>(l, isX, xNaN), x, y);
-  } else if (isFloat(dt))
-    out.value = extreme(x, y);
-  else if (isUnsigned(dt))
-    out.value = isMax ? (Value)builder.create<MaxUIOp>(l, x, y) : builder.create<MinUIOp>(l, x, y);
-  else
-    out.value = isMax ? (Value)builder.create<MaxSIOp>(l, x, y) : builder.create<MinSIOp>(l, x, y);
-  return out;
+    return builder.create<SelectOp>(l, builder.create<OrIOp>(l, isX, xNaN), x, y);
+  }
+  if (isFloat(dt))
+    return extreme(x, y);
+  if (isUnsigned(dt))
+    return isMax ? (Value)builder.create<MaxUIOp>(l, x, y) : builder.create<MinUIOp>(l, x, y);
+  return isMax ? (Value)builder.create<MaxSIOp>(l, x, y) : builder.create<MinSIOp>(l, x, y);
 }
 
 MaybeValue Generator::genDot(const CallExpr &e) {

@@ -449,6 +449,9 @@ private:
   /// rand, randint, randn: Philox-4x32-10 counter-based random numbers.
   MaybeValue genRandom(const CallExpr &e);
   MaybeValue genMinMax(const CallExpr &e, bool isMax);
+  /// The elementwise maximum (or minimum) of two values of `dt`: NaN if either
+  /// is, and on fp8 one of the operands, bit for bit.
+  Value extremeOf(bool isMax, Value x, Value y, DType dt, const Shape &shape, mlir::Location l);
   MaybeValue genScan(const CallExpr &e);
   MaybeValue genDot(const CallExpr &e);
   MaybeValue genShapeOp(const CallExpr &e);
