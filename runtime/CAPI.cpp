@@ -155,12 +155,12 @@ static bool convertArgs(const kiln_arg *args, int num_args, std::vector<Arg> &li
 
 int kiln_launch(kiln_device *device, const kiln_module *module, const char *kernel,
                 const kiln_arg *args, int num_args) {
-  if (!device || !module)
-    return missing(__func__, device ? "module" : "device");
+  if (!device || !module || !kernel)
+    return missing(__func__, !device ? "device" : !module ? "module" : "kernel");
   std::vector<Arg> list;
   if (!convertArgs(args, num_args, list))
     return -1;
-  return report(device->device->launch(module->module, kernel ? kernel : "", list));
+  return report(device->device->launch(module->module, kernel, list));
 }
 
 int kiln_synchronize(kiln_device *device) {
@@ -183,12 +183,12 @@ void kiln_stream_destroy(kiln_stream *stream) { delete stream; }
 
 int kiln_stream_launch(kiln_stream *stream, const kiln_module *module, const char *kernel,
                        const kiln_arg *args, int num_args) {
-  if (!stream || !module)
-    return missing(__func__, stream ? "module" : "stream");
+  if (!stream || !module || !kernel)
+    return missing(__func__, !stream ? "stream" : !module ? "module" : "kernel");
   std::vector<Arg> list;
   if (!convertArgs(args, num_args, list))
     return -1;
-  return report(stream->stream.launch(module->module, kernel ? kernel : "", list));
+  return report(stream->stream.launch(module->module, kernel, list));
 }
 
 int kiln_stream_synchronize(kiln_stream *stream) {

@@ -56,6 +56,16 @@ template <typename T> constexpr DType dtypeOf() {
 class Tensor {
 public:
   Tensor() = default;
+  Tensor(const Tensor &) = default;
+  Tensor &operator=(const Tensor &) = default;
+  /// A moved-from tensor is empty again: its status is an error, as a
+  /// default-constructed one's.
+  Tensor(Tensor &&other) noexcept { swap(other); }
+  Tensor &operator=(Tensor &&other) noexcept {
+    Tensor(std::move(other)).swap(*this);
+    return *this;
+  }
+  void swap(Tensor &other) noexcept;
   const rt::Status &status() const { return status_; }
   bool ok() const { return status_.ok(); }
   DType dtype() const { return dtype_; }
@@ -102,6 +112,16 @@ private:
 /// A kernel compiled for a session's device. Call it with tensors and scalars.
 class Kernel {
 public:
+  Kernel() = default;
+  Kernel(const Kernel &) = default;
+  Kernel &operator=(const Kernel &) = default;
+  /// A moved-from kernel is empty again, as a default-constructed one.
+  Kernel(Kernel &&other) noexcept { swap(other); }
+  Kernel &operator=(Kernel &&other) noexcept {
+    Kernel(std::move(other)).swap(*this);
+    return *this;
+  }
+  void swap(Kernel &other) noexcept;
   const rt::Status &status() const { return status_; }
   bool ok() const { return status_.ok(); }
   const KernelInfo *info() const { return ok() ? module_.find(name_) : nullptr; }
@@ -173,6 +193,12 @@ class Session {
 public:
   /// `device` as rt::Device::open takes it ("" = KILN_DEVICE or the best present).
   explicit Session(const std::string &device = "");
+  /// A moved-from session has no device: its status is an error, and what it
+  /// makes carries that error.
+  Session(Session &&other) noexcept;
+  Session &operator=(Session &&other) noexcept;
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
   const rt::Status &status() const { return status_; }
   bool ok() const { return status_.ok(); }
   /// The device; only when ok(). On a Session that failed to open, this stops the
@@ -181,7 +207,7 @@ public:
 
   /// Compiles `kernel` from `source` for this device; `params` override the
   /// kernel's params like kilnc's -D. `filename` appears in diagnostics. An
-  /// empty `kernel` compiles every kernel in the source and names the first.
+  /// empty `kernel` is the first kernel the source declares (autotune too).
   Kernel compile(const std::string &source, const std::string &kernel,
                  const std::map<std::string, std::string> &params = {},
                  const std::string &filename = "<source>");
@@ -232,6 +258,8 @@ public:
   const std::string &cacheDir() const { return cacheDir_; }
 
 private:
+  /// `kernel`, or when it is empty the first kernel `source` declares.
+  static std::string nameOrFirst(const std::string &source, const std::string &kernel);
   std::string cachePath(const std::string &key) const;
   std::string cacheKey(const std::string &source, const std::string &kernel,
                        const ParamSet &params) const;

@@ -178,7 +178,7 @@ MaybeValue Generator::genHelperCall(const CallExpr &e, const FnDecl &fn) {
 }
 
 MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
-                                 llvm::ArrayRef<SMLoc> argLocs, SMLoc at) {
+                                 llvm::ArrayRef<SMLoc> argLocs, SMLoc at, llvm::StringRef how) {
   if (activeHelpers.contains(fn.name))
     return error(at, "recursive call to '" + fn.name + "' is not supported");
   std::string key = fn.name;
@@ -274,10 +274,11 @@ MaybeValue Generator::callHelper(const FnDecl &fn, std::vector<TValue> args,
         for (const TValue &a : args)
           types += (types.empty() ? "" : ", ") + a.type.str();
         unsigned hidden = notedCalls > kMaxNotedCalls ? notedCalls - kMaxNotedCalls : 0;
-        diag.note(at, "in this call of '" + fn.name + "' (" + types + ")" +
-                          (hidden ? ", through " + std::to_string(hidden) +
-                                        " more helper calls not shown"
-                                  : ""));
+        std::string call = how.empty() ? "in this call of '" + fn.name + "' (" + types + ")"
+                                        : "in '" + fn.name + "' (" + types + "), " + how.str();
+        diag.note(at, call + (hidden ? ", through " + std::to_string(hidden) +
+                                           " more helper calls not shown"
+                                     : ""));
       }
       notedCalls += failed;
       return std::nullopt;

@@ -870,9 +870,10 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
       text += (i ? ", " : "") + (asScalars ? SType::scalar(v.type.dtype) : v.type).str();
     return vs.size() == 1 ? text : "(" + text + ")";
   };
-  auto call = [&](std::vector<TValue> args, SMLoc at) -> std::optional<std::vector<TValue>> {
+  auto call = [&](std::vector<TValue> args, SMLoc at,
+                  llvm::StringRef how) -> std::optional<std::vector<TValue>> {
     llvm::SmallVector<SMLoc> locs(args.size(), at);
-    MaybeValue r = callHelper(*fn, std::move(args), locs, at);
+    MaybeValue r = callHelper(*fn, std::move(args), locs, at, how);
     if (!r)
       return std::nullopt;
     return r->type.kind == SType::Tuple ? r->elements
@@ -893,7 +894,8 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
                                                                        x.type.dtype));
         args.push_back(a);
       }
-    auto results = call(std::move(args), (*combineExpr)->loc);
+    auto results = call(std::move(args), (*combineExpr)->loc,
+                        "as " + e.callee + " checks its combine on scalars");
     if (!results)
       return std::nullopt;
     bool same = results->size() == arity;
@@ -931,7 +933,11 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
     builder.setInsertionPointToStart(&scratch);
     std::vector<TValue> args = xs;
     args.insert(args.end(), xs.begin(), xs.end());
-    auto combined = call(std::move(args), (*combineExpr)->loc);
+    // A run-time `if` in it fails here (its condition is a tile): the note says
+    // where the tile call comes from, and the docs ask for `where`.
+    auto combined = call(std::move(args), (*combineExpr)->loc,
+                         "which " + e.callee + " applies to whole tiles, lane by lane (a "
+                         "run-time choice in it is where(c, a, b), not if)");
     if (!combined)
       return std::nullopt;
     for (size_t i = 0; i < arity; ++i)

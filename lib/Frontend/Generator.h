@@ -401,8 +401,10 @@ private:
   MaybeValue genCall(const CallExpr &e);
   MaybeValue genHelperCall(const CallExpr &e, const FnDecl &fn);
   /// Calls `fn` with `args` (already generated), specializing it for their types.
+  /// `how` names a call the user did not write, for the note on an error inside
+  /// `fn` ("which reduce applies to whole tiles"); empty for a call in the source.
   MaybeValue callHelper(const FnDecl &fn, std::vector<TValue> args,
-                        llvm::ArrayRef<SMLoc> argLocs, SMLoc at);
+                        llvm::ArrayRef<SMLoc> argLocs, SMLoc at, llvm::StringRef how = {});
   MaybeValue genBuiltin(const CallExpr &e);
 
   // Builtin families.

@@ -104,7 +104,7 @@ void Lexer::skipTrivia() {
       ++cur;
     } else if (cur + 1 < buf.end() && cur[0] == '/' && cur[1] == '/') {
       noteOperandComment();
-      while (cur != buf.end() && *cur != '\n')
+      while (cur != buf.end() && *cur != '\n' && *cur != '\r') // a lone CR ends a line too
         ++cur;
     } else if (cur + 1 < buf.end() && cur[0] == '/' && cur[1] == '*') {
       const char *end = cur + 2;
@@ -305,4 +305,14 @@ Token Lexer::next() {
     }
     return make(Tok::Error, start);
   }
+}
+
+std::string kiln::firstKernelName(llvm::StringRef source) {
+  Lexer lexer(source);
+  for (Token t = lexer.next(); t.kind != Tok::Eof && t.kind != Tok::Error; t = lexer.next())
+    if (t.kind == Tok::KwKernel) {
+      Token name = lexer.next();
+      return name.kind == Tok::Ident ? name.text.str() : "";
+    }
+  return "";
 }

@@ -64,4 +64,9 @@ private:
   std::string error;
 };
 
+/// The name of the first kernel `source` declares, found with the lexer
+/// (comments anywhere), or "" when there is none or the text does not lex: the
+/// compiler then reports what is wrong, at its line.
+std::string firstKernelName(llvm::StringRef source);
+
 } // namespace kiln

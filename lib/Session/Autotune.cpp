@@ -100,7 +100,7 @@ Session::combinations(const std::map<std::string, std::vector<std::string>> &cho
   return out;
 }
 
-TuneResult Session::autotune(const std::string &source, const std::string &kernel,
+TuneResult Session::autotune(const std::string &source, const std::string &kernelName,
                              const std::vector<ParamSet> &candidates,
                              const std::vector<rt::Arg> &args, const TuneOptions &options,
                              const std::string &filename) {
@@ -110,6 +110,7 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
                                  : status_;
     return result;
   }
+  const std::string kernel = nameOrFirst(source, kernelName);
   bool progress = options.progress < 0 ? isatty(STDERR_FILENO) : options.progress > 0;
 
   // The decision's key: what was compiled, among which candidates, where, for
@@ -253,9 +254,10 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
   return result;
 }
 
-TuneResult Session::autotune(const std::string &source, const std::string &kernel,
+TuneResult Session::autotune(const std::string &source, const std::string &kernelName,
                              const std::vector<rt::Arg> &args, const TuneOptions &options,
                              const std::string &filename) {
+  const std::string kernel = nameOrFirst(source, kernelName);
   // The declared choices are in the metadata of the default build.
   Kernel defaults = compile(source, kernel, {}, filename);
   if (!defaults.ok()) {

@@ -6,6 +6,7 @@
 #include "kiln/BuildId.h"
 #include "kiln/Version.h"
 #include "lib/Compiler/Build.h"
+#include "lib/Frontend/Lexer.h"
 #include "lib/Session/SessionImpl.h"
 #include "lib/Support/ReadFile.h"
 #include "runtime/Bundle.h"
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -107,6 +109,14 @@ std::string session::readFile(const std::string &path) {
 // Tensor and Kernel
 //===----------------------------------------------------------------------===//
 
+void Tensor::swap(Tensor &other) noexcept {
+  std::swap(device_, other.device_);
+  std::swap(buffer_, other.buffer_);
+  std::swap(dtype_, other.dtype_);
+  std::swap(shape_, other.shape_);
+  std::swap(status_, other.status_);
+}
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
   for (int64_t d : shape_)
@@ -135,6 +145,13 @@ static std::optional<int64_t> elementCount(const std::vector<int64_t> &shape) {
     if (d < 0 || __builtin_mul_overflow(n, d, &n))
       return std::nullopt;
   return n;
+}
+
+void Kernel::swap(Kernel &other) noexcept {
+  std::swap(device_, other.device_);
+  std::swap(module_, other.module_);
+  std::swap(name_, other.name_);
+  std::swap(status_, other.status_);
 }
 
 rt::Status Kernel::launch(const std::vector<rt::Arg> &args) const {
@@ -170,6 +187,25 @@ rt::Device &Session::device() {
     std::abort();
   }
   return *device_;
+}
+
+Session::Session(Session &&other) noexcept { *this = std::move(other); }
+
+Session &Session::operator=(Session &&other) noexcept {
+  if (this == &other)
+    return *this;
+  device_ = std::move(other.device_);
+  status_ = std::move(other.status_);
+  cacheDir_ = std::move(other.cacheDir_);
+  matrixUnits_ = std::move(other.matrixUnits_);
+  stats_ = other.stats_;
+  memory_ = std::move(other.memory_);
+  tuned_ = std::move(other.tuned_);
+  other.device_.reset();
+  other.status_ = rt::Status::failure("the session was moved from");
+  other.memory_.clear();
+  other.tuned_.clear();
+  return *this;
 }
 
 Session::Session(const std::string &device) {
@@ -224,6 +260,12 @@ static std::string keyRecord(const std::string &key) {
   return "\"cache_key\": \"" + key + "\"";
 }
 
+std::string Session::nameOrFirst(const std::string &source, const std::string &kernel) {
+  // As Session::load picks a bundle's first kernel. Where the lexer finds none,
+  // the whole source compiles and the compiler says why.
+  return kernel.empty() ? firstKernelName(source) : kernel;
+}
+
 bool Session::findCached(const std::string &key, const std::string &kernel, rt::Module &out) {
   if (auto it = memory_.find(key); it != memory_.end()) {
     ++stats_.memoryHits;
@@ -234,8 +276,14 @@ bool Session::findCached(const std::string &key, const std::string &kernel, rt::
   if (path.empty())
     return false;
   std::string bytes = readFile(path);
-  if (bytes.empty())
+  if (bytes.empty()) {
+    // Something other than a file in the entry's place (a folder) is damage too;
+    // the write that follows replaces it.
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      ++stats_.damagedEntries;
     return false;
+  }
   rt::Bundle bundle;
   std::string error;
   const rt::BundleEntry *entry =
@@ -279,6 +327,10 @@ bool Session::writeAtomically(const std::string &path, const std::string &bytes)
   std::ofstream out(tmp, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
+  // A folder in the entry's place is not Kiln's to keep (rename fails onto it).
+  std::error_code ignored;
+  if (std::filesystem::is_directory(std::filesystem::symlink_status(path, ignored)))
+    std::filesystem::remove_all(path, ignored);
   if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     return false;
@@ -286,26 +338,20 @@ bool Session::writeAtomically(const std::string &path, const std::string &bytes)
   return true;
 }
 
-Kernel Session::compile(const std::string &source, const std::string &kernel,
+Kernel Session::compile(const std::string &source, const std::string &kernelName,
                         const ParamSet &params, const std::string &filename) {
   Kernel k;
   if (!ok()) {
     k.status_ = status_;
     return k;
   }
+  const std::string kernel = nameOrFirst(source, kernelName);
   k.device_ = device_;
   k.name_ = kernel;
   k.status_ = rt::Status::success();
-  // Without a name every kernel is compiled and the first one is the kernel,
-  // as Session::load picks a bundle's.
-  auto named = [&]() -> Kernel & {
-    if (kernel.empty() && !k.module_.kernels().empty())
-      k.name_ = k.module_.kernels().front().name;
-    return k;
-  };
   std::string key = cacheKey(source, kernel, params);
   if (findCached(key, kernel, k.module_))
-    return named();
+    return k;
   auto built =
       session::compileBinary(source, filename, kernel, params, device_->target(), matrixUnits_);
   if (!built) {
@@ -317,7 +363,7 @@ Kernel Session::compile(const std::string &source, const std::string &kernel,
     k.status_ = module.status();
   else
     k.module_ = *module;
-  return named();
+  return k;
 }
 
 Kernel Session::load(const std::string &bundleBytes, const std::string &kernel) {

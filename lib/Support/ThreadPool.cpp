@@ -83,15 +83,6 @@ public:
     for (unsigned w = 1; w <= workers; ++w)
       threads.emplace_back([this, w] { serve(w); });
   }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      stopping = true;
-    }
-    wake.notify_all();
-    for (auto &t : threads)
-      t.join();
-  }
 
   /// Runs `job` on the calling thread and workers 1 .. threads-1; false (and
   /// nothing run) when the pool cannot take it now.
@@ -121,15 +112,13 @@ private:
     uint64_t seen = 0;
     for (;;) {
       // Spin a little: back-to-back launches find the worker awake.
-      for (int spin = 0; spin < 4000 && generation.load() == seen && !stopping.load(); ++spin)
+      for (int spin = 0; spin < 4000 && generation.load() == seen; ++spin)
         std::this_thread::yield();
       Job *job;
       unsigned active;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [&] { return stopping.load() || generation.load() != seen; });
-        if (stopping.load())
-          return;
+        wake.wait(lock, [&] { return generation.load() != seen; });
         seen = generation.load();
         job = current;
         active = helpers;
@@ -150,12 +139,14 @@ private:
   unsigned helpers = 0;
   std::atomic<uint64_t> generation{0};
   std::atomic<unsigned> pending{0};
-  std::atomic<bool> stopping{false};
 };
 
+/// Never destroyed: a launch may still run while the process exits (a global
+/// Stream's destructor waits for its work), and a pool torn down under it left
+/// the launch waiting for workers that had gone. The workers end with the process.
 Pool &pool() {
-  static Pool instance(kiln::defaultThreadCount() - 1);
-  return instance;
+  static Pool *instance = new Pool(kiln::defaultThreadCount() - 1);
+  return *instance;
 }
 
 } // namespace

@@ -803,9 +803,10 @@ TEST_P(OnDevice, RopeRotatesPairsAndHalves) {
   }
 }
 
-// kilnc --header on kernels named `delete` and `status` with arguments `new`, `this`,
-// `new_`, `device_`, `module_` and `linux`: each name C++ or the header takes gets a
-// trailing `_` (until it is free), and each method launches its kernel's own name.
+// kilnc --header on kernels named `delete`, `status` and `typeof` with arguments `new`,
+// `this`, `new_`, `device_`, `module_`, `linux`, `alloca`, `__int128` and `_Pragma`:
+// each name C++ or the header takes gets a trailing `_` (until it is free), a
+// reserved one becomes `k_...`, and each method launches its kernel's own name.
 // The Kernels object holds its device: it launches after the last other handle went.
 TEST_P(OnDevice, AOTHeaderRenamesWhatCppTakes) {
   int64_t n = 100;
@@ -821,10 +822,19 @@ TEST_P(OnDevice, AOTHeaderRenamesWhatCppTakes) {
   ASSERT_TRUE(s.ok()) << s.message();
   s = k.status__(Arg::tensor(out, DType::F32, {n}), -1);
   ASSERT_TRUE(s.ok()) << s.message();
+  // GNU's typeof, glibc's alloca, the reserved __int128 and _Pragma.
+  s = k.typeof_(Arg::tensor(out, DType::F32, {n}), -2, 0.5);
+  ASSERT_TRUE(s.ok()) << s.message();
   device = weak.lock();
   std::vector<float> y = download(out, n);
   for (int64_t i = 0; i < n; ++i)
-    ASSERT_FLOAT_EQ(y[i], x[i] * 2.0f + 3.0f - 1.0f) << i;
+    ASSERT_FLOAT_EQ(y[i], (x[i] * 2.0f + 3.0f - 1.0f) * 0.5f - 2.0f) << i;
+  // Scalars reach the launch as given, which checks them (an int8_t parameter
+  // made 300 into 44, a float one 1e39 into infinity).
+  EXPECT_EQ(k.typeof_(Arg::tensor(out, DType::F32, {n}), 300, 1.0).message(),
+            "kernel 'typeof': argument '__int128' is 300, which does not fit in i8");
+  EXPECT_EQ(k.typeof_(Arg::tensor(out, DType::F32, {n}), 0, 1e39).message(),
+            "kernel 'typeof': argument '_Pragma' is 1e+39, beyond f32's finite values");
 }
 
 TEST_P(OnDevice, LaunchRejectsBadArguments) {

@@ -137,6 +137,8 @@ static int run(const char *spec, const char *ext) {
                     "kiln_launch: device is NULL");
   failed |= refused(kiln_launch(device, NULL, "vector_add", args, 3), spec,
                     "kiln_launch: module is NULL");
+  failed |= refused(kiln_launch(device, module, NULL, args, 3), spec,
+                    "kiln_launch: kernel is NULL");
   failed |= refused(kiln_stream_launch(NULL, module, "vector_add", args, 3), spec,
                     "kiln_stream_launch: stream is NULL");
   failed |= refused(kiln_buffer_write(device, NULL, x, sizeof x), spec,

@@ -239,13 +239,22 @@ TEST_F(SessionTest, EntriesThatAreNotFilesAreRecompiled) {
     ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());
     entry = cacheFiles().at(0);
   }
-  for (bool pipe : {true, false}) {
+  // A folder (with a file in it) was never replaced: the rename onto it failed,
+  // and every session compiled again without counting the damage.
+  for (const char *kind : {"pipe", "link", "folder"}) {
+    std::string what = kind;
     std::remove(entry.c_str());
-    ASSERT_EQ(pipe ? mkfifo(entry.c_str(), 0600) : symlink("/dev/zero", entry.c_str()), 0);
+    ASSERT_EQ(what == "pipe"   ? mkfifo(entry.c_str(), 0600)
+              : what == "link" ? symlink("/dev/zero", entry.c_str())
+                               : mkdir(entry.c_str(), 0700),
+              0);
+    if (what == "folder")
+      std::ofstream(entry + "/inside") << "x";
     Session s("cpu");
     Kernel k = s.compile(kSoftmax, "softmax");
     ASSERT_TRUE(k.ok()) << k.status().message();
-    EXPECT_EQ(s.cacheStats().compiles, 1) << (pipe ? "pipe" : "link");
+    EXPECT_EQ(s.cacheStats().compiles, 1) << kind;
+    EXPECT_EQ(s.cacheStats().damagedEntries, 1) << kind;
     EXPECT_TRUE(runSoftmax(s, k));
     struct stat st;
     ASSERT_EQ(lstat(entry.c_str(), &st), 0);
@@ -530,7 +539,9 @@ TEST_F(SessionTest, AutotuneOverDeclaredValues) {
   TuneOptions options;
   options.repeats = 1;
   options.progress = 0;
-  TuneResult r = s.autotune(source, "matmul", {a.arg(), b.arg(), c.arg()}, options);
+  // No kernel name: the first one, matmul (every candidate failed to launch, as
+  // "no kernel named ''").
+  TuneResult r = s.autotune(source, "", {a.arg(), b.arg(), c.arg()}, options);
   ASSERT_TRUE(r.kernel.ok()) << r.kernel.status().message();
   EXPECT_EQ(r.trials.size(), 18u);
   EXPECT_EQ(r.params.size(), 3u);
@@ -631,6 +642,54 @@ TEST_F(SessionTest, ObjectsNoSessionMadeAreErrors) {
   ASSERT_FALSE(unread.ok());
   EXPECT_EQ(k(unread, y).message(),
             "kernel 'softmax': argument 'x': copy of 16 bytes with a null host pointer");
+}
+
+TEST_F(SessionTest, MovedFromObjectsAreErrors) {
+  // Moving left the source with a success status and no device: ok() said yes,
+  // then download, empty and compile dereferenced null.
+  Session s("cpu");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Tensor x = s.upload(std::vector<float>(4, 1.0f), {4});
+  Tensor moved = std::move(x);
+  EXPECT_TRUE(moved.ok());
+  EXPECT_FALSE(x.ok());
+  std::vector<float> host;
+  EXPECT_EQ(x.download(host).message(), "the tensor is empty (not made by a Session)");
+  Kernel k = s.compile(kSoftmax, "softmax");
+  Kernel k2;
+  k2 = std::move(k);
+  EXPECT_TRUE(k2.ok());
+  EXPECT_FALSE(k.ok());
+  EXPECT_EQ(k(moved).message(), "the kernel is empty (not compiled by a Session)");
+
+  Session t = std::move(s);
+  EXPECT_TRUE(t.ok());
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "the session was moved from");
+  EXPECT_EQ(s.empty<float>({4}).status().message(), "the session was moved from");
+  EXPECT_EQ(s.compile(kSoftmax, "softmax").status().message(), "the session was moved from");
+  EXPECT_TRUE(runSoftmax(t, k2)) << "the moved-to session works";
+}
+
+TEST_F(SessionTest, AnEmptyKernelNameIsTheFirstKernelAndCaches) {
+  // An empty name never matched its own disk entry: each session counted it as
+  // damaged and compiled again. Now it is the first kernel's name, key included.
+  {
+    Session s("cpu");
+    Kernel k = s.compile(kSoftmax, "");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    ASSERT_NE(k.info(), nullptr);
+    EXPECT_EQ(k.info()->name, "softmax");
+  }
+  Session t("cpu");
+  Kernel k = t.compile(kSoftmax, "");
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(t.cacheStats().diskHits, 1);
+  EXPECT_EQ(t.cacheStats().damagedEntries, 0);
+  EXPECT_EQ(t.cacheStats().compiles, 0);
+  EXPECT_TRUE(t.compile(kSoftmax, "softmax").ok());
+  EXPECT_EQ(t.cacheStats().memoryHits, 1) << "the same entry as the named kernel";
+  EXPECT_TRUE(runSoftmax(t, k));
 }
 
 TEST_F(SessionTest, ErrorsAreValues) {

@@ -428,19 +428,6 @@ static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, con
   return rt::Status::success();
 }
 
-/// The name of the first kernel `source` declares, found with Kiln's own
-/// lexer (comments anywhere), or "" when there is none or the text does not
-/// lex: the compiler then reports what is wrong, at its line.
-static std::string firstKernel(llvm::StringRef source) {
-  Lexer lexer(source);
-  for (Token t = lexer.next(); t.kind != Tok::Eof && t.kind != Tok::Error; t = lexer.next())
-    if (t.kind == Tok::KwKernel) {
-      Token name = lexer.next();
-      return name.kind == Tok::Ident ? name.text.str() : "";
-    }
-  return "";
-}
-
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Run a Kiln kernel on a device\n");
@@ -506,7 +493,7 @@ int main(int argc, char **argv) {
   // Without --kernel the first one runs; a file where none is found is
   // compiled whole, so the compiler says why (a syntax error, no kernel).
   if (kernel.empty() && !isBundle)
-    kernel = firstKernel(source);
+    kernel = firstKernelName(source);
 
   Session session(deviceSpec);
   if (!session.ok())

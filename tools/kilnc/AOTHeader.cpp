@@ -26,19 +26,33 @@ const llvm::StringSet<> &namesCppTakes() {
       "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
       "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
       "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-      // Macros: the libraries', and GCC's and Clang's in GNU mode (CMake's default).
+      // GNU mode's (CMake's default) keywords.
+      "typeof",
+      // Macros: the libraries' (glibc's, through the standard headers the header
+      // includes: `g++ -dM -E`), and GCC's and Clang's in GNU mode.
       "assert", "errno", "NULL", "EOF", "offsetof", "stdin", "stdout", "stderr", "linux",
-      "unix", "i386",
+      "unix", "i386", "alloca", "sched_priority", "be16toh", "be32toh", "be64toh", "htobe16",
+      "htobe32", "htobe64", "htole16", "htole32", "htole64", "le16toh", "le32toh", "le64toh",
+      "pthread_cleanup_pop", "pthread_cleanup_push", "pthread_cleanup_pop_restore_np",
+      "pthread_cleanup_push_defer_np",
       // The header's own names.
       "kiln", "kiln_aot", "std", "Kernels", "bundle", "status", "device_", "module_", "status_",
       "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t"};
   return names;
 }
 
+/// Whether C++ reserves `name` to the implementation (`__int128`, `_Pragma`,
+/// `__func__`): keywords and predefined names no list here can keep up with.
+bool reservedName(llvm::StringRef name) {
+  return name.starts_with("__") || (name.size() > 1 && name[0] == '_' && llvm::isUpper(name[1]));
+}
+
 /// `name`, with `_` appended until it is neither a name C++ takes nor one in `taken`;
 /// the result is added to `taken`.
 std::string cppName(llvm::StringRef name, llvm::StringSet<> &taken) {
   std::string result = name.str();
+  if (reservedName(result)) // appending would keep it reserved: `__int128` is `k_int128`
+    result = "k_" + name.ltrim('_').str();
   while (namesCppTakes().contains(result) || taken.contains(result))
     result += '_';
   taken.insert(result);
@@ -62,21 +76,15 @@ std::string commentText(llvm::StringRef text) {
   return out;
 }
 
-/// The C++ type a scalar argument takes in a generated header.
+/// The C++ type a scalar argument takes in a generated header: the widest of
+/// its kind, so that the launch checks the value the caller gave (an `int8_t`
+/// parameter turned 300 into 44 before anything could see it).
 const char *cppScalarType(DType dt) {
-  switch (dt) {
-  case DType::I1: return "bool";
-  case DType::I8: return "int8_t";
-  case DType::I16: return "int16_t";
-  case DType::I32: return "int32_t";
-  case DType::I64: return "int64_t";
-  case DType::U8: return "uint8_t";
-  case DType::U16: return "uint16_t";
-  case DType::U32: return "uint32_t";
-  case DType::U64: return "uint64_t";
-  case DType::F64: return "double";
-  default: return "float"; // f16, bf16 and f32 scalars are given as float
-  }
+  if (dt == DType::I1)
+    return "bool";
+  if (isFloat(dt))
+    return "double";
+  return isUnsigned(dt) ? "uint64_t" : "int64_t";
 }
 
 /// The namespace for a bundle named `stem`: its letters, digits and underscores, the
@@ -141,7 +149,8 @@ void printLaunchMethod(llvm::raw_ostream &os, const KernelInfo &k, llvm::StringR
     if (a.isTensor)
       os << params[i];
     else
-      os << "kiln::rt::Arg::" << (isFloat(a.dtype) ? "floating(" : "integer(") << params[i]
+      os << "kiln::rt::Arg::" << (isFloat(a.dtype) ? "floating(" : "integer(")
+         << (isUnsigned(a.dtype) ? "int64_t(" + params[i] + ")" : params[i])
          << ", kiln::DType::" << dtypeEnumName(a.dtype) << ")";
   }
   os << "});\n  }\n";

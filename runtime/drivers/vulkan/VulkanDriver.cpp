@@ -18,6 +18,7 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -36,6 +38,34 @@ namespace {
 std::string vkError(const char *what, VkResult r) {
   return std::string(what) + " failed (VkResult " + std::to_string(static_cast<int>(r)) + ")";
 }
+
+class VulkanDriver;
+
+/// Process exit. A Vulkan driver loads libraries of its own when the first
+/// instance is made (lavapipe: Mesa and LLVM), whose exit-time destructors run
+/// before those of a static Session, Stream or Device made earlier (a global):
+/// calls into the driver from those crashed ("double free or corruption" with
+/// a launch in flight). An exit handler registered after the first instance
+/// runs before the driver's: it waits for every open device's work, and from
+/// then on Kiln's destructors leave Vulkan alone (the process is ending, and its
+/// memory with it).
+struct ExitGuard {
+  std::mutex mutex;
+  std::set<VulkanDriver *> open;
+  std::atomic<bool> exiting{false};
+
+  static ExitGuard &get() {
+    static ExitGuard *guard = new ExitGuard; // never destroyed: destructors read it
+    return *guard;
+  }
+  /// Registers `driver`; the first call (after vkCreateInstance) registers the handler.
+  void add(VulkanDriver *driver);
+  void remove(VulkanDriver *driver) {
+    std::lock_guard<std::mutex> lock(mutex);
+    open.erase(driver);
+  }
+  static bool processExiting() { return get().exiting.load(); }
+};
 
 struct VkBuf {
   VkBuffer buffer = VK_NULL_HANDLE;
@@ -99,8 +129,6 @@ std::vector<std::string> moduleStrings(const std::string &binary) {
   return out;
 }
 
-class VulkanDriver;
-
 struct VkModule {
   VulkanDriver *driver = nullptr;
   std::map<std::string, Pipeline> pipelines;
@@ -110,6 +138,9 @@ struct VkModule {
 class VulkanDriver : public Driver {
 public:
   ~VulkanDriver() override {
+    ExitGuard::get().remove(this);
+    if (ExitGuard::processExiting())
+      return;
     if (device) {
       vkDeviceWaitIdle(device);
       if (queryPool)
@@ -124,6 +155,12 @@ public:
       vkDestroyInstance(instance, nullptr);
   }
 
+  /// Waits for everything submitted on this device (at process exit).
+  void waitIdle() {
+    if (device)
+      vkDeviceWaitIdle(device);
+  }
+
   bool init(int index, std::string &why) {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "kiln-rt";
@@ -135,6 +172,7 @@ public:
       instance = VK_NULL_HANDLE;
       return false;
     }
+    ExitGuard::get().add(this);
     uint32_t count = 0;
     vkEnumeratePhysicalDevices(instance, &count, nullptr);
     std::vector<VkPhysicalDevice> devices(count);
@@ -378,7 +416,7 @@ public:
   }
 
   void destroyBuffer(VkBuf *b) {
-    if (!b)
+    if (!b || ExitGuard::processExiting())
       return;
     vkUnmapMemory(device, b->memory);
     vkDestroyBuffer(device, b->buffer, nullptr);
@@ -756,7 +794,10 @@ public:
       std::shared_ptr<void> keepAlive;
     };
     explicit VkStream(VulkanDriver &driver) : driver(driver) {}
-    ~VkStream() override { (void)driver.synchronize(*this); }
+    ~VkStream() override {
+      if (!ExitGuard::processExiting())
+        (void)driver.synchronize(*this);
+    }
     VulkanDriver &driver;
     std::vector<Work> inFlight;
   };
@@ -934,8 +975,23 @@ public:
 };
 
 VkModule::~VkModule() {
+  if (ExitGuard::processExiting())
+    return;
   for (auto &[name, p] : pipelines)
     driver->destroyPipeline(p);
+}
+
+void ExitGuard::add(VulkanDriver *driver) {
+  static const bool registered = std::atexit([] {
+    ExitGuard &guard = get();
+    std::lock_guard<std::mutex> lock(guard.mutex);
+    for (VulkanDriver *d : guard.open)
+      d->waitIdle();
+    guard.exiting = true;
+  }) == 0;
+  (void)registered;
+  std::lock_guard<std::mutex> lock(mutex);
+  open.insert(driver);
 }
 
 } // namespace

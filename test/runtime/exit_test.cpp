@@ -1,0 +1,59 @@
+// Handles that outlive main: a global Device, Stream, Module and Buffers, with a
+// launch still in flight when main returns. A Vulkan driver's own libraries
+// (lavapipe's Mesa and LLVM) are loaded with the first instance, so their
+// exit-time destructors ran before these globals', whose calls into the driver
+// then crashed ("double free or corruption"). Exit status 0 is the test; 77
+// (ctest's skip) when the device is not present.
+#include "kiln/Runtime.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+std::shared_ptr<Device> device;
+Module module;
+Buffer x, y, z;
+Stream stream;
+
+static std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+int main(int argc, char **argv) {
+  std::string spec = argc > 1 ? argv[1] : "vulkan";
+  auto opened = Device::open(spec);
+  if (!opened) {
+    std::printf("skip %s: %s\n", spec.c_str(), opened.status().message().c_str());
+    return 77;
+  }
+  device = *opened;
+  std::string base = std::string(KILN_KERNELS_DIR) + "/vector_add." + spec +
+                     (spec == "cpu" ? ".so" : ".spv");
+  auto loaded = device->load(readFile(base), readFile(base + ".json"));
+  int64_t n = 1 << 16;
+  auto a = device->allocate(n * 4), b = device->allocate(n * 4), c = device->allocate(n * 4);
+  auto s = device->createStream();
+  if (!loaded || !a || !b || !c || !s) {
+    std::printf("FAIL %s: could not set up\n", spec.c_str());
+    return 1;
+  }
+  module = *loaded;
+  x = *a, y = *b, z = *c, stream = *s;
+  for (int i = 0; i < 8; ++i) {
+    Status launched = stream.launch(module, "vector_add",
+                                    {Arg::tensor(x, DType::F32, {n}), Arg::tensor(y, DType::F32, {n}),
+                                     Arg::tensor(z, DType::F32, {n})});
+    if (!launched) {
+      std::printf("FAIL %s: %s\n", spec.c_str(), launched.message().c_str());
+      return 1;
+    }
+  }
+  std::printf("%s: returning from main with launches in flight\n", spec.c_str());
+  return 0; // no synchronize: the globals' destructors meet the work
+}
