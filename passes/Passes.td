@@ -606,7 +606,8 @@ def KilnExpandF8 : Pass<"kiln-expand-f8"> {
 
     A select that the emulation widened (`truncf(select(c, extf(a), extf(b)))`
     back to the type of `a` and `b`, for fp8, bf16 and f16) becomes a select of
-    the operands' bits, so `where`, `min` and `max` return an operand unchanged.
+    the operands' bits, so `where` returns an operand unchanged (fp8 `min` and
+    `max` are such selects too; on bf16 and f16 they compute in f32).
 
     With `narrow-bf16`, `arith.truncf` to `bf16` is written out too: round to
     nearest even, a NaN keeps its sign and the top of its payload (quieted), as

@@ -197,8 +197,8 @@ public:
   /// makes carries that error.
   Session(Session &&other) noexcept;
   Session &operator=(Session &&other) noexcept;
-  Session(const Session &) = delete;
-  Session &operator=(const Session &) = delete;
+  Session(const Session &) = default;
+  Session &operator=(const Session &) = default;
   const rt::Status &status() const { return status_; }
   bool ok() const { return status_.ok(); }
   /// The device; only when ok(). On a Session that failed to open, this stops the

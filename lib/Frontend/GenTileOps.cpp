@@ -934,10 +934,9 @@ MaybeValue Generator::genCombine(const CallExpr &e) {
     std::vector<TValue> args = xs;
     args.insert(args.end(), xs.begin(), xs.end());
     // A run-time `if` in it fails here (its condition is a tile): the note says
-    // where the tile call comes from, and the docs ask for `where`.
+    // where the tile call comes from.
     auto combined = call(std::move(args), (*combineExpr)->loc,
-                         "which " + e.callee + " applies to whole tiles, lane by lane (a "
-                         "run-time choice in it is where(c, a, b), not if)");
+                         "which " + e.callee + " applies to whole tiles, lane by lane");
     if (!combined)
       return std::nullopt;
     for (size_t i = 0; i < arity; ++i)

@@ -329,7 +329,7 @@ bool Session::writeAtomically(const std::string &path, const std::string &bytes)
   out.close();
   // A folder in the entry's place is not Kiln's to keep (rename fails onto it).
   std::error_code ignored;
-  if (std::filesystem::is_directory(std::filesystem::symlink_status(path, ignored)))
+  if (out && std::filesystem::is_directory(std::filesystem::symlink_status(path, ignored)))
     std::filesystem::remove_all(path, ignored);
   if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

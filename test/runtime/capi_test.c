@@ -103,8 +103,11 @@ static int run(const char *spec, const char *ext) {
       printf("FAIL stream %s: z[%d] = %g\n", spec, i, z[i]);
       failed = 1;
     }
-  if (stream)
+  if (stream) {
+    failed |= refused(kiln_stream_launch(stream, module, NULL, args, 3), spec,
+                      "kiln_stream_launch: kernel is NULL");
     kiln_stream_destroy(stream);
+  }
   args[1].buffer = by;
   /* An offset without strides starts a dense view there: z = x[12:] + y (48 bytes
      in: Vulkan wants 16-byte multiples). */

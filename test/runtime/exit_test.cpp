@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
   std::string base = std::string(KILN_KERNELS_DIR) + "/vector_add." + spec +
                      (spec == "cpu" ? ".so" : ".spv");
   auto loaded = device->load(readFile(base), readFile(base + ".json"));
-  int64_t n = 1 << 16;
+  int64_t n = 1 << 22; // long enough to be running when main returns
   auto a = device->allocate(n * 4), b = device->allocate(n * 4), c = device->allocate(n * 4);
   auto s = device->createStream();
   if (!loaded || !a || !b || !c || !s) {
@@ -46,9 +46,10 @@ int main(int argc, char **argv) {
   module = *loaded;
   x = *a, y = *b, z = *c, stream = *s;
   for (int i = 0; i < 8; ++i) {
-    Status launched = stream.launch(module, "vector_add",
-                                    {Arg::tensor(x, DType::F32, {n}), Arg::tensor(y, DType::F32, {n}),
-                                     Arg::tensor(z, DType::F32, {n})});
+    Status launched = stream.launch(
+        module, "vector_add",
+        {Arg::tensor(x, DType::F32, {n}), Arg::tensor(y, DType::F32, {n}),
+         Arg::tensor(z, DType::F32, {n})});
     if (!launched) {
       std::printf("FAIL %s: %s\n", spec.c_str(), launched.message().c_str());
       return 1;

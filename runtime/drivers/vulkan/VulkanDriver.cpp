@@ -41,29 +41,36 @@ std::string vkError(const char *what, VkResult r) {
 
 class VulkanDriver;
 
-/// Process exit. A Vulkan driver loads libraries of its own when the first
-/// instance is made (lavapipe: Mesa and LLVM), whose exit-time destructors run
-/// before those of a static Session, Stream or Device made earlier (a global):
-/// calls into the driver from those crashed ("double free or corruption" with
-/// a launch in flight). An exit handler registered after the first instance
-/// runs before the driver's: it waits for every open device's work, and from
-/// then on Kiln's destructors leave Vulkan alone (the process is ending, and its
-/// memory with it).
+/// Process exit. A Vulkan driver loads libraries of its own (lavapipe: Mesa and
+/// LLVM), whose exit-time destructors, registered as the instance, the device and
+/// the first pipelines are made, run before those of a Session, Stream or Device
+/// made earlier (a global): calls into the driver from those crashed ("double
+/// free or corruption" with a launch in flight). Exit handlers run last
+/// registered first, so Kiln registers its own again after each of those steps;
+/// the first to run finishes every open stream's work (its prints and assertion
+/// reports too) and waits for each device, and from then on Kiln's destructors
+/// leave Vulkan alone (the process is ending, and its memory with it).
 struct ExitGuard {
   std::mutex mutex;
   std::set<VulkanDriver *> open;
-  std::atomic<bool> exiting{false};
+  std::atomic<bool> handled{false}; // the handler ran
+  std::atomic<bool> exiting{false}; // ...and drained everything
 
   static ExitGuard &get() {
     static ExitGuard *guard = new ExitGuard; // never destroyed: destructors read it
     return *guard;
   }
-  /// Registers `driver`; the first call (after vkCreateInstance) registers the handler.
-  void add(VulkanDriver *driver);
+  void add(VulkanDriver *driver) {
+    std::lock_guard<std::mutex> lock(mutex);
+    open.insert(driver);
+  }
   void remove(VulkanDriver *driver) {
     std::lock_guard<std::mutex> lock(mutex);
     open.erase(driver);
   }
+  /// Puts Kiln's exit handler ahead of every one registered so far.
+  static void registerHandler() { std::atexit(onExit); }
+  static void onExit();
   static bool processExiting() { return get().exiting.load(); }
 };
 
@@ -140,7 +147,8 @@ public:
   ~VulkanDriver() override {
     ExitGuard::get().remove(this);
     if (ExitGuard::processExiting())
-      return;
+      return; // the driver's libraries may be gone
+
     if (device) {
       vkDeviceWaitIdle(device);
       if (queryPool)
@@ -155,10 +163,15 @@ public:
       vkDestroyInstance(instance, nullptr);
   }
 
-  /// Waits for everything submitted on this device (at process exit).
-  void waitIdle() {
-    if (device)
-      vkDeviceWaitIdle(device);
+  /// At process exit: finishes every open stream's work, then waits for the device.
+  void drainAtExit() {
+    {
+      std::lock_guard<std::mutex> lock(streamsMutex);
+      for (DriverStream *stream : streams)
+        (void)synchronize(*stream);
+    }
+    std::lock_guard<std::mutex> submitting(submitMutex); // vkDeviceWaitIdle needs the queue
+    vkDeviceWaitIdle(device);
   }
 
   bool init(int index, std::string &why) {
@@ -172,7 +185,6 @@ public:
       instance = VK_NULL_HANDLE;
       return false;
     }
-    ExitGuard::get().add(this);
     uint32_t count = 0;
     vkEnumeratePhysicalDevices(instance, &count, nullptr);
     std::vector<VkPhysicalDevice> devices(count);
@@ -275,6 +287,8 @@ public:
     vkCreateCommandPool(device, &pci, nullptr, &commandPool);
     VkPipelineCacheCreateInfo cci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
     vkCreatePipelineCache(device, &cci, nullptr, &pipelineCache);
+    ExitGuard::get().add(this);
+    ExitGuard::registerHandler(); // after the instance and the device
     return true;
   }
 
@@ -514,6 +528,11 @@ public:
       if (r != VK_SUCCESS)
         return Status::failure(vkError("vkCreateComputePipelines", r) + " for kernel '" +
                                k.name + "'");
+      // The first compile is where a CPU driver's compiler (lavapipe's LLVM)
+      // registers its exit-time destructors.
+      static std::atomic<bool> compiled{false};
+      if (!compiled.exchange(true))
+        ExitGuard::registerHandler();
     }
     return std::shared_ptr<void>(module);
   }
@@ -793,9 +812,16 @@ public:
       const KernelInfo *kernel;
       std::shared_ptr<void> keepAlive;
     };
-    explicit VkStream(VulkanDriver &driver) : driver(driver) {}
+    explicit VkStream(VulkanDriver &driver) : driver(driver) {
+      std::lock_guard<std::mutex> lock(driver.streamsMutex);
+      driver.streams.insert(this);
+    }
     ~VkStream() override {
-      if (!ExitGuard::processExiting())
+      {
+        std::lock_guard<std::mutex> lock(driver.streamsMutex);
+        driver.streams.erase(this);
+      }
+      if (!ExitGuard::processExiting()) // else drained at exit, and the driver may be gone
         (void)driver.synchronize(*this);
     }
     VulkanDriver &driver;
@@ -962,6 +988,8 @@ public:
   // queue to their users to synchronize: threads launching on one device take
   // turns recording and submitting, and wait for their fences apart.
   std::mutex submitMutex;
+  std::mutex streamsMutex;
+  std::set<DriverStream *> streams; // open streams, drained at process exit
   std::mutex timestampMutex;
   VkPipelineCache pipelineCache = VK_NULL_HANDLE;
   VkQueryPool queryPool = VK_NULL_HANDLE;
@@ -981,17 +1009,14 @@ VkModule::~VkModule() {
     driver->destroyPipeline(p);
 }
 
-void ExitGuard::add(VulkanDriver *driver) {
-  static const bool registered = std::atexit([] {
-    ExitGuard &guard = get();
-    std::lock_guard<std::mutex> lock(guard.mutex);
-    for (VulkanDriver *d : guard.open)
-      d->waitIdle();
-    guard.exiting = true;
-  }) == 0;
-  (void)registered;
-  std::lock_guard<std::mutex> lock(mutex);
-  open.insert(driver);
+void ExitGuard::onExit() {
+  ExitGuard &guard = get();
+  if (guard.handled.exchange(true))
+    return; // registered more than once; the first run did it all
+  std::lock_guard<std::mutex> lock(guard.mutex);
+  for (VulkanDriver *driver : guard.open)
+    driver->drainAtExit();
+  guard.exiting = true;
 }
 
 } // namespace
