@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 using namespace kiln;
@@ -97,6 +98,17 @@ Arg Arg::integer(int64_t v, DType dtype) {
   return a;
 }
 
+Arg Arg::unsignedInteger(uint64_t v, DType dtype) {
+  if (isFloat(dtype))
+    return floating(static_cast<double>(v), dtype);
+  Arg a = integer(static_cast<int64_t>(v), dtype);
+  if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) && dtype != DType::U64) {
+    a.scalar.i = 0;
+    a.unrepresentable = std::to_string(v);
+  }
+  return a;
+}
+
 Arg Arg::floating(double v, DType dtype) {
   Arg a;
   a.dtype = dtype;
@@ -109,8 +121,12 @@ Arg Arg::floating(double v, DType dtype) {
     a.scalar.i = !fits                 ? 0
                  : dtype == DType::U64 ? static_cast<int64_t>(static_cast<uint64_t>(v))
                                        : static_cast<int64_t>(v);
-    if (!fits)
-      a.unrepresentable = v;
+    if (!fits) {
+      std::ostringstream value;
+      value.precision(17);
+      value << v;
+      a.unrepresentable = value.str();
+    }
   }
   return a;
 }
@@ -300,11 +316,8 @@ static Status resolve(Driver *driver, const KernelInfo &kernel, const std::vecto
     return Status::failure(problem);
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].unrepresentable) {
-      std::ostringstream value;
-      value.precision(17);
-      value << *args[i].unrepresentable;
       return Status::failure("kernel '" + kernel.name + "': argument '" + kernel.args[i].name +
-                             "' is " + value.str() + ", which does not fit in " +
+                             "' is " + *args[i].unrepresentable + ", which does not fit in " +
                              dtypeName(args[i].dtype));
     }
   for (size_t i = 0; i < args.size(); ++i) {

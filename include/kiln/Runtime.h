@@ -91,10 +91,12 @@ struct Arg {
     int64_t i;
     double f;
   } scalar = {0};
-  /// Set by `floating` when a float given for an integer argument has no value
-  /// of the argument's type (NaN, or past the range of i64, or of u64); the
-  /// launch reports it.
-  std::optional<double> unrepresentable;
+  /// The value as given, written out, when it has no value of the argument's
+  /// type that 64 bits can carry: set by `floating` for a float given for an
+  /// integer argument (NaN, or past the range of i64, or of u64), and by
+  /// `unsignedInteger` for one past i64 given for a narrower type. The launch
+  /// reports it.
+  std::optional<std::string> unrepresentable;
 
   /// A dense row-major view of `buffer`.
   static Arg tensor(const Buffer &buffer, DType dtype, std::vector<int64_t> sizes);
@@ -103,6 +105,9 @@ struct Arg {
   static Arg i32(int64_t v) { return integer(v, DType::I32); }
   static Arg f32(double v) { return floating(v, DType::F32); }
   static Arg integer(int64_t v, DType dtype);
+  /// An integer given as unsigned: any 64 bits for u64 (and the number for a
+  /// float type), values past i64's range an error for the other types.
+  static Arg unsignedInteger(uint64_t v, DType dtype);
   static Arg floating(double v, DType dtype);
 };
 

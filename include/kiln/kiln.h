@@ -147,7 +147,7 @@ private:
   static rt::Arg toArg(int32_t v) { return rt::Arg::i32(v); }
   static rt::Arg toArg(int64_t v) { return rt::Arg::integer(v, DType::I64); }
   static rt::Arg toArg(uint32_t v) { return rt::Arg::integer(v, DType::U32); }
-  static rt::Arg toArg(uint64_t v) { return rt::Arg::integer(int64_t(v), DType::U64); }
+  static rt::Arg toArg(uint64_t v) { return rt::Arg::unsignedInteger(v, DType::U64); }
 
   std::shared_ptr<rt::Device> device_; // shared: a tensor or kernel may outlive its Session
   rt::Module module_;

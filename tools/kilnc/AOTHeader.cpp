@@ -149,9 +149,11 @@ void printLaunchMethod(llvm::raw_ostream &os, const KernelInfo &k, llvm::StringR
     if (a.isTensor)
       os << params[i];
     else
-      os << "kiln::rt::Arg::" << (isFloat(a.dtype) ? "floating(" : "integer(")
-         << (isUnsigned(a.dtype) ? "int64_t(" + params[i] + ")" : params[i])
-         << ", kiln::DType::" << dtypeEnumName(a.dtype) << ")";
+      os << "kiln::rt::Arg::"
+         << (isFloat(a.dtype)      ? "floating("
+             : isUnsigned(a.dtype) ? "unsignedInteger("
+                                   : "integer(")
+         << params[i] << ", kiln::DType::" << dtypeEnumName(a.dtype) << ")";
   }
   os << "});\n  }\n";
 }
