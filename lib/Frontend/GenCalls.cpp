@@ -528,14 +528,7 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     if (b->cst && (b->cst->isUnsigned ? b->cst->i == 0 : b->cst->i <= 0))
       return error(e.args[1]->loc, "cdiv by " + llvm::Twine(b->cst->i) +
                                        "; the divisor must be positive");
-    TValue one = constant(Const::ofInt(1), DType::I32, true, l);
-    MaybeValue sum = binary(BinOp::Add, *a, *b, e.loc);
-    if (!sum)
-      return std::nullopt;
-    MaybeValue minus = binary(BinOp::Sub, *sum, one, e.loc);
-    if (!minus)
-      return std::nullopt;
-    return binary(BinOp::Div, *minus, *b, e.loc);
+    return genCdiv(*a, *b, e.loc);
   }
   if (name == "where") {
     if (!checkArity(e, 3, 3))
@@ -879,6 +872,42 @@ MaybeValue Generator::genClassify(const CallExpr &e) {
   Value mag = builder.create<mlir::math::AbsFOp>(l, x);
   Value inf = splat(Const::ofFloat(std::numeric_limits<double>::infinity()), dt, shape, e.loc);
   out.value = builder.create<mlir::arith::CmpFOp>(l, name == "isinf" ? P::OEQ : P::OLT, mag, inf);
+  return out;
+}
+
+/// cdiv(a, b) is (a + b - 1) / b, as the grid rule computes it in 64 bits, but
+/// without that sum's overflow near the type's maximum (cdiv(2^31 - 1, 1000) was
+/// -2147482, and a loop to it ran no trips): for a >= 0 it is a / b, plus one
+/// when there is a remainder. A negative a keeps the sum, which cannot overflow
+/// while b > 0.
+MaybeValue Generator::genCdiv(const TValue &a, const TValue &b, SMLoc at) {
+  mlir::Location l = loc(at);
+  TValue zero = constant(Const::ofInt(0), DType::I32, true, l);
+  TValue one = constant(Const::ofInt(1), DType::I32, true, l);
+  MaybeValue quotient = binary(BinOp::Div, a, b, at);
+  MaybeValue remainder = quotient ? binary(BinOp::Rem, a, b, at) : std::nullopt;
+  MaybeValue inexact = remainder ? binary(BinOp::Ne, *remainder, zero, at) : std::nullopt;
+  if (!inexact)
+    return std::nullopt;
+  const SType &type = quotient->type;
+  MaybeValue up = binary(BinOp::Add, *quotient,
+                         convert(*inexact, type.dtype, inexact->type.shape, at), at);
+  if (!up || isUnsigned(type.dtype))
+    return up;
+  MaybeValue sum = binary(BinOp::Add, a, b, at);
+  MaybeValue minus = sum ? binary(BinOp::Sub, *sum, one, at) : std::nullopt;
+  MaybeValue down = minus ? binary(BinOp::Div, *minus, b, at) : std::nullopt;
+  MaybeValue nonNegative = down ? binary(BinOp::Ge, a, zero, at) : std::nullopt;
+  if (!nonNegative)
+    return std::nullopt;
+  if (nonNegative->cst)
+    return nonNegative->cst->i ? up : down;
+  TValue out;
+  out.type = SType::value(type.dtype, type.shape);
+  out.value = builder.create<mlir::arith::SelectOp>(
+      l, convert(*nonNegative, DType::I1, type.shape, at).value,
+      convert(*up, type.dtype, type.shape, at).value,
+      convert(*down, type.dtype, type.shape, at).value);
   return out;
 }
 

@@ -473,6 +473,8 @@ private:
   /// device_assert(cond [, "message"]): a run-time check of a bool or every
   /// element of a bool tile (kiln.assert).
   MaybeValue genDeviceAssert(const CallExpr &e);
+  /// cdiv(a, b) of checked integer operands (see GenCalls.cpp).
+  MaybeValue genCdiv(const TValue &a, const TValue &b, SMLoc at);
   /// swizzle2d(i, j, ni, nj, g): Triton's grouped ordering of a row-major
   /// ni x nj grid, as a tuple.
   MaybeValue genSwizzle2d(const CallExpr &e);
