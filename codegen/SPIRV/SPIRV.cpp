@@ -6,8 +6,11 @@
 #include "mlir/Target/SPIRV/Serialization.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/thread.h"
 
 #include <spirv_cross/spirv_cross_c.h>
+
+#include <optional>
 
 using namespace kiln;
 
@@ -98,7 +101,8 @@ static bool reservedInMSL(llvm::StringRef name) {
   return false;
 }
 
-llvm::Expected<spirv::MSLSource> kiln::spirv::toMSL(const std::vector<uint32_t> &words) {
+/// SPIRV-Cross's translation, on the calling thread.
+static llvm::Expected<spirv::MSLSource> translateToMSL(const std::vector<uint32_t> &words) {
   spvc_context context = nullptr;
   if (spvc_context_create(&context) != SPVC_SUCCESS)
     return makeError("SPIRV-Cross: cannot create a context");
@@ -144,8 +148,20 @@ llvm::Expected<spirv::MSLSource> kiln::spirv::toMSL(const std::vector<uint32_t> 
   const char *source = nullptr;
   if (spvc_compiler_compile(compiler, &source) != SPVC_SUCCESS)
     return fail("could not translate to MSL");
-  MSLSource msl{source, spvc_compiler_get_cleansed_entry_point_name(
+  spirv::MSLSource msl{source, spvc_compiler_get_cleansed_entry_point_name(
                             compiler, entry.c_str(), SpvExecutionModelGLCompute)};
   spvc_context_destroy(context);
   return msl;
+}
+
+llvm::Expected<spirv::MSLSource> kiln::spirv::toMSL(const std::vector<uint32_t> &words) {
+  // SPIRV-Cross recurses over the shader's blocks: about 900 scalar stores
+  // overflowed a default 8 MiB stack (a segfault in kilnc --target=metal). The
+  // translation runs on a thread with room for a few tens of thousands; the
+  // stack is reserved address space, touched only as deep as it goes.
+  constexpr unsigned kStackBytes = 512u << 20;
+  std::optional<llvm::Expected<spirv::MSLSource>> result;
+  llvm::thread worker(std::optional<unsigned>(kStackBytes), [&] { result.emplace(translateToMSL(words)); });
+  worker.join();
+  return std::move(*result);
 }
