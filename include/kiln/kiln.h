@@ -261,8 +261,10 @@ private:
   /// `kernel`, or when it is empty the first kernel `source` declares.
   static std::string nameOrFirst(const std::string &source, const std::string &kernel);
   std::string cachePath(const std::string &key) const;
+  /// The key of a binary: everything that changes it, `filename` too (print and
+  /// device_assert messages name it).
   std::string cacheKey(const std::string &source, const std::string &kernel,
-                       const ParamSet &params) const;
+                       const ParamSet &params, const std::string &filename) const;
   /// A cached module for `key` holding `kernel` (memory, then disk), counted in stats_.
   bool findCached(const std::string &key, const std::string &kernel, rt::Module &out);
   /// Loads a freshly compiled binary and stores it under `key` in memory and on disk.

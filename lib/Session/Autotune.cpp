@@ -115,7 +115,7 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
 
   // The decision's key: what was compiled, among which candidates, where, for
   // which shapes.
-  std::string material = "kiln-tune-v1\n" + cacheKey(source, kernel, {}) + "\n" + device_->name() +
+  std::string material = "kiln-tune-v1\n" + cacheKey(source, kernel, {}, filename) + "\n" + device_->name() +
                          "\n" + shapeBucket(args) + "\n";
   for (const ParamSet &c : candidates)
     material += serialize(c) + ";\n";
@@ -146,7 +146,7 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
   std::vector<Kernel> kernels(n);
   std::vector<size_t> missing;
   for (size_t i = 0; i < n; ++i) {
-    keys[i] = cacheKey(source, kernel, candidates[i]);
+    keys[i] = cacheKey(source, kernel, candidates[i], filename);
     kernels[i].device_ = device_;
     kernels[i].name_ = kernel;
     kernels[i].status_ = rt::Status::success();

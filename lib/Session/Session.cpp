@@ -241,7 +241,7 @@ std::string Session::cachePath(const std::string &key) const {
 }
 
 std::string Session::cacheKey(const std::string &source, const std::string &kernel,
-                              const ParamSet &params) const {
+                              const ParamSet &params, const std::string &filename) const {
   // Everything that changes the binary is part of the key.
   std::string material = std::string("kiln-cache-v1\n") + KILN_VERSION_STRING + "\n" +
                          KILN_LLVM_VERSION_STRING + "\n" + KILN_BUILD_ID + "\n" +
@@ -249,7 +249,7 @@ std::string Session::cacheKey(const std::string &source, const std::string &kern
                          kernel + "\n";
   for (auto &[name, value] : params)
     material += name + "=" + value + "\n";
-  material += "O3\n" + source;
+  material += "O3\nfile=" + filename + "\n" + source;
   return session::hashKey(material);
 }
 
@@ -349,7 +349,7 @@ Kernel Session::compile(const std::string &source, const std::string &kernelName
   k.device_ = device_;
   k.name_ = kernel;
   k.status_ = rt::Status::success();
-  std::string key = cacheKey(source, kernel, params);
+  std::string key = cacheKey(source, kernel, params, filename);
   if (findCached(key, kernel, k.module_))
     return k;
   auto built =

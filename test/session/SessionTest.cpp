@@ -142,8 +142,11 @@ TEST_F(SessionTest, EveryKeyPartMisses) {
   ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());
   ASSERT_TRUE(s.compile(kSoftmax, "softmax", {{"BLOCK", "128"}}).ok()); // params
   ASSERT_TRUE(s.compile(std::string(kSoftmax) + "\n// edited\n", "softmax").ok()); // source
-  EXPECT_EQ(s.cacheStats().compiles, 3);
-  EXPECT_EQ(cacheFiles().size(), 3u);
+  // The file name: print and device_assert messages carry it (the same text from
+  // a second file named the first).
+  ASSERT_TRUE(s.compile(kSoftmax, "softmax", {}, "other/softmax.kiln").ok());
+  EXPECT_EQ(s.cacheStats().compiles, 4);
+  EXPECT_EQ(cacheFiles().size(), 4u);
   Session v("vulkan");
   if (v.ok()) { // another target
     Kernel k = v.compile(kSoftmax, "softmax");
