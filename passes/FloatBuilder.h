@@ -103,6 +103,41 @@ public:
     return p;
   }
 
+  /// x * y + z for a product that is exact in the builder's type (f16 or bf16
+  /// operands widened to f32), rounded to odd: exact, or else the neighbour
+  /// toward the exact sum whose last bit is set. One more rounding, to a type at
+  /// least two bits narrower, then gives the correctly rounded fma (Boldo and
+  /// Melquiond), where rounding the f32 fma to nearest and again rounded twice.
+  mlir::Value fmaRoundedToOdd(mlir::Value x, mlir::Value y, mlir::Value z) {
+    mlir::Value p = mul(x, y);
+    mlir::Value s = add(p, z);
+    mlir::Value bv = sub(s, p); // Knuth's two-sum: s + e is p + z exactly
+    mlir::Value e = add(sub(p, sub(s, bv)), sub(z, bv));
+    mlir::Type bitsType =
+        b.getIntegerType(mlir::getElementTypeOrSelf(type).getIntOrFloatBitWidth());
+    if (auto shaped = mlir::dyn_cast<mlir::ShapedType>(type))
+      bitsType = shaped.clone(bitsType);
+    auto intConstant = [&](int64_t v) -> mlir::Value {
+      mlir::TypedAttr attr = b.getIntegerAttr(mlir::getElementTypeOrSelf(bitsType), v);
+      if (auto shaped = mlir::dyn_cast<mlir::ShapedType>(bitsType))
+        attr = mlir::SplatElementsAttr::get(shaped, attr);
+      return b.create<mlir::arith::ConstantOp>(attr);
+    };
+    mlir::Value bits = b.create<mlir::arith::BitcastOp>(bitsType, s);
+    mlir::Value lastBit = b.create<mlir::arith::AndIOp>(bits, intConstant(1));
+    mlir::Value even = b.create<mlir::arith::CmpIOp>(mlir::arith::CmpIPredicate::eq, lastBit,
+                                                     intConstant(0));
+    // Inexact (an ordered e != 0: infinities make e NaN and leave s as it is)
+    // with an even last bit: one step toward e, up in magnitude where e and s
+    // share a sign (s is not zero when e is not).
+    mlir::Value inexact = cmp(P::ONE, e, c(0));
+    mlir::Value towardZero = differ(lt(e, 0), lt(s, 0));
+    mlir::Value step = select(towardZero, intConstant(-1), intConstant(1));
+    mlir::Value odd = b.create<mlir::arith::BitcastOp>(
+        type, b.create<mlir::arith::AddIOp>(bits, step));
+    return select(both(inexact, even), odd, s);
+  }
+
   mlir::ImplicitLocOpBuilder &b;
   mlir::Type type;
 };

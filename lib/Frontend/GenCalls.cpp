@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Frontend/Generator.h"
+#include "passes/FloatBuilder.h"
 
 namespace kiln::gen {
 
@@ -588,15 +589,22 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
     for (size_t i = 0; i < ops.size(); ++i)
       if (!constantFits(ops[i], dt, e.args[i]->loc))
         return std::nullopt;
-    // bf16 multiplies exactly in f32 (as the CPU's LLVM does it): Vulkan and
-    // AMD hold bf16 as bits, and math-legalize-to-f32 leaves fma alone.
+    // bf16 computes in f32 (Vulkan and AMD hold bf16 as bits, and
+    // math-legalize-to-f32 leaves fma alone), where its products are exact: the
+    // sum is rounded to odd there, so that rounding it to bf16 is the one
+    // rounding of the fma (f32's fma rounded to bf16 again was 1 ulp off on ties).
     DType in = dt == DType::BF16 ? DType::F32 : dt;
     Value a = convert(ops[0], in, shape, e.loc).value;
     Value b = convert(ops[1], in, shape, e.loc).value;
     Value c = convert(ops[2], in, shape, e.loc).value;
     TValue out;
     out.type = SType::value(dt, shape);
-    out.value = builder.create<mlir::math::FmaOp>(l, a, b, c);
+    if (in != dt) {
+      mlir::ImplicitLocOpBuilder ib(l, builder);
+      out.value = FloatBuilder(ib, a.getType()).fmaRoundedToOdd(a, b, c);
+    } else {
+      out.value = builder.create<mlir::math::FmaOp>(l, a, b, c);
+    }
     if (in != dt)
       out.value = castValue(out.value, in, dt, l);
     return out;

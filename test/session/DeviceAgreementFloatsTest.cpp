@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 using namespace kiln;
 
@@ -688,3 +689,86 @@ kernel k(a: tensor<i32>[N], b: tensor<u16>[N], c: tensor<u32>[N], d: tensor<i64>
 }
 
 } // namespace
+
+/// `x` rounded to nearest even at `bits` significant bits, or to a multiple of
+/// `quantum` (the type's smallest subnormal) below its normal range.
+static double roundToBits(double x, int bits, double quantum = 0) {
+  int e = 0;
+  double m = std::frexp(x, &e);
+  if (std::ldexp(1.0, e - bits) < quantum)
+    return std::nearbyint(x / quantum) * quantum;
+  return std::ldexp(std::nearbyint(std::ldexp(m, bits)), e - bits);
+}
+
+TEST_F(DeviceAgreement, NarrowFmaRoundsOnceOnEveryDevice) {
+  // fma on f16 and bf16 is one rounding of the exact a * b + c. The CPU's f16
+  // fma was f32's rounded to f16 again, and bf16's on every device too: 1 ulp
+  // off where f32's result lands on a midpoint of the narrow type. Operands
+  // stay within 2^-12..2^12 so that the reference, double's fma, is exact.
+  const char *source = R"(
+kernel k(a: tensor<f16>[N], b: tensor<f16>[N], c: tensor<f16>[N], y: tensor<f16>[N],
+         ba: tensor<bf16>[N], bb: tensor<bf16>[N], bc: tensor<bf16>[N], by: tensor<bf16>[N])
+    params(B: i32 = 256) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  store(y[i], fma(load(a[i]), load(b[i]), load(c[i])));
+  store(by[i], fma(load(ba[i]), load(bb[i]), load(bc[i])));
+}
+)";
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-12, 12), sign(0, 1), kind(0, 2);
+  auto operand = [&](int bits) {
+    return roundToBits((sign(rng) ? -1 : 1) * std::ldexp(mantissa(rng), exponent(rng)), bits);
+  };
+  std::vector<uint16_t> h[3], bh[3], wantH, wantB;
+  auto add = [&](double a, double b, double c, double ba, double bb, double bc) {
+    const double halves[3] = {a, b, c}, bfloats[3] = {ba, bb, bc};
+    double hv[3], bv[3]; // as stored
+    for (int i = 0; i < 3; ++i) {
+      h[i].push_back(floatToHalfBits(float(halves[i])));
+      bh[i].push_back(floatToBF16Bits(float(bfloats[i])));
+      hv[i] = halfBitsToFloat(h[i].back());
+      bv[i] = bf16BitsToFloat(bh[i].back());
+    }
+    wantH.push_back(
+        floatToHalfBits(float(roundToBits(std::fma(hv[0], hv[1], hv[2]), 11, 0x1p-24))));
+    wantB.push_back(floatToBF16Bits(float(roundToBits(std::fma(bv[0], bv[1], bv[2]), 8))));
+  };
+  // f32's fma lands on a midpoint: 4.517578125 + 2^-24 and 6.046875 - 2^-24.
+  add(2.0078125, 2.25, 0x1p-24, 2.015625, 3, -0x1p-24);
+  for (int i = 0; i < 4095; ++i) {
+    double a = operand(11), b = operand(11), ba = operand(8), bb = operand(8);
+    // Besides a random addend, one below f32's last bit of the product (f16's
+    // smallest subnormal at least), which decides ties.
+    auto addend = [&](double p, int bits, int least) {
+      int k = kind(rng);
+      return k == 0 ? operand(bits)
+                    : std::ldexp(k == 1 ? 1.0 : -1.0, std::max(std::ilogb(p) - 30, least));
+    };
+    add(a, b, addend(a * b, 11, -24), ba, bb, addend(ba * bb, 8, -126));
+  }
+  const int64_t n = wantH.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    auto up = [&](std::vector<uint16_t> &v, DType dt) { return s.upload(v.data(), dt, {n}); };
+    Tensor a = up(h[0], DType::F16), b = up(h[1], DType::F16), c = up(h[2], DType::F16),
+           ba = up(bh[0], DType::BF16), bb = up(bh[1], DType::BF16),
+           bc = up(bh[2], DType::BF16), y = s.empty(DType::F16, {n}),
+           by = s.empty(DType::BF16, {n});
+    ASSERT_TRUE(k(a, b, c, y, ba, bb, bc, by).ok()) << device;
+    std::vector<uint16_t> yOut(n), byOut(n);
+    ASSERT_TRUE(y.download(yOut.data()).ok() && by.download(byOut.data()).ok());
+    int wrongH = 0, wrongB = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      // Vulkan leaves an f16 fma's roundings to the driver (lavapipe: two).
+      if (device != "vulkan" && yOut[i] != wantH[i] && ++wrongH <= 5)
+        ADD_FAILURE() << device << ": f16 fma #" << i << " gave " << yOut[i] << ", want "
+                      << wantH[i];
+      if (byOut[i] != wantB[i] && ++wrongB <= 5)
+        ADD_FAILURE() << device << ": bf16 fma #" << i << " gave " << byOut[i] << ", want "
+                      << wantB[i];
+    }
+    EXPECT_EQ(wrongH + wrongB, 0) << device;
+  });
+}
