@@ -3,6 +3,7 @@
 #include "lib/Frontend/AST.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
@@ -339,6 +340,8 @@ void kiln::dumpAST(const Module &module, llvm::raw_ostream &os) {
         os << " = ";
         d.expr(*p.defaultValue);
       }
+      if (!p.tuneValues.empty())
+        os << " tune [" << llvm::join(p.tuneValues, ", ") << "]";
       os << "\n";
     }
     if (!k->grid.empty()) {

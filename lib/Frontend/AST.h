@@ -243,6 +243,7 @@ struct ParamDecl {
   ExprPtr defaultValue; // may be null: then -D must give it
   /// `tune [v1, v2, ...]`: the values an autotuner tries, as -D would spell them.
   std::vector<std::string> tuneValues;
+  std::vector<llvm::SMLoc> tuneValueLocs; // one per value
   llvm::SMLoc tuneLoc;
 };
 

@@ -241,6 +241,12 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
     if (!isFloat(dt) && (op == BinOp::Div || op == BinOp::Rem))
       return error(at, "integer division by zero in a constant expression");
   }
+  // The grid rule runs on the host at every launch: a constant zero divisor
+  // (a literal or a param) would fail each one.
+  if (inGridRule && !isFloat(dt) && (op == BinOp::Div || op == BinOp::Rem) && r.cst &&
+      r.cst->i == 0)
+    return error(at, llvm::Twine("integer ") + (op == BinOp::Div ? "division" : "remainder") +
+                         " by zero in the grid rule");
   TValue a = convert(l, dt, *shape, at), b = convert(r, dt, *shape, at);
   Value x = a.value, y = b.value, out;
   bool f = isFloat(dt);

@@ -308,13 +308,13 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
                            llvm::Twine(dtypeName(param.dtype)));
       return false;
     }
-    for (const std::string &text : param.tuneValues) {
+    for (auto [text, at] : llvm::zip(param.tuneValues, param.tuneValueLocs)) {
       Const ignored;
       std::string why = readParamText(text, param.dtype, ignored);
       if (why.empty())
         why = paramValueLoss(ignored, param.dtype);
       if (!why.empty()) {
-        error(param.tuneLoc, "tune value " + text + " of param '" + param.name + "': " + why);
+        error(at, "tune value " + text + " of param '" + param.name + "': " + why);
         return false;
       }
     }

@@ -232,8 +232,10 @@ bool Parser::parseArg(ArgDecl &arg) {
         dim.name = tok.text.str();
       } else if (is(Tok::Int)) {
         unsigned long long value;
-        if (!intLiteralValue(tok.text, value) || value == 0 || value > (1ull << 40)) {
-          errorHere("tensor size must be a positive integer, got " + tok.text, false);
+        if (!intLiteralValue(tok.text, value) || value == 0 || value >= (1ull << 31)) {
+          // Sizes are i32 at launch: a fixed 2^31 compiled and could never run.
+          errorHere("tensor size must be a positive integer below 2^31, got " + tok.text,
+                    false);
           return false;
         }
         dim.fixed = static_cast<int64_t>(value);
@@ -298,6 +300,7 @@ std::unique_ptr<KernelDecl> Parser::parseKernel() {
           if (!expect(Tok::LBracket, "after 'tune'"))
             return nullptr;
           do {
+            SMLoc valueLoc = tok.loc();
             std::string text;
             if (consumeIf(Tok::Minus))
               text = "-";
@@ -305,8 +308,17 @@ std::unique_ptr<KernelDecl> Parser::parseKernel() {
               errorHere("expected a number, true or false in the tune list");
               return nullptr;
             }
-            text += tok.text.str();
+            // As a number literal reads anywhere else (0x10, 1_000), kept as the
+            // text a -D value would be.
+            std::string digits = tok.text.str();
+            unsigned long long value;
+            if (is(Tok::Int) && intLiteralValue(tok.text, value))
+              digits = std::to_string(value);
+            else if (is(Tok::Float))
+              llvm::erase(digits, '_');
+            text += digits;
             param.tuneValues.push_back(std::move(text));
+            param.tuneValueLocs.push_back(valueLoc);
             advance();
           } while (consumeIf(Tok::Comma));
           if (!expect(Tok::RBracket, "after the tune values"))
