@@ -63,6 +63,8 @@ std::optional<int64_t> Generator::constInt(const Expr &e, const char *what, cons
   if (v->cst->isUnsigned && v->cst->i < 0)
     return error(e.loc, llvm::Twine(what) + " " + std::to_string(uint64_t(v->cst->i)) +
                             " is too large");
+  if (v->type.dtype == DType::I1) // zeros<f32>[true, 4] was [1, 4]
+    return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant, not a bool");
   return v->cst->i;
 }
 

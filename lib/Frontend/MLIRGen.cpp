@@ -389,6 +389,12 @@ bool Generator::bindArgs(const KernelDecl &kernel, mlir::Block &entry) {
         continue;
       // A param named as a size makes a fixed size (checked at launch).
       if (auto p = paramValues.find(dim.name); p != paramValues.end()) {
+        auto decl = llvm::find_if(kernel.params,
+                                  [&](const ParamDecl &d) { return d.name == dim.name; });
+        if (decl != kernel.params.end() && decl->dtype == DType::I1) {
+          error(dim.loc, "param '" + dim.name + "' used as a size must be an integer, not a bool");
+          return false;
+        }
         if (p->second.isFloat || p->second.i <= 0 || p->second.i >= (int64_t(1) << 31)) {
           error(dim.loc, "param '" + dim.name + "' used as a size must be a positive i32 (it is " +
                              (p->second.isFloat ? std::to_string(p->second.f)
