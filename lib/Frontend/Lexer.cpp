@@ -122,7 +122,36 @@ void Lexer::skipTrivia() {
   }
 }
 
+/// Why the text of a number token is malformed, or null: a `_` only separates
+/// two digits (`1_000`, not `1_`, `1__0` or `1_e5`), and a decimal integer
+/// does not start with 0 (C reads `010` as eight).
+static const char *numberProblem(llvm::StringRef text, bool isFloat) {
+  bool hex = text.starts_with_insensitive("0x");
+  auto isDigit = [&](char c) {
+    return hex ? isxdigit(static_cast<unsigned char>(c)) != 0
+               : isdigit(static_cast<unsigned char>(c)) != 0;
+  };
+  size_t first = hex ? 2 : 0;
+  for (size_t i = first; i < text.size(); ++i)
+    if (text[i] == '_' && (i == first || i + 1 == text.size() || !isDigit(text[i - 1]) ||
+                           !isDigit(text[i + 1])))
+      return "'_' in a number must stand between two digits";
+  if (!hex && !isFloat && text.size() > 1 && text[0] == '0')
+    return "a decimal integer cannot start with 0 (C reads 010 as octal 8); drop the leading 0s";
+  return nullptr;
+}
+
 Token Lexer::lexNumber(const char *start) {
+  Token token = lexNumberToken(start);
+  if (token.kind == Tok::Int || token.kind == Tok::Float)
+    if (const char *problem = numberProblem(token.text, token.kind == Tok::Float)) {
+      error = problem;
+      return make(Tok::Error, start);
+    }
+  return token;
+}
+
+Token Lexer::lexNumberToken(const char *start) {
   // Hexadecimal integers: 0x1F, 0xFFFF_0000.
   if (*start == '0' && cur + 1 < buf.end() && (*cur == 'x' || *cur == 'X') &&
       isxdigit(static_cast<unsigned char>(cur[1]))) {

@@ -51,7 +51,9 @@ private:
   Token make(Tok kind, const char *start) {
     return {kind, llvm::StringRef(start, cur - start)};
   }
+  /// A number token, checked (numberProblem); lexNumberToken scans it.
   Token lexNumber(const char *start);
+  Token lexNumberToken(const char *start);
   Token lexString(const char *start);
   void skipTrivia();
   /// Records the `//` at `cur` as operandComment() if it fits.
