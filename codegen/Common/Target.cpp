@@ -24,6 +24,9 @@ static llvm::Error targetError(const llvm::Twine &message) {
 
 llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
   auto [name, chip] = spec.split(':');
+  if (spec.ends_with(":")) // cuda: meant the default chip no more than vulkan: did
+    return targetError("target '" + spec + "' ends with ':' (name a chip or version after it, "
+                       "or leave the ':' out)");
   Target t;
   if (name == "cpu" || name == "host") {
     if (!chip.empty())
@@ -65,8 +68,6 @@ llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
       return targetError("unknown metal target '" + spec + "' (it takes no version or options)");
     llvm::StringRef version, rest = chip;
     llvm::StringSet<> seen; // each option at most once
-    if (llvm::StringRef(spec).ends_with(":"))
-      return targetError("target '" + spec + "' ends with ':' (an empty option)");
     while (!rest.empty()) {
       auto [part, tail] = rest.split(':');
       rest = tail;
