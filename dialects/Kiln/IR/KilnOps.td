@@ -58,9 +58,16 @@ def Kiln_MemoryOrder : I32EnumAttr<"MemoryOrder", "the ordering an atomic gives"
   let cppNamespace = "::kiln";
 }
 
-def Kiln_Tile : RankedTensorOf<[AnyType]>;
-def Kiln_IndexTile : RankedTensorOf<[I32]>;
-def Kiln_MaskTile : RankedTensorOf<[I1]>;
+// A tile has a static shape of positive sizes: the lowerings size registers,
+// vectors and loops by it (a `tensor<?xf32>` splat crashed the GPU lowering).
+class Kiln_TileOf<list<Type> allowed> : RankedTensorOf<allowed,
+    [HasStaticShapePred,
+     CPred<"::llvm::all_of(::llvm::cast<::mlir::ShapedType>($_self).getShape(), "
+           "[](int64_t d) { return d > 0; })">],
+    "tile (tensor of static, positive sizes)">;
+def Kiln_Tile : Kiln_TileOf<[AnyType]>;
+def Kiln_IndexTile : Kiln_TileOf<[I32]>;
+def Kiln_MaskTile : Kiln_TileOf<[I1]>;
 def Kiln_Memory : MemRefOf<[AnyType]>;
 def Kiln_Scalar : AnyTypeOf<[AnySignlessInteger, AnyFloat]>;
 def Kiln_TileOrScalar : AnyTypeOf<[Kiln_Tile, Kiln_Scalar]>;

@@ -364,3 +364,20 @@ func.func @associative_scan_tile_signature(%t: tensor<8xf32>) {
   %0 = kiln.associative_scan @add, @add_rows(%t) axis 0 : tensor<8xf32> -> tensor<8xf32>
   return
 }
+
+// -----
+
+// Tiles have static, positive sizes: a dynamic one crashed the GPU lowering.
+func.func @splat_dynamic(%s: f32) {
+  // expected-error @+1 {{must be tile (tensor of static, positive sizes)}}
+  %0 = kiln.splat %s : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @splat_empty(%s: f32) {
+  // expected-error @+1 {{must be tile (tensor of static, positive sizes)}}
+  %0 = kiln.splat %s : tensor<0xf32>
+  return
+}
