@@ -613,6 +613,7 @@ private:
   std::map<std::string, Const> paramValues;
   const KernelDecl *currentKernel = nullptr;
   bool currentKernelArgsBound = false; // params are bound first, without the args
+  bool paramsBound = false; // the kernel's params took their values (-D ones too)
 };
 
 } // namespace kiln::gen

@@ -233,8 +233,15 @@ mlir::OwningOpRef<mlir::ModuleOp> Generator::run(const GenOptions &options,
   }
   for (const KernelDecl *kernel : selected) {
     KernelInfo info;
-    if (!genKernel(*kernel, options, info))
+    if (!genKernel(*kernel, options, info)) {
+      // An error past the params may come from a -D value: say which were given.
+      if (paramsBound)
+        for (const ParamDecl &param : kernel->params)
+          if (auto define = options.defines.find(param.name); define != options.defines.end())
+            diag.note(param.loc, "param '" + param.name + "' given as -D " + param.name + "=" +
+                                     define->second);
       return nullptr;
+    }
     infos.push_back(std::move(info));
   }
   return owned;
@@ -454,10 +461,12 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
   currentKernel = &kernel;
   unrolledCopies = 0;
   currentKernelArgsBound = false;
+  paramsBound = false;
   {
     ScopeGuard scope(*this);
     if (!bindParams(kernel, options, info))
       return false;
+    paramsBound = true;
     currentKernelArgsBound = true;
     // NUM_WARPS, when declared, sizes the program on GPU targets.
     if (auto p = paramValues.find("NUM_WARPS"); p != paramValues.end()) {
