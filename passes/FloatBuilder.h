@@ -21,6 +21,8 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 namespace kiln {
 
 class FloatBuilder {
@@ -103,11 +105,12 @@ public:
     return p;
   }
 
-  /// x * y + z for a product that is exact in the builder's type (f16 or bf16
-  /// operands widened to f32), rounded to odd: exact, or else the neighbour
-  /// toward the exact sum whose last bit is set. One more rounding, to a type at
-  /// least two bits narrower, then gives the correctly rounded fma (Boldo and
-  /// Melquiond), where rounding the f32 fma to nearest and again rounded twice.
+  /// x * y + z of f16 or bf16 operands widened to f32, rounded to odd: exact,
+  /// or else the neighbour toward the exact sum whose last bit is set. Rounding
+  /// that to the narrow type (at least two bits narrower) is the correctly
+  /// rounded fma (Boldo and Melquiond); rounding f32's fma to nearest first
+  /// would round twice. The product must be exact in f32: where it leaves f32's
+  /// normal range (bf16 has f32's exponents) the result is f32's fma.
   mlir::Value fmaRoundedToOdd(mlir::Value x, mlir::Value y, mlir::Value z) {
     mlir::Value p = mul(x, y);
     mlir::Value s = add(p, z);
@@ -135,7 +138,11 @@ public:
     mlir::Value step = select(towardZero, intConstant(-1), intConstant(1));
     mlir::Value odd = b.create<mlir::arith::BitcastOp>(
         type, b.create<mlir::arith::AddIOp>(bits, step));
-    return select(both(inexact, even), odd, s);
+    mlir::Value absP = abs(p);
+    mlir::Value exactProduct =
+        both(cmp(P::OLT, absP, c(INFINITY)),
+             either(cmp(P::OGE, absP, c(0x1p-126)), either(eq(x, 0), eq(y, 0))));
+    return select(exactProduct, select(both(inexact, even), odd, s), fma(x, y, z));
   }
 
   mlir::ImplicitLocOpBuilder &b;

@@ -64,7 +64,7 @@ Operation *widenSubnormalRange(OpBuilder &b, Operation *op) {
 }
 
 /// An f16 fma rounded once: LLVM's x86 code widens it to f32's fma and rounds
-/// that to f16 again, 1 ulp off on ties. Rounded to odd in f32, where f16
+/// that to f16 again (1 ulp off on midpoints). Rounded to odd in f32, where f16
 /// products are exact, the rounding to f16 is the only one.
 void roundF16FmaOnce(math::FmaOp op) {
   OpBuilder builder(op);

@@ -24,9 +24,14 @@ static llvm::Error targetError(const llvm::Twine &message) {
 
 llvm::Expected<Target> Target::parse(llvm::StringRef spec) {
   auto [name, chip] = spec.split(':');
-  if (spec.ends_with(":")) // cuda: meant the default chip no more than vulkan: did
-    return targetError("target '" + spec + "' ends with ':' (name a chip or version after it, "
-                       "or leave the ':' out)");
+  bool known = llvm::is_contained({"cpu", "host", "cuda", "amdgpu", "hip", "vulkan", "metal"},
+                                  name);
+  if (known && spec.ends_with(":")) // an empty chip is not the default one
+    return targetError("target '" + spec + "' ends with ':' (" +
+                       (name == "cpu" || name == "host" || name == "metal"
+                            ? "it takes nothing after the name"
+                            : "name a chip or version after it, or leave the ':' out") +
+                       ")");
   Target t;
   if (name == "cpu" || name == "host") {
     if (!chip.empty())

@@ -149,7 +149,7 @@ static llvm::Expected<spirv::MSLSource> translateToMSL(const std::vector<uint32_
   if (spvc_compiler_compile(compiler, &source) != SPVC_SUCCESS)
     return fail("could not translate to MSL");
   spirv::MSLSource msl{source, spvc_compiler_get_cleansed_entry_point_name(
-                            compiler, entry.c_str(), SpvExecutionModelGLCompute)};
+                                   compiler, entry.c_str(), SpvExecutionModelGLCompute)};
   spvc_context_destroy(context);
   return msl;
 }
@@ -161,7 +161,8 @@ llvm::Expected<spirv::MSLSource> kiln::spirv::toMSL(const std::vector<uint32_t> 
   // stack is reserved address space, touched only as deep as it goes.
   constexpr unsigned kStackBytes = 512u << 20;
   std::optional<llvm::Expected<spirv::MSLSource>> result;
-  llvm::thread worker(std::optional<unsigned>(kStackBytes), [&] { result.emplace(translateToMSL(words)); });
+  llvm::thread worker(std::optional<unsigned>(kStackBytes),
+                      [&] { result.emplace(translateToMSL(words)); });
   worker.join();
   return std::move(*result);
 }

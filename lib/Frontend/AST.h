@@ -244,7 +244,6 @@ struct ParamDecl {
   /// `tune [v1, v2, ...]`: the values an autotuner tries, as -D would spell them.
   std::vector<std::string> tuneValues;
   std::vector<llvm::SMLoc> tuneValueLocs; // one per value
-  llvm::SMLoc tuneLoc;
 };
 
 struct KernelDecl {

@@ -63,7 +63,7 @@ std::optional<int64_t> Generator::constInt(const Expr &e, const char *what, cons
   if (v->cst->isUnsigned && v->cst->i < 0)
     return error(e.loc, llvm::Twine(what) + " " + std::to_string(uint64_t(v->cst->i)) +
                             " is too large");
-  if (v->type.dtype == DType::I1) // zeros<f32>[true, 4] was [1, 4]
+  if (v->type.dtype == DType::I1) // a bool is not a count (zeros<f32>[true, 4])
     return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant, not a bool");
   return v->cst->i;
 }
@@ -592,9 +592,9 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       if (!constantFits(ops[i], dt, e.args[i]->loc))
         return std::nullopt;
     // bf16 computes in f32 (Vulkan and AMD hold bf16 as bits, and
-    // math-legalize-to-f32 leaves fma alone), where its products are exact: the
-    // sum is rounded to odd there, so that rounding it to bf16 is the one
-    // rounding of the fma (f32's fma rounded to bf16 again was 1 ulp off on ties).
+    // math-legalize-to-f32 leaves fma alone). Rounding f32's fma to bf16 would
+    // round twice: the sum is rounded to odd in f32 instead, so that rounding it
+    // to bf16 is the fma's one rounding (FloatBuilder::fmaRoundedToOdd).
     DType in = dt == DType::BF16 ? DType::F32 : dt;
     Value a = convert(ops[0], in, shape, e.loc).value;
     Value b = convert(ops[1], in, shape, e.loc).value;
@@ -885,40 +885,27 @@ MaybeValue Generator::genClassify(const CallExpr &e) {
   return out;
 }
 
-/// cdiv(a, b) is (a + b - 1) / b, as the grid rule computes it in 64 bits, but
-/// without that sum's overflow near the type's maximum (cdiv(2^31 - 1, 1000) was
-/// -2147482, and a loop to it ran no trips): for a >= 0 it is a / b, plus one
-/// when there is a remainder. A negative a keeps the sum, which cannot overflow
-/// while b > 0.
+/// cdiv(a, b) for b > 0 is (a + b - 1) / b, as the grid rule computes it in 64
+/// bits, without the overflow of that sum near the type's maximum. With q = a / b
+/// and r = a % b (both truncated): for a >= 0 it is q plus one when r != 0; for
+/// a < 0, a + b - 1 is q b + (r + b - 1) with 0 <= r + b - 1 < b, so it is q plus
+/// one when q < 0 and r + b > 1 (neither sum can overflow).
 MaybeValue Generator::genCdiv(const TValue &a, const TValue &b, SMLoc at) {
-  mlir::Location l = loc(at);
-  TValue zero = constant(Const::ofInt(0), DType::I32, true, l);
-  TValue one = constant(Const::ofInt(1), DType::I32, true, l);
+  TValue zero = constant(Const::ofInt(0), DType::I32, true, loc(at));
+  TValue one = constant(Const::ofInt(1), DType::I32, true, loc(at));
+  auto op = [&](BinOp o, const MaybeValue &x, const MaybeValue &y) -> MaybeValue {
+    return x && y ? binary(o, *x, *y, at) : std::nullopt;
+  };
   MaybeValue quotient = binary(BinOp::Div, a, b, at);
-  MaybeValue remainder = quotient ? binary(BinOp::Rem, a, b, at) : std::nullopt;
-  MaybeValue inexact = remainder ? binary(BinOp::Ne, *remainder, zero, at) : std::nullopt;
-  if (!inexact)
+  MaybeValue remainder = op(BinOp::Rem, a, b);
+  MaybeValue up = op(BinOp::Ne, remainder, zero);
+  if (!isUnsigned(promote(a.type, b.type))) // q < 0 only where a < 0
+    up = op(BinOp::LOr, op(BinOp::LAnd, op(BinOp::Ge, a, zero), up),
+            op(BinOp::LAnd, op(BinOp::Lt, quotient, zero),
+               op(BinOp::Gt, op(BinOp::Add, remainder, b), one)));
+  if (!up)
     return std::nullopt;
-  const SType &type = quotient->type;
-  MaybeValue up = binary(BinOp::Add, *quotient,
-                         convert(*inexact, type.dtype, inexact->type.shape, at), at);
-  if (!up || isUnsigned(type.dtype))
-    return up;
-  MaybeValue sum = binary(BinOp::Add, a, b, at);
-  MaybeValue minus = sum ? binary(BinOp::Sub, *sum, one, at) : std::nullopt;
-  MaybeValue down = minus ? binary(BinOp::Div, *minus, b, at) : std::nullopt;
-  MaybeValue nonNegative = down ? binary(BinOp::Ge, a, zero, at) : std::nullopt;
-  if (!nonNegative)
-    return std::nullopt;
-  if (nonNegative->cst)
-    return nonNegative->cst->i ? up : down;
-  TValue out;
-  out.type = SType::value(type.dtype, type.shape);
-  out.value = builder.create<mlir::arith::SelectOp>(
-      l, convert(*nonNegative, DType::I1, type.shape, at).value,
-      convert(*up, type.dtype, type.shape, at).value,
-      convert(*down, type.dtype, type.shape, at).value);
-  return out;
+  return op(BinOp::Add, quotient, convert(*up, quotient->type.dtype, up->type.shape, at));
 }
 
 } // namespace kiln::gen

@@ -123,8 +123,9 @@ void Lexer::skipTrivia() {
 }
 
 /// Why the text of a number token is malformed, or null: a `_` only separates
-/// two digits (`1_000`, not `1_`, `1__0` or `1_e5`), and a decimal integer
-/// does not start with 0 (C reads `010` as eight).
+/// two digits before any point or exponent (`1_000.5`, not `1_`, `1__0`, `1_e5`
+/// or `.000_5`), and a decimal integer does not start with 0 (C reads `010` as
+/// eight).
 static const char *numberProblem(llvm::StringRef text, bool isFloat) {
   bool hex = text.starts_with_insensitive("0x");
   auto isDigit = [&](char c) {
@@ -132,6 +133,9 @@ static const char *numberProblem(llvm::StringRef text, bool isFloat) {
                : isdigit(static_cast<unsigned char>(c)) != 0;
   };
   size_t first = hex ? 2 : 0;
+  size_t point = isFloat ? text.find_first_of(".eE") : llvm::StringRef::npos;
+  if (point != llvm::StringRef::npos && text.find('_', point) != llvm::StringRef::npos)
+    return "'_' in a number may only separate digits before its point or exponent";
   for (size_t i = first; i < text.size(); ++i)
     if (text[i] == '_' && (i == first || i + 1 == text.size() || !isDigit(text[i - 1]) ||
                            !isDigit(text[i + 1])))

@@ -315,7 +315,7 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
                            llvm::Twine(dtypeName(param.dtype)));
       return false;
     }
-    for (auto [text, at] : llvm::zip(param.tuneValues, param.tuneValueLocs)) {
+    for (auto [text, at] : llvm::zip_equal(param.tuneValues, param.tuneValueLocs)) {
       Const ignored;
       std::string why = readParamText(text, param.dtype, ignored);
       if (why.empty())

@@ -233,7 +233,7 @@ bool Parser::parseArg(ArgDecl &arg) {
       } else if (is(Tok::Int)) {
         unsigned long long value;
         if (!intLiteralValue(tok.text, value) || value == 0 || value >= (1ull << 31)) {
-          // Sizes are i32 at launch: a fixed 2^31 compiled and could never run.
+          // Sizes are i32 at launch (a larger one could never run).
           errorHere("tensor size must be a positive integer below 2^31, got " + tok.text,
                     false);
           return false;
@@ -295,7 +295,6 @@ std::unique_ptr<KernelDecl> Parser::parseKernel() {
             return nullptr;
         }
         if (is(Tok::Ident) && tok.text == "tune") {
-          param.tuneLoc = tok.loc();
           advance();
           if (!expect(Tok::LBracket, "after 'tune'"))
             return nullptr;

@@ -114,9 +114,9 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
   bool progress = options.progress < 0 ? isatty(STDERR_FILENO) : options.progress > 0;
 
   // The decision's key: what was compiled, among which candidates, where, for
-  // which shapes.
-  std::string material = "kiln-tune-v1\n" + cacheKey(source, kernel, {}, filename) + "\n" + device_->name() +
-                         "\n" + shapeBucket(args) + "\n";
+  // which shapes (not the file name: a moved file keeps its timings).
+  std::string material = "kiln-tune-v1\n" + cacheKey(source, kernel, {}, "") + "\n" +
+                         device_->name() + "\n" + shapeBucket(args) + "\n";
   for (const ParamSet &c : candidates)
     material += serialize(c) + ";\n";
   std::string tuneKey = session::hashKey(material);

@@ -18,3 +18,18 @@ func.func @vector_math(%v: vector<16xf32>, %s: f32, %d: vector<16xf64>)
   %de = math.exp %d : vector<16xf64>
   return %e, %l, %t, %se, %de : vector<16xf32>, vector<16xf32>, vector<16xf32>, f32, vector<16xf64>
 }
+
+// An f16 fma (scalar or vector) is rounded to odd in f32, then once to f16: no
+// math.fma on f16 is left for LLVM to widen and round twice.
+// CHECK-LABEL: func @f16_fma
+// CHECK-NOT: math.fma {{.*}} : f16
+// CHECK: arith.extf {{.*}} : f16 to f32
+// CHECK: arith.bitcast {{.*}} : f32 to i32
+// CHECK: arith.truncf {{.*}} : f32 to f16
+// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xf16>
+// CHECK-NOT: math.fma {{.*}}f16
+func.func @f16_fma(%a: f16, %b: f16, %c: f16, %v: vector<8xf16>) -> (f16, vector<8xf16>) {
+  %0 = math.fma %a, %b, %c : f16
+  %1 = math.fma %v, %v, %v : vector<8xf16>
+  return %0, %1 : f16, vector<8xf16>
+}

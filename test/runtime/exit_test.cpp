@@ -2,11 +2,10 @@
 // launch still in flight when main returns. A Vulkan driver's own libraries
 // (lavapipe's Mesa and LLVM) are loaded with the first instance, so their
 // exit-time destructors ran before these globals', whose calls into the driver
-// then crashed ("double free or corruption"). Kiln's exit handler is
-// registered once per device index, so the device is opened and closed a few
-// times first: the handler from the first opening must still run ahead of the
-// driver's. Exit status 0 is the test; 77 (ctest's skip) when the device is not
-// present.
+// then crashed ("double free or corruption"). The device is opened and closed
+// a few times first: each instance may load the driver again, and Kiln's exit
+// handler must still run ahead of the driver's. Exit status 0 is the test; 77
+// (ctest's skip) when the device is not present.
 #include "kiln/Runtime.h"
 
 #include <cstdio>

@@ -59,7 +59,7 @@ def Kiln_MemoryOrder : I32EnumAttr<"MemoryOrder", "the ordering an atomic gives"
 }
 
 // A tile has a static shape of positive sizes: the lowerings size registers,
-// vectors and loops by it (a `tensor<?xf32>` splat crashed the GPU lowering).
+// vectors and loops by it.
 class Kiln_TileOf<list<Type> allowed> : RankedTensorOf<allowed,
     [HasStaticShapePred,
      CPred<"::llvm::all_of(::llvm::cast<::mlir::ShapedType>($_self).getShape(), "

@@ -53,7 +53,6 @@ class VulkanDriver;
 struct ExitGuard {
   std::mutex mutex;
   std::set<VulkanDriver *> open;
-  std::set<int> registeredFor; // device indices opened so far
   std::atomic<bool> handled{false}; // the handler ran
   std::atomic<bool> exiting{false}; // ...and drained everything
 
@@ -71,13 +70,6 @@ struct ExitGuard {
   }
   /// Puts Kiln's exit handler ahead of every one registered so far.
   static void registerHandler() { std::atexit(onExit); }
-  /// The same, after a device opens; once per device index, since opening a
-  /// device again loads nothing new (and exit handlers are never freed).
-  void registerAfterOpening(int deviceIndex) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (registeredFor.insert(deviceIndex).second)
-      registerHandler();
-  }
   static void onExit();
   static bool processExiting() { return get().exiting.load(); }
 };
@@ -296,7 +288,7 @@ public:
     VkPipelineCacheCreateInfo cci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
     vkCreatePipelineCache(device, &cci, nullptr, &pipelineCache);
     ExitGuard::get().add(this);
-    ExitGuard::get().registerAfterOpening(index); // after the instance and the device
+    ExitGuard::registerHandler(); // after the instance and the device
     return true;
   }
 
