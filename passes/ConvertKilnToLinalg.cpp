@@ -622,16 +622,21 @@ Value lowerDot(OpBuilder &b, DotOp op) {
 /// A block access [offsets, offsets + shape) that lies wholly inside `memory`
 /// whose rows are contiguous needs no per-element guard; such blocks take a
 /// fast path (plain loads and stores on a unit-stride view, which LLVM
-/// vectorizes) and the rest keep the guarded code.
+/// vectorizes). A block with contiguous rows that crosses the tensor's edge
+/// checks each lane's bounds but still addresses the unit-stride view, so LLVM
+/// makes masked vector loads and stores of it without versioning the loop on
+/// the stride; only rows that are not contiguous take the guarded code.
 struct DenseBlock {
   Value condition;  // i1: in bounds and contiguous rows
-  Value contiguous; // `memory` cast to a unit innermost stride (valid when condition holds)
+  Value unitStride; // i1: contiguous rows
+  Value contiguous; // `memory` cast to a unit innermost stride (valid when unitStride holds)
   // The same as a view whose unit stride stays in its type (a cast folds away):
   // unmasked loads read through it, so that `kiln-cpu-vectorize-tile-copies`
   // can load its rows as vectors. Stores keep the cast; through the view they
   // were slower (examples/rope.kiln: 5.4 -> 5.9 ms).
   Value unitView;
   SmallVector<Value> offsets; // as index
+  SmallVector<Value> sizes;   // the memory's sizes, as index
 };
 
 DenseBlock denseBlock(OpBuilder &b, Location loc, Value memory, ValueRange offsets,
@@ -645,12 +650,14 @@ DenseBlock denseBlock(OpBuilder &b, Location loc, Value memory, ValueRange offse
     Value room = b.create<arith::SubIOp>(loc, size, constI32(b, loc, extent));
     both(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, off, room));
     block.offsets.push_back(b.create<arith::IndexCastOp>(loc, b.getIndexType(), off));
+    block.sizes.push_back(b.create<arith::IndexCastOp>(loc, b.getIndexType(), size));
   }
   auto type = cast<MemRefType>(memory.getType());
   auto metadata = b.create<memref::ExtractStridedMetadataOp>(loc, memory);
   Value innerStride = metadata.getStrides().back();
-  both(b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, innerStride,
-                               b.create<arith::ConstantIndexOp>(loc, 1)));
+  block.unitStride = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, innerStride,
+                                             b.create<arith::ConstantIndexOp>(loc, 1));
+  both(block.unitStride);
   block.condition = ok;
   SmallVector<int64_t> strides;
   int64_t offset;
@@ -702,19 +709,27 @@ Value ifElse(OpBuilder &b, Location loc, Value condition,
       .getResult(0);
 }
 
+/// Which lanes of a block access through the unit-stride view touch memory:
+/// all of them (the block lies inside and no lane is masked off), or those in
+/// bounds that the mask sets. A lane's coordinates are index values there: its
+/// i32 coordinate `offset + i` (i >= 0) can only wrap upwards, to a negative
+/// value, out of bounds, where the index one exceeds every size instead.
+enum class Lanes { All, InBounds };
+
 /// A tile of `type` read from `dense` without guards when its condition holds,
-/// else by `guarded`; all paths fill one destination, so the tile stays one
-/// buffer. With a `mask`, masked-off lanes take `other`'s lanes, or zero; a
-/// mask that is all set (the usual `offs < N` away from the edge) reads as if
-/// there were none, so the loads stay plain vector loads.
+/// through the unit-stride view with a check per lane when only its rows are
+/// contiguous, else by `guarded`; all paths fill one destination, so the tile
+/// stays one buffer. With a `mask`, masked-off lanes take `other`'s lanes, or
+/// zero; a mask that is all set (the usual `offs < N` away from the edge)
+/// reads as if there were none, so the loads stay plain vector loads.
 Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTensorType type,
                   function_ref<Value(OpBuilder &, Location, Value init)> guarded,
                   Value mask = {}, Value other = {}) {
   Value init = emptyLike(b, loc, type);
-  auto read = [&](OpBuilder &tb, Location l, Value laneMask) {
+  auto read = [&](OpBuilder &tb, Location l, Lanes lanes) {
     SmallVector<Value> inputs;
-    for (Value tile : {laneMask, laneMask ? other : Value()})
-      if (tile)
+    for (Value tile : {mask, other})
+      if (tile && lanes != Lanes::All)
         inputs.push_back(tile);
     SmallVector<AffineMap> maps(inputs.size(), tb.getMultiDimIdentityMap(type.getRank()));
     return generic(tb, l, type, inputs, maps, [&](OpBuilder &nb, Location il, ValueRange args) {
@@ -722,51 +737,58 @@ Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTen
       for (int64_t d = 0; d < type.getRank(); ++d)
         ivs.push_back(nb.create<linalg::IndexOp>(il, d));
       SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
-      if (!laneMask) {
+      if (lanes == Lanes::All) {
         nb.create<linalg::YieldOp>(il, nb.create<memref::LoadOp>(il, dense.unitView, coords)
                                            .getResult());
         return;
       }
+      Value on = inBounds(nb, il, coords, dense.sizes, mask ? args[0] : Value());
+      Value otherLane = other ? args[mask ? 1 : 0] : Value();
       // A branch, not a select: a select on f8 would be emulated through f32
       // and back, which saturates infinities. LLVM makes it a masked load.
       auto lane = nb.create<scf::IfOp>(
-          il, args[0],
+          il, on,
           [&](OpBuilder &tb, Location tl) {
             tb.create<scf::YieldOp>(tl, tb.create<memref::LoadOp>(tl, dense.contiguous, coords)
                                             .getResult());
           },
           [&](OpBuilder &eb, Location el) {
-            eb.create<scf::YieldOp>(el, other ? args[1] : zeroOf(eb, el, type.getElementType()));
+            eb.create<scf::YieldOp>(el, otherLane ? otherLane
+                                                  : zeroOf(eb, el, type.getElementType()));
           });
       nb.create<linalg::YieldOp>(il, lane.getResult(0));
     }, init);
   };
-  auto unmasked = [&](OpBuilder &tb, Location l) { return read(tb, l, Value()); };
-  auto slow = [&](OpBuilder &eb, Location l) { return guarded(eb, l, init); };
-  if (!mask)
-    return ifElse(b, loc, dense.condition, unmasked, slow);
-  Value full = b.create<arith::AndIOp>(loc, dense.condition, allTrue(b, loc, mask));
-  return ifElse(b, loc, full, unmasked, [&](OpBuilder &eb, Location l) {
-    return ifElse(eb, l, dense.condition,
-                  [&](OpBuilder &tb, Location tl) { return read(tb, tl, mask); }, slow);
-  });
+  Value full = dense.condition;
+  if (mask)
+    full = b.create<arith::AndIOp>(loc, full, allTrue(b, loc, mask));
+  return ifElse(
+      b, loc, full, [&](OpBuilder &tb, Location l) { return read(tb, l, Lanes::All); },
+      [&](OpBuilder &eb, Location l) {
+        return ifElse(
+            eb, l, dense.unitStride,
+            [&](OpBuilder &tb, Location tl) { return read(tb, tl, Lanes::InBounds); },
+            [&](OpBuilder &gb, Location gl) { return guarded(gb, gl, init); });
+      });
 }
 
 /// `value` written to `dense` without guards when its condition holds (only
-/// the lanes `mask` sets, with one; all of them when every lane is set), else
-/// by `guarded`.
+/// the lanes `mask` sets, with one; all of them when every lane is set),
+/// through the unit-stride view with a check per lane when only its rows are
+/// contiguous, else by `guarded`.
 void storeDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, Value value,
                   function_ref<void(OpBuilder &, Location)> guarded, Value mask = {}) {
   auto type = cast<RankedTensorType>(value.getType());
-  auto write = [&](OpBuilder &tb, Location l, Value laneMask) {
+  auto write = [&](OpBuilder &tb, Location l, Lanes lanes) {
     loopNest(tb, l, type.getShape(), [&](OpBuilder &nb, Location il, ValueRange ivs) {
       Value x = nb.create<tensor::ExtractOp>(il, value, ivs);
       SmallVector<Value> coords = denseCoords(nb, il, dense, ivs);
-      if (!laneMask) {
+      if (lanes == Lanes::All) {
         nb.create<memref::StoreOp>(il, x, dense.contiguous, coords);
         return;
       }
-      Value on = nb.create<tensor::ExtractOp>(il, laneMask, ivs);
+      Value maskLane = mask ? nb.create<tensor::ExtractOp>(il, mask, ivs).getResult() : Value();
+      Value on = inBounds(nb, il, coords, dense.sizes, maskLane);
       nb.create<scf::IfOp>(il, on, [&](OpBuilder &mb, Location ml) {
         mb.create<memref::StoreOp>(ml, x, dense.contiguous, coords);
         mb.create<scf::YieldOp>(ml);
@@ -787,14 +809,14 @@ void storeDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, Value val
           eb.create<scf::YieldOp>(l);
         });
   };
-  auto unmasked = [&](OpBuilder &tb, Location l) { write(tb, l, Value()); };
-  if (!mask)
-    return branch(b, loc, dense.condition, unmasked, guarded);
-  Value full = b.create<arith::AndIOp>(loc, dense.condition, allTrue(b, loc, mask));
-  branch(b, loc, full, unmasked, [&](OpBuilder &eb, Location l) {
-    branch(eb, l, dense.condition, [&](OpBuilder &tb, Location tl) { write(tb, tl, mask); },
-           guarded);
-  });
+  Value full = dense.condition;
+  if (mask)
+    full = b.create<arith::AndIOp>(loc, full, allTrue(b, loc, mask));
+  branch(b, loc, full, [&](OpBuilder &tb, Location l) { write(tb, l, Lanes::All); },
+         [&](OpBuilder &eb, Location l) {
+           branch(eb, l, dense.unitStride,
+                  [&](OpBuilder &tb, Location tl) { write(tb, tl, Lanes::InBounds); }, guarded);
+         });
 }
 
 /// Calls `fn` for every lane of a scatter-style store with the lane's value,

@@ -129,6 +129,20 @@ def KilnReuseInputBuffers : Pass<"kiln-reuse-input-buffers", "mlir::func::FuncOp
   }];
 }
 
+def KilnSplitEmptyTensors : Pass<"kiln-split-empty-tensors", "mlir::func::FuncOp"> {
+  let summary = "Give each top-level user of a tensor.empty a copy of its own";
+  let description = [{
+    Runs just before one-shot bufferization. CSE leaves one `tensor.empty` per
+    shape, shared by every tile an unrolled loop makes; bufferization's analysis
+    of that one value grew cubically with its uses (3.5 s for 100 loads), and
+    its single buffer gave LLVM thousands of addresses into one stack slot. Each
+    operation in the empty's block that uses it, directly or inside its regions,
+    gets its own copy, placed just before it; uses within one operation (the
+    branches of a guarded load) still share one.
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def KilnPromoteTilesToStack : Pass<"kiln-promote-tiles-to-stack", "mlir::func::FuncOp"> {
   let summary = "Put a CPU kernel's function-level tile buffers on the stack";
   let description = [{
@@ -441,6 +455,18 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::scf::SCFDialect"];
+}
+
+def KilnSPIRVSignExtensions : Pass<"kiln-spirv-sign-extensions"> {
+  let summary = "Sign-extend i32 to i64 without OpSConvert (lavapipe miscompiles it)";
+  let description = [{
+    Mesa 22.3's lavapipe computes an i32 -> i64 `OpSConvert` right but reads it
+    wrong in signed comparisons and shifts: `cast<i64>(x) < 0` was false for
+    x = -10, and `x % y` of an i32 x and an i64 y took the remainder of
+    2^64 - 10. Each `arith.extsi` from i32 to i64 (scalar or vector) becomes
+    `(extui(x) ^ 2^31) - 2^31`, the same value.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
 def KilnSPIRVRemainders : Pass<"kiln-spirv-remainders", "mlir::ModuleOp"> {

@@ -312,10 +312,14 @@ func.func @scan_outer(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
 !mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
 
 // x[row, off + arange(0, 64)] reads one contiguous row segment: inside the tensor
-// (with unit inner stride) it loads without guards; otherwise per element.
+// (with unit inner stride) it loads without guards. Across the tensor's edge with
+// unit inner stride, each lane checks its bounds in index arithmetic and still
+// reads through the unit-stride cast (LLVM makes masked vector loads of it); only
+// other strides take the guarded path over the tensor itself.
 // CHECK-LABEL: func @row_segment
 // CHECK-SAME: (%[[M:.*]]: memref<{{.*}}>, %[[ROW:.*]]: i32, %[[OFF:.*]]: i32)
 // CHECK: %[[START:.*]] = arith.addi %[[OFF]], %c0_i32
+// CHECK: %[[UNIT:.*]] = arith.cmpi eq, %{{.*}}#1, %{{.*}} : index
 // CHECK: %[[DENSE:.*]] = memref.cast %[[M]] {{.*}} to memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK-NEXT: %[[VIEW:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [%{{.*}}, %{{.*}}], strides: [%{{.*}}, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: scf.if
@@ -323,13 +327,28 @@ func.func @scan_outer(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NOT: scf.if
 // CHECK: memref.load %[[VIEW]]
 // CHECK: } else {
+// CHECK-NEXT: scf.if %[[UNIT]]
+// CHECK-NEXT: linalg.generic
+// CHECK: %[[COLI:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : index
+// CHECK: arith.cmpi ult, %[[COLI]], %{{.*}} : index
+// CHECK: scf.if
+// CHECK-NEXT: memref.load %[[DENSE]]
+// CHECK: } else {
 // CHECK: scf.if
 // CHECK: memref.load %[[M]]
-// A store to the same kind of segment: unguarded stores on the fast path.
+// A store to the same kind of segment: unguarded stores on the fast path, bounds
+// checked per lane through the cast at the edge.
 // CHECK: scf.if
 // CHECK: scf.for
 // CHECK-NOT: scf.if
 // CHECK: memref.store %{{.*}}, %{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: } else {
+// CHECK-NEXT: scf.if
+// CHECK: scf.for
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : index
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %{{.*}}, %{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: } else {
 // The guarded path computes each lane's column, the start plus the lane (the row is the
 // splatted scalar), rather than reading the index tiles.
@@ -368,13 +387,14 @@ func.func @not_a_segment(%m: !mem, %col: i32) -> tensor<64xf32> {
 
 !mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
 
-// A masked row segment inside the tensor skips the bounds checks. When every
-// lane of the mask is set (an `and` over it) it reads as if unmasked; else each
-// lane loads, or stores, only where it is set.
+// A masked row segment inside the tensor whose mask is all set (an `and` over
+// it) reads as if unmasked; else, with unit inner stride, each lane loads, or
+// stores, through the cast only where it is set and in bounds.
 // CHECK-LABEL: func @masked_segment
 // CHECK-SAME: (%[[M:.*]]: memref<{{.*}}>, %[[ROW:.*]]: i32, %[[MASK:.*]]: tensor<64xi1>, %[[OTHER:.*]]: tensor<64xf32>)
 // CHECK: memref.extract_strided_metadata %[[M]]
-// CHECK: %[[INSIDE:.*]] = arith.andi {{.*}} : i1
+// CHECK: %[[UNIT:.*]] = arith.cmpi eq, %{{.*}}#1, %{{.*}} : index
+// CHECK-NEXT: %[[INSIDE:.*]] = arith.andi {{.*}}, %[[UNIT]] : i1
 // CHECK-NEXT: %[[DENSE:.*]] = memref.cast %[[M]]
 // CHECK-NEXT: %[[VIEW:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [%{{.*}}, %{{.*}}], strides: [%{{.*}}, 1] : memref<f32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: %[[ALL:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[MASK]] : tensor<64xi1>)
@@ -385,10 +405,14 @@ func.func @not_a_segment(%m: !mem, %col: i32) -> tensor<64xf32> {
 // CHECK-NOT: scf.if
 // CHECK: memref.load %[[VIEW]]
 // CHECK: } else {
-// CHECK-NEXT: scf.if %[[INSIDE]]
+// CHECK-NEXT: scf.if %[[UNIT]]
 // CHECK-NEXT: linalg.generic {{.*}} ins(%[[MASK]], %[[OTHER]] : tensor<64xi1>, tensor<64xf32>)
 // CHECK-NEXT: ^bb0(%[[ON:.*]]: i1, %[[ELSE:.*]]: f32, %{{.*}}: f32):
-// CHECK: scf.if %[[ON]]
+// CHECK: %[[ROWIN:.*]] = arith.cmpi ult
+// CHECK-NEXT: %[[ON2:.*]] = arith.andi %[[ON]], %[[ROWIN]] : i1
+// CHECK-NEXT: %[[COLIN:.*]] = arith.cmpi ult
+// CHECK-NEXT: %[[LANE:.*]] = arith.andi %[[ON2]], %[[COLIN]] : i1
+// CHECK-NEXT: scf.if %[[LANE]]
 // CHECK-NEXT: memref.load %[[DENSE]]
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[ELSE]]

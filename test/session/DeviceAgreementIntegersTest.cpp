@@ -221,6 +221,91 @@ kernel hi(a: tensor<i32>[N], b: tensor<i32>[N], y: tensor<i32>[N], z: tensor<i32
   });
 }
 
+TEST_F(DeviceAgreement, UmulhiOfTwoDimensionalTilesOnEveryDevice) {
+  // On the CPU a 2-D tile's umulhi became a 2-D vector op, which MLIR's
+  // arith-to-llvm does not lower ("LLVM Translation failed"); 32 and 64 bits.
+  const char *source = R"(
+kernel hi(a: tensor<i32>[M, N], b: tensor<i64>[M, N], y: tensor<i32>[M, N], z: tensor<i64>[M, N])
+    grid(1) {
+  let r = arange(0, 2)[:, None];
+  let c = arange(0, 4)[None, :];
+  let x = load(a[r, c]);
+  let w = load(b[r, c]);
+  store(y[r, c], umulhi(x, x));
+  store(z[r, c], umulhi(w, w));
+}
+)";
+  std::vector<int32_t> a = {0, 1, -1, 65536, 2147483647, int32_t(0x80000000), 123456789, -3};
+  std::vector<int64_t> b = {0, -1, INT64_MAX, INT64_MIN, 4294967296, 123456789012345, -5, 7};
+  auto hi32 = [](int32_t x) {
+    return int32_t(uint32_t((uint64_t(uint32_t(x)) * uint64_t(uint32_t(x))) >> 32));
+  };
+  auto hi64 = [](int64_t x) {
+    unsigned __int128 p = (unsigned __int128)uint64_t(x) * uint64_t(x);
+    return int64_t(uint64_t(p >> 64));
+  };
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "hi");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor ta = s.upload(a, {2, 4}), tb = s.upload(b, {2, 4}), y = s.empty<int32_t>({2, 4}),
+           z = s.empty<int64_t>({2, 4});
+    ASSERT_TRUE(k(ta, tb, y, z).ok()) << device;
+    std::vector<int32_t> got;
+    std::vector<int64_t> gotWide;
+    ASSERT_TRUE(y.download(got).ok() && z.download(gotWide).ok());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(got[i], hi32(a[i])) << device << " " << a[i];
+      EXPECT_EQ(gotWide[i], hi64(b[i])) << device << " " << b[i];
+    }
+  });
+}
+
+TEST_F(DeviceAgreement, WidenedI32KeepsItsSignOnEveryDevice) {
+  // An i32 widened to i64 compares, shifts and divides as the negative value it
+  // is: lavapipe read an OpSConvert from i32 as non-negative in comparisons and
+  // shifts (`cast<i64>(x) < 0` false for -10, `x % y` of an i64 y the remainder
+  // of 2^64 - 10), so SPIR-V sign-extends with integer arithmetic instead.
+  const char *source = R"(
+kernel widen(x: tensor<i32>[N], y: tensor<i64>[N], flags: tensor<i64>[N], top: tensor<i64>[N],
+             rem: tensor<i64>[N], quo: tensor<i64>[N]) params(B: i32 = 16) grid(1) {
+  let o = arange(0, B);
+  let v = load(x[o]);
+  let w = cast<i64>(v);
+  let d = load(y[o]);
+  store(flags[o], cast<i64>(where(w < 0, 1, 0) + where(w < -5, 10, 0) + where(w > -1, 100, 0) +
+                            where(w <= 0, 1000, 0) + where(w >= 3, 10000, 0)));
+  store(top[o], w >> 63);
+  store(rem[o], v % d);
+  store(quo[o], v / d);
+}
+)";
+  std::vector<int32_t> x = {-10, -10, 10, -10, -7, 5, -1, -128, 0, 3, INT32_MIN, INT32_MAX,
+                            -1, -2147483647, 100, -100};
+  std::vector<int64_t> y = {127, 3, 7, 100, 3, -3, 2, 3, 5, -7, 1000, -1000, INT64_MIN, 10,
+                            -9, 9};
+  const int64_t n = int64_t(x.size());
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "widen");
+    ASSERT_TRUE(k.ok()) << device << ": " << k.status().message();
+    Tensor tx = s.upload(x, {n}), ty = s.upload(y, {n}), flags = s.empty<int64_t>({n}),
+           top = s.empty<int64_t>({n}), rem = s.empty<int64_t>({n}), quo = s.empty<int64_t>({n});
+    ASSERT_TRUE(k(tx, ty, flags, top, rem, quo).ok()) << device;
+    std::vector<int64_t> f, t, r, q;
+    ASSERT_TRUE(flags.download(f).ok() && top.download(t).ok() && rem.download(r).ok() &&
+                quo.download(q).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t w = x[i];
+      int64_t expected = (w < 0) + 10 * (w < -5) + 100 * (w > -1) + 1000 * (w <= 0) +
+                         10000 * (w >= 3);
+      std::string at = device + ": " + std::to_string(w) + ", " + std::to_string(y[i]);
+      EXPECT_EQ(f[i], expected) << at;
+      EXPECT_EQ(t[i], w < 0 ? -1 : 0) << at;
+      EXPECT_EQ(r[i], w % y[i]) << at;
+      EXPECT_EQ(q[i], w / y[i]) << at;
+    }
+  });
+}
+
 TEST_F(DeviceAgreement, BitCountsOnEveryDevice) {
   // popcount and clz of i32 and i64 values as stored (two's complement), zero
   // and negative values included, against the compiler's builtins.
