@@ -9,6 +9,14 @@
 
 namespace kiln {
 
+/// Marks on a memref.load or memref.store: the number of loops around it that
+/// LLVM should leave rolled (kAccessLoopsRolled) or also scalar
+/// (kAccessLoopsScalar). convert-kiln-to-linalg sets them, and
+/// kiln-annotate-access-loops makes them loop annotations once loops are
+/// branches.
+inline constexpr llvm::StringLiteral kAccessLoopsRolled = "kiln.loops_rolled";
+inline constexpr llvm::StringLiteral kAccessLoopsScalar = "kiln.loops_scalar";
+
 /// The neutral element of `kind` for `elementType` (-inf for float max, ...).
 mlir::TypedAttr reductionIdentity(mlir::OpBuilder &b, ReduceKind kind, mlir::Type elementType);
 

@@ -709,6 +709,28 @@ Value ifElse(OpBuilder &b, Location loc, Value condition,
       .getResult(0);
 }
 
+/// Marks the memory accesses `build` creates with `mark`, the number of loops
+/// around each that belong to the access (the tile's rank): kiln-annotate-
+/// access-loops keeps those loops rolled (kAccessLoopsRolled) or also scalar
+/// (kAccessLoopsScalar). LLVM unrolled the edge paths lane by lane and row by
+/// row, and vectorized the strided one with gathers or versioned it on a unit
+/// stride that the dense paths already take: code that runs for a block or two
+/// at the edges cost most of a kernel's compile time.
+void markAccessLoops(OpBuilder &b, Location loc, StringRef mark, int64_t rank,
+                     function_ref<void(OpBuilder &, Location)> build) {
+  Block *block = b.getInsertionBlock();
+  Block::iterator first = b.getInsertionPoint();
+  bool atStart = first == block->begin();
+  Block::iterator before = atStart ? block->end() : std::prev(first);
+  build(b, loc);
+  Block::iterator begin = atStart ? block->begin() : std::next(before);
+  for (Operation &op : llvm::make_range(begin, b.getInsertionPoint()))
+    op.walk([&](Operation *inner) {
+      if (isa<memref::LoadOp, memref::StoreOp>(inner))
+        inner->setAttr(mark, b.getI64IntegerAttr(rank));
+    });
+}
+
 /// Which lanes of a block access through the unit-stride view touch memory:
 /// all of them (the block lies inside and no lane is masked off), or those in
 /// bounds that the mask sets. A lane's coordinates are index values there: its
@@ -767,8 +789,20 @@ Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTen
       [&](OpBuilder &eb, Location l) {
         return ifElse(
             eb, l, dense.unitStride,
-            [&](OpBuilder &tb, Location tl) { return read(tb, tl, Lanes::InBounds); },
-            [&](OpBuilder &gb, Location gl) { return guarded(gb, gl, init); });
+            [&](OpBuilder &tb, Location tl) {
+              Value tile;
+              markAccessLoops(tb, tl, kAccessLoopsRolled, type.getRank(),
+                              [&](OpBuilder &kb, Location kl) {
+                                tile = read(kb, kl, Lanes::InBounds);
+                              });
+              return tile;
+            },
+            [&](OpBuilder &gb, Location gl) {
+              Value tile;
+              markAccessLoops(gb, gl, kAccessLoopsScalar, type.getRank(),
+                              [&](OpBuilder &kb, Location kl) { tile = guarded(kb, kl, init); });
+              return tile;
+            });
       });
 }
 
@@ -815,7 +849,15 @@ void storeDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, Value val
   branch(b, loc, full, [&](OpBuilder &tb, Location l) { write(tb, l, Lanes::All); },
          [&](OpBuilder &eb, Location l) {
            branch(eb, l, dense.unitStride,
-                  [&](OpBuilder &tb, Location tl) { write(tb, tl, Lanes::InBounds); }, guarded);
+                  [&](OpBuilder &tb, Location tl) {
+                    markAccessLoops(tb, tl, kAccessLoopsRolled, type.getRank(),
+                                    [&](OpBuilder &kb, Location kl) {
+                                      write(kb, kl, Lanes::InBounds);
+                                    });
+                  },
+                  [&](OpBuilder &gb, Location gl) {
+                    markAccessLoops(gb, gl, kAccessLoopsScalar, type.getRank(), guarded);
+                  });
          });
 }
 

@@ -17,6 +17,7 @@ namespace LLVM { class LLVMDialect; }
 namespace math { class MathDialect; }
 namespace spirv { class SPIRVDialect; }
 namespace ROCDL { class ROCDLDialect; }
+namespace cf { class ControlFlowDialect; }
 } // namespace mlir
 
 namespace kiln {

@@ -10,7 +10,6 @@
 
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -57,7 +56,7 @@ const std::string &kiln::cpu::pipelineString() {
       "lower-vector-multi-reduction{lowering-strategy=inner-reduction},convert-vector-to-scf,"
       "kiln-hoist-loop-allocas),"
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-      "func.func(kiln-branch-memref-selects,"
+      "func.func(kiln-annotate-access-loops,kiln-branch-memref-selects,"
       "arith-emulate-unsupported-floats{source-types=bf16,f16,f8E4M3FN,f8E5M2 "
       "target-type=f32},kiln-keep-float-roundings,kiln-expand-f8{narrow-bf16=1}),"
       // math-to-libm scalarizes vector math it calls out for (tanh, erf, ...) with
@@ -88,17 +87,6 @@ void kiln::cpu::initializeHostTarget() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    // convert-kiln-to-linalg already splits each block access on its stride:
-    // rows that are contiguous go through a unit-stride view, the rest through
-    // a path that holds the real stride. LLVM's loop vectorizer versioned that
-    // path again on `stride == 1`, a copy that never runs, and unrolled its
-    // scalar remainder: five times the code, and codegen grew faster than the
-    // code did (a kernel of 100 loads and stores: 8.5 s, 1.2 s without). The
-    // option is LLVM's and process-wide; only Kiln's CPU backend runs LLVM's
-    // optimizer in a Kiln process.
-    llvm::StringMap<llvm::cl::Option *> &options = llvm::cl::getRegisteredOptions();
-    if (auto it = options.find("enable-mem-access-versioning"); it != options.end())
-      it->second->addOccurrence(0, it->first(), "false");
   });
 }
 

@@ -315,7 +315,9 @@ func.func @scan_outer(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // (with unit inner stride) it loads without guards. Across the tensor's edge with
 // unit inner stride, each lane checks its bounds in index arithmetic and still
 // reads through the unit-stride cast (LLVM makes masked vector loads of it); only
-// other strides take the guarded path over the tensor itself.
+// other strides take the guarded path over the tensor itself. The accesses of those
+// two paths carry the number of loops around them that kiln-annotate-access-loops
+// keeps rolled (kiln.loops_rolled) or also scalar (kiln.loops_scalar).
 // CHECK-LABEL: func @row_segment
 // CHECK-SAME: (%[[M:.*]]: memref<{{.*}}>, %[[ROW:.*]]: i32, %[[OFF:.*]]: i32)
 // CHECK: %[[START:.*]] = arith.addi %[[OFF]], %c0_i32
@@ -333,10 +335,10 @@ func.func @scan_outer(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : index
 // CHECK: arith.cmpi ult, %[[COLI]], %{{.*}} : index
 // CHECK: scf.if
-// CHECK-NEXT: memref.load %[[DENSE]]
+// CHECK-NEXT: memref.load %[[DENSE]]{{.*}} {kiln.loops_rolled = 1 : i64}
 // CHECK: } else {
 // CHECK: scf.if
-// CHECK: memref.load %[[M]]
+// CHECK: memref.load %[[M]]{{.*}} {kiln.loops_scalar = 1 : i64}
 // A store to the same kind of segment: unguarded stores on the fast path, bounds
 // checked per lane through the cast at the edge.
 // CHECK: scf.if
@@ -348,7 +350,7 @@ func.func @scan_outer(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK: scf.for
 // CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : index
 // CHECK: scf.if
-// CHECK-NEXT: memref.store %{{.*}}, %{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK-NEXT: memref.store %{{.*}}, %{{.*}} {kiln.loops_rolled = 1 : i64} : memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK: } else {
 // The guarded path computes each lane's column, the start plus the lane (the row is the
 // splatted scalar), rather than reading the index tiles.
@@ -358,7 +360,7 @@ func.func @scan_outer(%t: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NOT: tensor.extract %{{.*}} : tensor<64xi32>
 // CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
 // CHECK: arith.cmpi ult, %[[COL]], %{{.*}} : i32
-// CHECK: memref.store %{{.*}}, %[[M]][%{{.*}}, %{{.*}}] : memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: memref.store %{{.*}}, %[[M]][%{{.*}}, %{{.*}}] {kiln.loops_scalar = 1 : i64} : memref<?x?xf32, strided<[?, ?], offset: ?>>
 func.func @row_segment(%m: !mem, %row: i32, %off: i32) {
   %r = kiln.splat %row : tensor<64xi32>
   %o = kiln.splat %off : tensor<64xi32>
