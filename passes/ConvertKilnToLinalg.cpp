@@ -156,7 +156,7 @@ Value reshapeTensor(OpBuilder &b, Location loc, Value src, RankedTensorType dst)
 //===----------------------------------------------------------------------===//
 
 Value lowerArange(OpBuilder &b, ArangeOp op) {
-  int64_t start = op.getStart();
+  int64_t start = op.getFirst();
   return generic(b, op.getLoc(), op.getType(), {}, {},
                  [&](OpBuilder &nb, Location l, ValueRange) {
                    Value i = nb.create<linalg::IndexOp>(l, 0);
@@ -741,16 +741,18 @@ enum class Lanes { All, InBounds };
 /// A tile of `type` read from `dense` without guards when its condition holds,
 /// through the unit-stride view with a check per lane when only its rows are
 /// contiguous, else by `guarded`; all paths fill one destination, so the tile
-/// stays one buffer. With a `mask`, masked-off lanes take `other`'s lanes, or
-/// zero; a mask that is all set (the usual `offs < N` away from the edge)
-/// reads as if there were none, so the loads stay plain vector loads.
+/// stays one buffer. Lanes out of bounds or masked off take `other`: its
+/// lanes (a tile), itself (a scalar), or zero. A mask that is all set (the
+/// usual `offs < N` away from the edge) reads as if there were none, so the
+/// loads stay plain vector loads.
 Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTensorType type,
                   function_ref<Value(OpBuilder &, Location, Value init)> guarded,
                   Value mask = {}, Value other = {}) {
   Value init = emptyLike(b, loc, type);
   auto read = [&](OpBuilder &tb, Location l, Lanes lanes) {
+    bool otherTile = other && isa<RankedTensorType>(other.getType());
     SmallVector<Value> inputs;
-    for (Value tile : {mask, other})
+    for (Value tile : {mask, otherTile ? other : Value()})
       if (tile && lanes != Lanes::All)
         inputs.push_back(tile);
     SmallVector<AffineMap> maps(inputs.size(), tb.getMultiDimIdentityMap(type.getRank()));
@@ -765,7 +767,7 @@ Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTen
         return;
       }
       Value on = inBounds(nb, il, coords, dense.sizes, mask ? args[0] : Value());
-      Value otherLane = other ? args[mask ? 1 : 0] : Value();
+      Value otherLane = otherTile ? args[mask ? 1 : 0] : other;
       // A branch, not a select: a select on f8 would be emulated through f32
       // and back, which saturates infinities. LLVM makes it a masked load.
       auto lane = nb.create<scf::IfOp>(
@@ -913,7 +915,7 @@ std::optional<AxisRange> axisRange(Value index) {
   if (!def || !type)
     return std::nullopt;
   if (auto arange = dyn_cast<ArangeOp>(def))
-    return AxisRange{0, Value(), arange.getStart()};
+    return AxisRange{0, Value(), arange.getFirst()};
   // A constant added or subtracted moves the start (kept within i32, where the
   // index arithmetic happens).
   auto shifted = [](std::optional<AxisRange> range, int64_t by) -> std::optional<AxisRange> {
@@ -1069,7 +1071,7 @@ Value lowerLoadBlock(OpBuilder &b, LoadBlockOp op) {
       }
       nb.create<linalg::YieldOp>(il, guardedLoad(nb, il, memory, coords, sizes, Value(), other));
     }, init);
-  });
+  }, /*mask=*/Value(), other);
 }
 
 void lowerStore(OpBuilder &b, StoreOp op, const std::optional<BlockIndices> &block) {

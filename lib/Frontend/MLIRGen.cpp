@@ -266,8 +266,12 @@ static std::string readParamText(llvm::StringRef text, DType dtype, Const &out) 
     out = Const::ofFloat(d);
     return "";
   }
+  // Decimal, or 0x hexadecimal / 0b binary as kiln-run's --arg takes them (a
+  // leading 0 is not octal).
+  unsigned radix =
+      text.starts_with_insensitive("0x") || text.starts_with_insensitive("0b") ? 0 : 10;
   long long i;
-  if (text.getAsInteger(10, i) || (dtype == DType::I32 && (i < INT32_MIN || i > INT32_MAX)) ||
+  if (text.getAsInteger(radix, i) || (dtype == DType::I32 && (i < INT32_MIN || i > INT32_MAX)) ||
       (dtype == DType::I1 && i != 0 && i != 1))
     return std::string("not a valid ") + dtypeName(dtype);
   out = Const::ofInt(i);

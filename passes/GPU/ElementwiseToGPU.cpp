@@ -12,8 +12,8 @@ using namespace kiln::gpu;
 void ThreadEmitter::emitArange(ArangeOp op) {
   Registers out;
   for (int64_t r = 0, n = registers(op.getType()); r < n; ++r)
-    out.push_back(op.getStart() ? b.create<arith::AddIOp>(loc, elementIndex(r),
-                                                          i32(op.getStart()))
+    out.push_back(op.getFirst() ? b.create<arith::AddIOp>(loc, elementIndex(r),
+                                                          i32(op.getFirst()))
                                 : elementIndex(r));
   tiles[op.getResult()] = out;
 }

@@ -454,6 +454,48 @@ kernel blocks(x: tensor<f32>[M, N], fill: tensor<f32>[N], y: tensor<f32>[M, N],
   });
 }
 
+TEST_F(DeviceAgreement, BlocksAcrossTheEdgeTakeScalarOthersOnEveryDevice) {
+  // A block view's lanes outside the tensor take a scalar `other` (on the CPU the
+  // path across the edge had read them as 0), in 2-D blocks shifted past the top
+  // and right edges; and an arange with a negative start (the verifier had read
+  // -3 as 4294967293) reads a block that begins before the tensor.
+  const char *source = R"(
+kernel edges(x: tensor<f32>[M, N], y: tensor<f32>[P, Q]) params(B: i32 = 16)
+    grid(cdiv(M, B), cdiv(N, B)) {
+  let i = program_id(0) * B;
+  let j = program_id(1) * B;
+  store(y.tile([B, B], [i, j]), load(x.tile([B, B], [i - 3, j + 5]), other = -1.0));
+}
+kernel shift(x: tensor<f32>[N], z: tensor<f32>[L]) params(B: i32 = 32) grid(1) {
+  store(z[arange(0, B)], load(x[arange(-3, B - 3)], other = -2.0));
+}
+)";
+  const int64_t m = 37, n = 29, p = 48, q = 32, l = 32;
+  std::vector<float> x(m * n);
+  for (size_t k = 0; k < x.size(); ++k)
+    x[k] = float(k) * 0.5f;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel edges = s.compile(source, "edges"), shift = s.compile(source, "shift");
+    ASSERT_TRUE(edges.ok()) << device << ": " << edges.status().message();
+    ASSERT_TRUE(shift.ok()) << device << ": " << shift.status().message();
+    Tensor tx = s.upload(x, {m, n}), ty = s.empty<float>({p, q}),
+           row = s.upload(std::vector<float>(x.begin(), x.begin() + n), {n}),
+           tz = s.empty<float>({l});
+    ASSERT_TRUE(edges(tx, ty).ok() && shift(row, tz).ok()) << device;
+    std::vector<float> y, z;
+    ASSERT_TRUE(ty.download(y).ok() && tz.download(z).ok());
+    for (int64_t r = 0; r < p; ++r)
+      for (int64_t c = 0; c < q; ++c) {
+        int64_t sr = r - 3, sc = c + 5;
+        bool inside = sr >= 0 && sr < m && sc < n;
+        ASSERT_EQ(y[r * q + c], inside ? x[sr * n + sc] : -1.0f)
+            << device << " at (" << r << ", " << c << ")";
+      }
+    for (int64_t k = 0; k < l; ++k)
+      ASSERT_EQ(z[k], k - 3 >= 0 && k - 3 < n ? x[k - 3] : -2.0f) << device << " at " << k;
+  });
+}
+
 TEST_F(DeviceAgreement, RowsPickedByComputedIndicesOnEveryDevice) {
   // x[p, arange(0, D)] with the row p from a scalar load, a reduction, a tile
   // pick and an atomic, loaded and stored, and an expert's weights picked by a

@@ -68,7 +68,7 @@ static Type elementOf(Type type) { return getElementTypeOrSelf(type); }
 //===----------------------------------------------------------------------===//
 
 LogicalResult ArangeOp::verify() {
-  int64_t start = getStart(), end = getEnd();
+  int64_t start = getFirst(), end = getLimit();
   if (end <= start)
     return emitOpError("requires end > start, got ") << start << ", " << end;
   auto type = getResult().getType();

@@ -119,6 +119,12 @@ def Kiln_ArangeOp : Kiln_Op<"arange", [Pure]> {
   let results = (outs Kiln_IndexTile:$result);
   let assemblyFormat = "$start `,` $end attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // The bounds as the signed i32 values they are (getStart() and getEnd()
+    // read the attributes' bits unsigned: -3 as 4294967293).
+    int64_t getFirst() { return static_cast<int32_t>(getStart()); }
+    int64_t getLimit() { return static_cast<int32_t>(getEnd()); }
+  }];
 }
 
 def Kiln_SplatOp : Kiln_Op<"splat", [Pure,

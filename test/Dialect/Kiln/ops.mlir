@@ -17,6 +17,9 @@ func.func @identity() -> (i32, i32) {
 func.func @shapes(%s: f32, %t: tensor<4x8xf32>) -> (tensor<128xi32>, tensor<4x8xf32>, tensor<32x8xf32>, tensor<4x1x8xf32>, tensor<32xf32>, tensor<8x4xf32>) {
   // CHECK: kiln.arange 0, 128 : tensor<128xi32>
   %a = kiln.arange 0, 128 : tensor<128xi32>
+  // A negative start is a signed i32 (it was read as 4294967293 and refused).
+  // CHECK: kiln.arange -3, 5 : tensor<8xi32>
+  %neg = kiln.arange -3, 5 : tensor<8xi32>
   // CHECK: kiln.splat %{{.*}} : tensor<4x8xf32>
   %b = kiln.splat %s : tensor<4x8xf32>
   %row = kiln.reshape %t : tensor<4x8xf32> -> tensor<32xf32>
