@@ -709,15 +709,18 @@ Value ifElse(OpBuilder &b, Location loc, Value condition,
       .getResult(0);
 }
 
-/// Marks the memory accesses `build` creates with `mark`, the number of loops
-/// around each that belong to the access (the tile's rank): kiln-annotate-
-/// access-loops keeps those loops rolled (kAccessLoopsRolled) or also scalar
-/// (kAccessLoopsScalar). LLVM unrolled the edge paths lane by lane and row by
+/// Marks the memory accesses `build` creates for a tile of `type` with `mark`,
+/// the number of loops around each that belong to the access: one per
+/// dimension longer than 1 (canonicalization removes the loops that run once,
+/// and counting them would reach the kernel's own loops around the access).
+/// kiln-annotate-access-loops keeps those loops rolled (kAccessLoopsRolled) or
+/// also scalar (kAccessLoopsScalar). LLVM unrolled the edge paths lane by lane and row by
 /// row, and vectorized the strided one with gathers or versioned it on a unit
 /// stride that the dense paths already take: code that runs for a block or two
 /// at the edges cost most of a kernel's compile time.
-void markAccessLoops(OpBuilder &b, Location loc, StringRef mark, int64_t rank,
+void markAccessLoops(OpBuilder &b, Location loc, StringRef mark, RankedTensorType type,
                      function_ref<void(OpBuilder &, Location)> build) {
+  int64_t loops = llvm::count_if(type.getShape(), [](int64_t d) { return d != 1; });
   Block *block = b.getInsertionBlock();
   Block::iterator first = b.getInsertionPoint();
   bool atStart = first == block->begin();
@@ -727,7 +730,7 @@ void markAccessLoops(OpBuilder &b, Location loc, StringRef mark, int64_t rank,
   for (Operation &op : llvm::make_range(begin, b.getInsertionPoint()))
     op.walk([&](Operation *inner) {
       if (isa<memref::LoadOp, memref::StoreOp>(inner))
-        inner->setAttr(mark, b.getI64IntegerAttr(rank));
+        inner->setAttr(mark, b.getI64IntegerAttr(loops));
     });
 }
 
@@ -793,7 +796,7 @@ Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTen
             eb, l, dense.unitStride,
             [&](OpBuilder &tb, Location tl) {
               Value tile;
-              markAccessLoops(tb, tl, kAccessLoopsRolled, type.getRank(),
+              markAccessLoops(tb, tl, kAccessLoopsRolled, type,
                               [&](OpBuilder &kb, Location kl) {
                                 tile = read(kb, kl, Lanes::InBounds);
                               });
@@ -801,7 +804,7 @@ Value loadDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, RankedTen
             },
             [&](OpBuilder &gb, Location gl) {
               Value tile;
-              markAccessLoops(gb, gl, kAccessLoopsScalar, type.getRank(),
+              markAccessLoops(gb, gl, kAccessLoopsScalar, type,
                               [&](OpBuilder &kb, Location kl) { tile = guarded(kb, kl, init); });
               return tile;
             });
@@ -852,13 +855,13 @@ void storeDenseOr(OpBuilder &b, Location loc, const DenseBlock &dense, Value val
          [&](OpBuilder &eb, Location l) {
            branch(eb, l, dense.unitStride,
                   [&](OpBuilder &tb, Location tl) {
-                    markAccessLoops(tb, tl, kAccessLoopsRolled, type.getRank(),
+                    markAccessLoops(tb, tl, kAccessLoopsRolled, type,
                                     [&](OpBuilder &kb, Location kl) {
                                       write(kb, kl, Lanes::InBounds);
                                     });
                   },
                   [&](OpBuilder &gb, Location gl) {
-                    markAccessLoops(gb, gl, kAccessLoopsScalar, type.getRank(), guarded);
+                    markAccessLoops(gb, gl, kAccessLoopsScalar, type, guarded);
                   });
          });
 }

@@ -37,10 +37,14 @@ struct SplitEmptyTensors : kiln::impl::KilnSplitEmptyTensorsBase<SplitEmptyTenso
     for (tensor::EmptyOp empty : empties) {
       // The uses, grouped by the operation in the empty's block that holds them.
       llvm::MapVector<Operation *, SmallVector<OpOperand *>> groups;
-      for (OpOperand &use : empty->getUses())
-        if (Operation *holder = empty->getBlock()->findAncestorOpInBlock(*use.getOwner()))
+      bool outside = false; // a use in another block of a multi-block region
+      for (OpOperand &use : empty->getUses()) {
+        Operation *holder = empty->getBlock()->findAncestorOpInBlock(*use.getOwner());
+        outside |= !holder;
+        if (holder)
           groups[holder].push_back(&use);
-      if (groups.size() < 2)
+      }
+      if (outside || groups.size() < 2)
         continue;
       for (auto &[holder, uses] : groups) {
         b.setInsertionPoint(holder);

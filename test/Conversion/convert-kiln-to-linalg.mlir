@@ -173,6 +173,24 @@ func.func @load_block(%m: !mem, %r: i32, %c: i32) -> tensor<4x8xf32> {
 
 // -----
 
+!mem = memref<?x?xf32, strided<[?, ?], offset: ?>>
+
+// The marks count the loops that belong to the access: one per dimension longer
+// than 1. A [1, 64] block has one loop left once canonicalization removes the one
+// that runs once; counting two would reach the kernel's own loop around it.
+// CHECK-LABEL: func @row_block
+// CHECK: memref.load {{.*}} {kiln.loops_rolled = 1 : i64}
+// CHECK: memref.load {{.*}} {kiln.loops_scalar = 1 : i64}
+// CHECK: memref.store {{.*}} {kiln.loops_rolled = 1 : i64}
+// CHECK: memref.store {{.*}} {kiln.loops_scalar = 1 : i64}
+func.func @row_block(%m: !mem, %r: i32, %c: i32) {
+  %0 = kiln.load_block %m[%r, %c] : !mem -> tensor<1x64xf32>
+  kiln.store_block %m[%r, %c], %0 : !mem, tensor<1x64xf32>
+  return
+}
+
+// -----
+
 // kiln.scan folds along its axis as kiln.associative_scan does: one generic per
 // row after the first, combining the previous row of results with this one.
 // Along the innermost axis of a tile whose rows are a multiple of 2 KiB apart,
