@@ -139,6 +139,7 @@ static bool convertArgs(const kiln_arg *args, int num_args, std::vector<Arg> &li
       break;
     }
     case KILN_ARG_INT: list.push_back(Arg::integer(a.int_value, dt)); break;
+    case KILN_ARG_UINT: list.push_back(Arg::unsignedInteger(a.uint_value, dt)); break;
     case KILN_ARG_FLOAT:
       if (!isFloat(dt) && a.float_value != std::trunc(a.float_value))
         return report(Status::failure("argument " + std::to_string(i) + " is " +

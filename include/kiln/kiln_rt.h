@@ -31,7 +31,10 @@ enum {
   KILN_U8, KILN_U16, KILN_U32, KILN_U64
 };
 
-typedef enum { KILN_ARG_TENSOR, KILN_ARG_INT, KILN_ARG_FLOAT } kiln_arg_kind;
+/* KILN_ARG_INT takes int_value, KILN_ARG_UINT uint_value (any 64 bits for a u64
+ * argument), KILN_ARG_FLOAT float_value; each converts to the argument's dtype,
+ * and a value the dtype cannot hold is an error at launch. */
+typedef enum { KILN_ARG_TENSOR, KILN_ARG_INT, KILN_ARG_FLOAT, KILN_ARG_UINT } kiln_arg_kind;
 
 typedef struct {
   kiln_arg_kind kind;
@@ -45,6 +48,7 @@ typedef struct {
   /* scalars */
   int64_t int_value;
   double float_value;
+  uint64_t uint_value;
 } kiln_arg;
 
 const char *kiln_last_error(void);

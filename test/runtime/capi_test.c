@@ -135,6 +135,44 @@ static int run(const char *spec, const char *ext) {
     printf("FAIL %s: wrong dtype accepted or message wrong: %s\n", spec, kiln_last_error());
     failed = 1;
   }
+  /* An unsigned scalar: 40000 reaches a u16 argument as itself, and a value past
+     i64's range is reported as the number given, not wrapped. */
+  snprintf(path, sizeof path, "%s/cpp_names.kbin", KILN_KERNELS_DIR);
+  size_t bundleSize;
+  char *bundle = slurp(path, &bundleSize);
+  kiln_module *names;
+  if (!bundle || kiln_module_load_bundle(device, bundle, bundleSize, &names) != 0) {
+    printf("FAIL load bundle %s: %s\n", spec, kiln_last_error());
+    failed = 1;
+  } else {
+    float zero[N] = {0};
+    kiln_arg u[2];
+    memset(u, 0, sizeof u);
+    u[0] = args[2];
+    u[1].kind = KILN_ARG_UINT;
+    u[1].dtype = KILN_U16;
+    u[1].uint_value = 40000;
+    if (kiln_buffer_write(device, bz, zero, sizeof zero) != 0 ||
+        kiln_launch(device, names, "add_u16", u, 2) != 0 ||
+        kiln_buffer_read(device, bz, z, sizeof z) != 0) {
+      printf("FAIL unsigned %s: %s\n", spec, kiln_last_error());
+      failed = 1;
+    }
+    for (int i = 0; i < N && !failed; ++i)
+      if (z[i] != 40000.0f) {
+        printf("FAIL unsigned %s: z[%d] = %g\n", spec, i, z[i]);
+        failed = 1;
+      }
+    u[1].uint_value = UINT64_MAX;
+    if (kiln_launch(device, names, "add_u16", u, 2) == 0 ||
+        !strstr(kiln_last_error(), "argument 'step' is 18446744073709551615")) {
+      printf("FAIL %s: u64 max accepted for a u16 or message wrong: %s\n", spec,
+             kiln_last_error());
+      failed = 1;
+    }
+    kiln_module_free(names);
+  }
+  free(bundle);
   /* A NULL handle or pointer is an error naming it, not a crash. */
   failed |= refused(kiln_launch(NULL, module, "vector_add", args, 3), spec,
                     "kiln_launch: device is NULL");
