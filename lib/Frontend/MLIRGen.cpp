@@ -297,6 +297,13 @@ static std::string paramValueLoss(const Const &value, DType dtype) {
          " does not fit in " + dtypeName(dtype);
 }
 
+/// Why `warps` cannot be NUM_WARPS, or "" when it can.
+static std::string numWarpsProblem(int64_t warps) {
+  if (warps >= 1 && warps <= 16 && (warps & (warps - 1)) == 0)
+    return "";
+  return "NUM_WARPS must be 1, 2, 4, 8 or 16, got " + std::to_string(warps);
+}
+
 bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
                            KernelInfo &info) {
   for (const ParamDecl &param : kernel.params) {
@@ -320,10 +327,12 @@ bool Generator::bindParams(const KernelDecl &kernel, const GenOptions &options,
       return false;
     }
     for (auto [text, at] : llvm::zip_equal(param.tuneValues, param.tuneValueLocs)) {
-      Const ignored;
-      std::string why = readParamText(text, param.dtype, ignored);
+      Const candidate;
+      std::string why = readParamText(text, param.dtype, candidate);
       if (why.empty())
-        why = paramValueLoss(ignored, param.dtype);
+        why = paramValueLoss(candidate, param.dtype);
+      if (why.empty() && param.name == "NUM_WARPS")
+        why = numWarpsProblem(convertConst(candidate, param.dtype).i);
       if (!why.empty()) {
         error(at, "tune value " + text + " of param '" + param.name + "': " + why);
         return false;
@@ -475,12 +484,10 @@ bool Generator::genKernel(const KernelDecl &kernel, const GenOptions &options,
     // NUM_WARPS, when declared, sizes the program on GPU targets.
     if (auto p = paramValues.find("NUM_WARPS"); p != paramValues.end()) {
       int64_t warps = p->second.i;
-      if (warps < 1 || warps > 16 || (warps & (warps - 1)) != 0) {
+      if (std::string why = numWarpsProblem(warps); !why.empty()) {
         auto decl = llvm::find_if(kernel.params,
                                   [](const ParamDecl &d) { return d.name == "NUM_WARPS"; });
-        return error(decl->loc, "NUM_WARPS must be 1, 2, 4, 8 or 16, got " +
-                                    llvm::Twine(warps)),
-               false;
+        return error(decl->loc, why), false;
       }
       func->setAttr(kNumWarpsAttr, builder.getI32IntegerAttr(warps));
     }
