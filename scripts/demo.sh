@@ -14,17 +14,7 @@ mkdir -p "$OUT"
 
 echo
 echo "== Compiling examples/*.kiln for every target =="
-printf '%-12s %-14s %-8s %s\n' example target emit bytes
-for f in examples/*.kiln; do
-  name=$(basename "$f" .kiln)
-  for spec in cpu:so cuda:sm_90:ptx amdgpu:gfx942:hsaco vulkan:spirv metal:msl; do
-    emit=${spec##*:}
-    target=${spec%:*}
-    out="$OUT/$name.${target//:/_}.$emit"
-    "$KILNC" "$f" --target="$target" --emit="$emit" -o "$out"
-    printf '%-12s %-14s %-8s %s\n' "$name" "$target" "$emit" "$(stat -c %s "$out")"
-  done
-done
+bash scripts/compile-examples.sh "$KILNC" "$OUT"
 
 echo
 echo "== Running on the best device, checked against the CPU backend =="
