@@ -42,6 +42,9 @@ public:
   /// How many programs the device runs at once, one per processor: SMs,
   /// compute units, worker threads (the grid rule's num_processors()).
   virtual int64_t processors() const = 0;
+  /// A device whose programs run on the host's cores (a Vulkan driver such as
+  /// lavapipe): the CPU backend's native code is the faster choice there.
+  virtual bool runsOnHost() const { return false; }
 
   virtual Result<void *> allocate(size_t bytes) = 0;
   virtual void release(void *buffer) = 0;
@@ -76,6 +79,8 @@ public:
 
 /// Backends compiled into this runtime. Each returns null (with `why` set) when the
 /// machine lacks the hardware or the vendor library.
+/// `index` -1: the fastest kind of Vulkan device present (discrete GPU, then
+/// integrated, virtual and last one that runs on the CPU).
 std::unique_ptr<Driver> openVulkan(int index, std::string &why);
 std::unique_ptr<Driver> openCPU(int index, std::string &why);
 std::unique_ptr<Driver> openCUDA(int index, std::string &why);

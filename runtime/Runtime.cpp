@@ -157,15 +157,27 @@ Result<std::shared_ptr<Device>> Device::open(const std::string &specIn) {
     if (const char *env = std::getenv("KILN_DEVICE"))
       spec = env;
   if (spec.empty()) {
-    // The best device present, in order of expected speed.
+    // The best device present, in order of expected speed: a GPU (CUDA, HIP,
+    // Vulkan's fastest), then the CPU backend, then a Vulkan device that runs on
+    // the CPU (lavapipe), which runs kernels several times slower than the CPU
+    // backend's native code.
     std::string why;
-    for (const char *kind : {"cuda", "hip", "vulkan", "cpu"})
-      if (auto driver = openBackend(kind, 0, why))
+    std::unique_ptr<Driver> onHost;
+    for (const char *kind : {"cuda", "hip", "vulkan", "cpu"}) {
+      auto driver = openBackend(kind, std::string(kind) == "vulkan" ? -1 : 0, why);
+      if (driver && driver->runsOnHost() && !onHost) {
+        onHost = std::move(driver);
+        continue;
+      }
+      if (driver)
         return std::shared_ptr<Device>(new Device(std::move(driver)));
+    }
+    if (onHost)
+      return std::shared_ptr<Device>(new Device(std::move(onHost)));
     return Status::failure("no device available: " + why);
   }
   std::string kind = spec;
-  int index = 0;
+  int index = kind == "vulkan" ? -1 : 0; // without an index, the fastest Vulkan device
   if (size_t colon = spec.find(':'); colon != std::string::npos) {
     kind = spec.substr(0, colon);
     // Decimal digits only (no sign, space or empty index), small enough for an int.

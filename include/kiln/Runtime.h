@@ -160,7 +160,8 @@ private:
 class Device : public std::enable_shared_from_this<Device> {
 public:
   /// `spec` is `cuda`, `hip`, `vulkan` or `cpu`, optionally `:index`; empty means
-  /// KILN_DEVICE when set, else the best device present (CUDA, HIP, Vulkan, CPU).
+  /// KILN_DEVICE when set, else the best device present (CUDA, HIP, a Vulkan GPU,
+  /// the CPU backend, a Vulkan device that runs on the CPU).
   static Result<std::shared_ptr<Device>> open(const std::string &spec = "");
   /// Devices this machine has, as specs `open` accepts, best first.
   static std::vector<std::string> available();

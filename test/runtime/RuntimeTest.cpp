@@ -894,6 +894,34 @@ TEST(Devices, SpecsNeedADecimalIndex) {
   EXPECT_TRUE(Device::open("cpu:0").ok());
 }
 
+// The default device is the fastest present: a Vulkan device that runs on the CPU
+// (lavapipe, target "vulkan:1.x:cpu...") comes after the CPU backend, which every
+// machine has; `vulkan` alone takes the fastest Vulkan device.
+TEST(Devices, DefaultIsTheFastestPresent) {
+  std::string saved = std::getenv("KILN_DEVICE") ? std::getenv("KILN_DEVICE") : "";
+  unsetenv("KILN_DEVICE");
+  auto chosen = Device::open();
+  if (!saved.empty())
+    setenv("KILN_DEVICE", saved.c_str(), 1);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  auto onHost = [](const Device &d) {
+    std::string t = d.target(); // vulkan:1.x[:cpu][:...]
+    size_t second = t.find(':', t.find(':') + 1);
+    return d.backend() == Backend::Vulkan && second != std::string::npos &&
+           t.compare(second + 1, 3, "cpu") == 0;
+  };
+  EXPECT_FALSE(onHost(**chosen)) << (*chosen)->name() << " (" << (*chosen)->target() << ")";
+  auto vulkan = Device::open("vulkan");
+  if (!vulkan.ok())
+    GTEST_SKIP() << "no Vulkan device: " << vulkan.status().message();
+  auto first = Device::open("vulkan:0");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  // With one Vulkan device (this machine: lavapipe) both are it; with several, the
+  // default is not on the host unless the first listed is.
+  if (!onHost(**first))
+    EXPECT_FALSE(onHost(**vulkan)) << (*vulkan)->target();
+}
+
 TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
   std::string other = GetParam() == "cpu" ? "vector_add.vulkan.spv" : "vector_add.cpu.so";
   std::string base = kernelsDir() + "/" + other;

@@ -43,8 +43,11 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("kiln-run options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<file.kiln | file.kbin>"),
-                                      cl::Required,
                                       cl::cat(category));
+static cl::opt<bool> listDevices(
+    "devices", cl::desc("List the devices present, the default (KILN_DEVICE, else the best) "
+                        "first, and exit"),
+    cl::cat(category));
 static cl::opt<std::string> kernelName("kernel", cl::desc("Kernel to run (default: the first)"),
                                        cl::cat(category));
 static cl::list<std::string> defines("D", cl::desc("Override a param: -D NAME=VALUE"),
@@ -428,9 +431,32 @@ static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, con
   return rt::Status::success();
 }
 
+/// `--devices`: one line per device kind present, `KIND  NAME (TARGET)`; the one
+/// a run without --device takes comes first, marked `default`.
+static int printDevices() {
+  auto chosen = kiln::rt::Device::open();
+  if (!chosen)
+    return fail(chosen.status().message());
+  std::string defaultKind = kiln::rt::backendName((*chosen)->backend());
+  llvm::outs() << llvm::left_justify(defaultKind, 8) << (*chosen)->name() << " ("
+               << (*chosen)->target() << ")  default\n";
+  for (const std::string &kind : kiln::rt::Device::available()) {
+    if (kind == defaultKind)
+      continue;
+    if (auto device = kiln::rt::Device::open(kind))
+      llvm::outs() << llvm::left_justify(kind, 8) << (*device)->name() << " ("
+                   << (*device)->target() << ")\n";
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Run a Kiln kernel on a device\n");
+  if (listDevices)
+    return printDevices();
+  if (inputFile.empty())
+    return fail("no input file (kiln-run FILE.kiln | FILE.kbin; --help for options)");
 
   std::string source, error;
   if (!readInput(inputFile, source, error))

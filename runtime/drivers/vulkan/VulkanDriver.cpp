@@ -189,9 +189,26 @@ public:
     vkEnumeratePhysicalDevices(instance, &count, nullptr);
     std::vector<VkPhysicalDevice> devices(count);
     vkEnumeratePhysicalDevices(instance, &count, devices.data());
-    if (index >= static_cast<int>(count)) {
+    if (index < 0 && count > 0) { // the fastest kind present, the first of that kind
+      auto rank = [](VkPhysicalDevice d) {
+        VkPhysicalDeviceProperties p;
+        vkGetPhysicalDeviceProperties(d, &p);
+        switch (p.deviceType) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
+        default: return 3;
+        }
+      };
+      index = 0;
+      for (uint32_t i = 1; i < count; ++i)
+        if (rank(devices[i]) < rank(devices[index]))
+          index = static_cast<int>(i);
+    }
+    if (index < 0 || index >= static_cast<int>(count)) {
       why = "Vulkan has " + std::to_string(count) + " device(s); index " +
-            std::to_string(index) + " does not exist";
+            std::to_string(std::max(index, 0)) + " does not exist";
       return false;
     }
     physical = devices[index];
@@ -293,6 +310,7 @@ public:
   }
 
   Backend backend() const override { return Backend::Vulkan; }
+  bool runsOnHost() const override { return props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU; }
   std::string name() const override { return props.deviceName; }
   std::string target() const override {
     // An implementation on the host CPU (lavapipe) gets code tuned for it, and
