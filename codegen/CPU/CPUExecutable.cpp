@@ -147,6 +147,10 @@ Executable::create(mlir::ModuleOp module, std::vector<KernelInfo> kernels, unsig
   mlir::ExecutionEngineOptions options;
   options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  // MLIR's default also registers perf's listener, which writes a jitdump under
+  // $JITDUMPDIR or /tmp/.debug/jit on every compile and never removes it
+  // (thousands of files after a test run), or warns where it cannot.
+  options.enablePerfNotificationListener = false;
   auto engine = mlir::ExecutionEngine::create(module, options);
   if (!engine)
     return engine.takeError();
