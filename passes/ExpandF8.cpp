@@ -232,18 +232,24 @@ struct ExpandF8 : kiln::impl::KilnExpandF8Base<ExpandF8> {
       Value in = op->getOperand(0);
       Type out = op->getResult(0).getType();
       BitBuilder bb{b, op->getLoc(), in.getType()};
+      Type elem = getElementTypeOrSelf(out);
+      // f32 `x` written out as `out`'s bits.
+      auto encodeAs = [&](Value x) -> Value {
+        Value code = elem.isBF16() ? encodeBF16(bb, x) : encode(bb, x, *f8Format(elem));
+        Type bitsType = bb.like(b.getIntegerType(elem.getIntOrFloatBitWidth()));
+        Value narrow = b.create<arith::TruncIOp>(bb.loc, bitsType, code);
+        return b.create<arith::BitcastOp>(bb.loc, out, narrow);
+      };
       Value result;
       if (isa<arith::ExtFOp>(op)) {
         F8Format f = *f8Format(getElementTypeOrSelf(in.getType()));
         Value code = b.create<arith::ExtUIOp>(bb.loc, bb.i32(), bb.bitcast(in, b.getI8Type()));
-        result = fromF32(b, bb.loc, decode(bb, code, f), out);
+        Value x = decode(bb, code, f);
+        // To bf16 as well by its bits where those are written out: a truncf
+        // would reach arith-expand, which makes a negative NaN positive.
+        result = encodes(elem) ? encodeAs(x) : fromF32(b, bb.loc, x, out);
       } else {
-        Type elem = getElementTypeOrSelf(out);
-        Value x = toF32(bb, in, bb.like(b.getF32Type()));
-        Value code = elem.isBF16() ? encodeBF16(bb, x) : encode(bb, x, *f8Format(elem));
-        Type bitsType = bb.like(b.getIntegerType(elem.getIntOrFloatBitWidth()));
-        Value narrow = b.create<arith::TruncIOp>(bb.loc, bitsType, code);
-        result = b.create<arith::BitcastOp>(bb.loc, out, narrow);
+        result = encodeAs(toF32(bb, in, bb.like(b.getF32Type())));
       }
       op->getResult(0).replaceAllUsesWith(result);
       op->erase();

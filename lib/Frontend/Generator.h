@@ -219,6 +219,7 @@ private:
   }
   Value castValue(Value v, DType from, DType to, mlir::Location l);
   Value narrowToOddF32(Value v, mlir::Location l);
+  Value intToOddF32(Value v, DType from, mlir::Location l);
   Value saturatingFloatToInt(Value v, DType from, DType to, mlir::Location l);
   Value constantLike(Value like, mlir::TypedAttr value, mlir::Location l);
   Value broadcastValue(Value v, const Shape &from, const Shape &to, DType dt,

@@ -67,6 +67,10 @@ Value Generator::castValue(Value v, DType from, DType to, mlir::Location l) {
     }
     return builder.create<mlir::arith::TruncIOp>(l, target, v);
   }
+  // Targets convert integers to bf16 through f32, rounding twice; an f32
+  // rounded to odd makes the second rounding the only one.
+  if (to == DType::BF16 && dtypeBits(from) > 24)
+    return builder.create<mlir::arith::TruncFOp>(l, target, intToOddF32(v, from, l));
   if (isFloat(to)) {
     if (zeroExtends)
       return builder.create<mlir::arith::UIToFPOp>(l, target, v);
@@ -155,6 +159,50 @@ Value Generator::narrowToOddF32(Value v, mlir::Location l) {
   Value toOdd = builder.create<SelectOp>(
       l, inexact, builder.create<OrIOp>(l, towardZero, one), towardZero);
   return builder.create<BitcastOp>(l, f32, toOdd);
+}
+
+/// `v` (a 32- or 64-bit integer scalar or tile of dtype `from`) as f32 rounded
+/// to odd, as narrowToOddF32 does for f64: the magnitude's bits past f32's 24
+/// fold into its last bit (a sticky bit), the rest converts exactly, and a power
+/// of two scales it back.
+Value Generator::intToOddF32(Value v, DType from, mlir::Location l) {
+  using namespace mlir::arith;
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+  auto like = [&](mlir::Type element) -> mlir::Type {
+    return tensor ? mlir::Type(tensor.clone(element)) : element;
+  };
+  const unsigned width = dtypeBits(from);
+  mlir::Type intType = v.getType(), f32 = like(builder.getF32Type()),
+             i32 = like(builder.getI32Type());
+  auto wide = [&](int64_t x) {
+    return constantLike(v, builder.getIntegerAttr(builder.getIntegerType(width), x), l);
+  };
+  auto word = [&](int32_t x) { return constantLike(v, builder.getI32IntegerAttr(x), l); };
+  Value negative, magnitude = v; // unsigned; i64's minimum is 2^63 there
+  if (!isUnsigned(from)) {
+    negative = builder.create<CmpIOp>(l, CmpIPredicate::slt, v, wide(0));
+    magnitude = builder.create<SelectOp>(l, negative, builder.create<SubIOp>(l, wide(0), v), v);
+  }
+  // The magnitude's binary exponent, read from its nearest f32 (one too high
+  // when that rounded up to a power of two, which only keeps a bit fewer).
+  Value nearBits = builder.create<BitcastOp>(l, i32, builder.create<UIToFPOp>(l, f32, magnitude));
+  Value exponent = builder.create<SubIOp>(
+      l, builder.create<AndIOp>(l, builder.create<ShRUIOp>(l, nearBits, word(23)), word(255)),
+      word(127));
+  Value shift32 = builder.create<MaxSIOp>(l, builder.create<SubIOp>(l, exponent, word(23)), word(0));
+  Value shift = width == 32 ? shift32 : builder.create<ExtUIOp>(l, intType, shift32).getResult();
+  Value lostMask = builder.create<SubIOp>(l, builder.create<ShLIOp>(l, wide(1), shift), wide(1));
+  Value lost = builder.create<CmpIOp>(l, CmpIPredicate::ne,
+                                      builder.create<AndIOp>(l, magnitude, lostMask), wide(0));
+  Value kept = builder.create<OrIOp>(l, builder.create<ShRUIOp>(l, magnitude, shift),
+                                     builder.create<ExtUIOp>(l, intType, lost));
+  Value scale = builder.create<BitcastOp>(
+      l, f32,
+      builder.create<ShLIOp>(l, builder.create<AddIOp>(l, shift32, word(127)), word(23)));
+  Value result = builder.create<MulFOp>(l, builder.create<UIToFPOp>(l, f32, kept), scale);
+  if (negative)
+    result = builder.create<SelectOp>(l, negative, builder.create<NegFOp>(l, result), result);
+  return result;
 }
 
 Value Generator::broadcastValue(Value v, const Shape &from, const Shape &to, DType dt,

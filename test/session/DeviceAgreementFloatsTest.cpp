@@ -688,6 +688,127 @@ kernel k(a: tensor<i32>[N], b: tensor<u16>[N], c: tensor<u32>[N], d: tensor<i64>
   });
 }
 
+/// The bf16 bits of the integer `magnitude` (negated when `negative`), rounded
+/// once to nearest even.
+static uint16_t bf16BitsOfInteger(uint64_t magnitude, bool negative) {
+  uint16_t sign = negative ? 0x8000 : 0;
+  if (magnitude == 0)
+    return sign;
+  int e = 63 - __builtin_clzll(magnitude);
+  uint64_t mantissa = magnitude;
+  if (e > 7) {
+    int shift = e - 7;
+    uint64_t rest = magnitude & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
+    mantissa = magnitude >> shift;
+    if (rest > half || (rest == half && (mantissa & 1)))
+      ++mantissa;
+    if (mantissa == 256) { // rounded up to the next power of two
+      mantissa = 128;
+      ++e;
+    }
+  } else {
+    mantissa <<= 7 - e;
+  }
+  return uint16_t(sign | ((e + 127) << 7) | (mantissa & 0x7f));
+}
+
+TEST_F(DeviceAgreement, IntegersRoundOnceToBF16OnEveryDevice) {
+  // Integers wider than f32's 24 bits convert to bf16 with one rounding: the
+  // devices went through f32, and 2^24 + 2^16 + 1 (just past a bf16 midpoint)
+  // rounded down to the midpoint in f32, then to even, 2^24, in bf16.
+  const char *source = R"(
+kernel k(a: tensor<i32>[N], b: tensor<u32>[N], c: tensor<i64>[N], d: tensor<u64>[N],
+         h: tensor<bf16>[4, N]) params(B: i32 = 64) grid(cdiv(N, B)) {
+  let i = program_id(0) * B + arange(0, B);
+  let m = i < N;
+  store(h[0, i], cast<bf16>(load(a[i], mask=m)), mask=m);
+  store(h[1, i], cast<bf16>(load(b[i], mask=m)), mask=m);
+  store(h[2, i], cast<bf16>(load(c[i], mask=m)), mask=m);
+  store(h[3, i], cast<bf16>(load(d[i], mask=m)), mask=m);
+}
+)";
+  // Magnitudes around bf16 midpoints (2^e plus half a bf16 step, and one
+  // either side) at every exponent, and the ends of each type.
+  std::vector<uint64_t> magnitudes = {0, 1, 255, 257, 16842753, 33685505};
+  for (int e = 9; e < 64; ++e)
+    for (uint64_t k : {0, 1, 2, 127})
+      for (int64_t d : {-1, 0, 1})
+        magnitudes.push_back((uint64_t(1) << e) + k * (uint64_t(1) << (e - 7)) +
+                             (uint64_t(1) << (e - 8)) + uint64_t(d));
+  std::vector<int32_t> a;
+  std::vector<uint32_t> b;
+  std::vector<int64_t> c;
+  std::vector<uint64_t> d;
+  for (size_t i = 0; i < magnitudes.size(); ++i) {
+    uint64_t m = magnitudes[i];
+    bool negative = i % 2;
+    a.push_back(int32_t(negative ? -int64_t(m & 0x7fffffff) : int64_t(m & 0x7fffffff)));
+    b.push_back(uint32_t(m));
+    c.push_back(negative ? -int64_t(m & INT64_MAX) : int64_t(m & INT64_MAX));
+    d.push_back(m);
+  }
+  a.push_back(INT32_MIN), b.push_back(UINT32_MAX), c.push_back(INT64_MIN), d.push_back(UINT64_MAX);
+  const int64_t n = a.size();
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor ta = s.upload(a, {n}), tb = s.upload(b.data(), DType::U32, {n}), tc = s.upload(c, {n}),
+           td = s.upload(d.data(), DType::U64, {n}), th = s.empty(DType::BF16, {4, n});
+    ASSERT_TRUE(k(ta, tb, tc, td, th).ok()) << device;
+    std::vector<uint16_t> out(4 * n);
+    ASSERT_TRUE(th.download(out.data()).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t want[] = {bf16BitsOfInteger(a[i] < 0 ? 0 - uint64_t(int64_t(a[i])) : a[i], a[i] < 0),
+                         bf16BitsOfInteger(b[i], false),
+                         bf16BitsOfInteger(c[i] < 0 ? 0 - uint64_t(c[i]) : uint64_t(c[i]), c[i] < 0),
+                         bf16BitsOfInteger(d[i], false)};
+      std::string given[] = {std::to_string(a[i]), std::to_string(b[i]), std::to_string(c[i]),
+                             std::to_string(d[i])};
+      for (int row = 0; row < 4; ++row)
+        EXPECT_EQ(out[row * n + i], want[row])
+            << device << " row " << row << ": bf16 of " << given[row] << " is "
+            << bf16BitsToFloat(out[row * n + i]);
+    }
+  });
+}
+
+TEST_F(DeviceAgreement, F8CodesWidenToBF16KeepingNaNSignsOnEveryDevice) {
+  // Every fp8 code widens to the bf16 of its value; a negative NaN stays
+  // negative (the f32 -> bf16 step made it 0x7FC0 on the CPU and on Vulkan).
+  const char *source = R"(
+kernel k(a: tensor<f8e4m3>[N], b: tensor<f8e5m2>[N], h: tensor<bf16>[2, N]) grid(1) {
+  let i = arange(0, 256);
+  store(h[0, i], cast<bf16>(load(a[i])));
+  store(h[1, i], cast<bf16>(load(b[i])));
+}
+)";
+  std::vector<uint8_t> codes(256);
+  for (int c = 0; c < 256; ++c)
+    codes[c] = uint8_t(c);
+  const int64_t n = 256;
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor ta = s.upload(codes.data(), DType::F8E4M3, {n}),
+           tb = s.upload(codes.data(), DType::F8E5M2, {n}), th = s.empty(DType::BF16, {2, n});
+    ASSERT_TRUE(k(ta, tb, th).ok()) << device;
+    std::vector<uint16_t> out(2 * n);
+    ASSERT_TRUE(th.download(out.data()).ok());
+    for (int row = 0; row < 2; ++row)
+      for (int c = 0; c < 256; ++c) {
+        float v = f8BitsToFloat(uint8_t(c), row ? DType::F8E5M2 : DType::F8E4M3);
+        uint16_t got = out[row * n + c];
+        std::string at = device + (row ? " e5m2 " : " e4m3 ") + std::to_string(c);
+        if (std::isnan(v)) {
+          EXPECT_TRUE(std::isnan(bf16BitsToFloat(got))) << at;
+          EXPECT_EQ(got & 0x8000, c & 0x80 ? 0x8000 : 0) << at << ": " << std::hex << got;
+        } else {
+          EXPECT_EQ(got, floatToBF16Bits(v)) << at << ": " << bf16BitsToFloat(got);
+        }
+      }
+  });
+}
+
 } // namespace
 
 /// `x` rounded to nearest even at `bits` significant bits, or to a multiple of
