@@ -1,21 +1,14 @@
 //===- Bundle.cpp - the .kbin container of per-target binaries ------------===//
 
 #include "runtime/Bundle.h"
+#include "lib/Support/Checksum.h"
 
 #include <cstring>
 
 using namespace kiln::rt;
 
-/// 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
-/// Version 1 bundles started from a mistyped basis, 1469598103934665603.
-static uint64_t fnv1a(const char *data, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+/// Version 1 bundles' FNV-1a started from a mistyped basis, 1469598103934665603.
+static uint64_t fnv1a(const char *data, size_t n) { return kiln::fnv1a64(data, n); }
 
 template <typename T> static void put(std::string &out, T v) {
   char bytes[sizeof(T)];

@@ -25,6 +25,12 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
       kernels->kind != JsonValue::Array)
     return bad("expected {\"target\": ..., \"kernels\": [...]}");
   out.target = target->string;
+  out.checksum.clear();
+  if (const JsonValue *checksum = root.get("checksum")) {
+    if (checksum->kind != JsonValue::String)
+      return bad("\"checksum\" must be a string");
+    out.checksum = checksum->string;
+  }
   out.kernels.clear();
   for (const JsonValue &k : kernels->array) {
     KernelInfo info;

@@ -12,6 +12,7 @@ namespace kiln::rt {
 /// The kernels (and the target) a metadata JSON document from kilnc describes.
 struct ModuleMetadata {
   std::string target;
+  std::string checksum; // of the binary, "fnv1a64:..." (lib/Support/Checksum.h); may be absent
   std::vector<KernelInfo> kernels;
 };
 

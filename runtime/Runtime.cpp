@@ -2,6 +2,7 @@
 
 #include "kiln/Runtime.h"
 
+#include "lib/Support/Checksum.h"
 #include "lib/Support/GridRule.h"
 #include "lib/Support/ValidateArgs.h"
 #include "runtime/Bundle.h"
@@ -276,6 +277,12 @@ Result<Module> Device::load(const std::string &binary, const std::string &metada
   if (!targetRuns(impl->metadata.target, target()))
     return Status::failure("module was compiled for " + impl->metadata.target +
                            " but the device is " + target() + " (" + name() + ")");
+  // A damaged binary can crash the loader that reads it (ld.so, a Vulkan
+  // driver's compiler) rather than fail; its checksum is checked first.
+  if (!impl->metadata.checksum.empty() && impl->metadata.checksum != binaryChecksum(binary))
+    return Status::failure("the binary does not match the checksum in its metadata (" +
+                           impl->metadata.checksum + "): it is truncated or damaged, or the metadata " +
+                           "belongs to another build");
   auto handle = driver_->loadModule(binary, impl->metadata);
   if (!handle)
     return handle.status();

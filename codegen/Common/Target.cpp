@@ -3,6 +3,7 @@
 #include "codegen/Common/Target.h"
 
 #include "codegen/CPU/CPUPipeline.h"
+#include "lib/Support/Checksum.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/KilnGPU/IR/KilnGPUDialect.h"
 
@@ -472,7 +473,7 @@ mlir::LogicalResult kiln::runPipeline(mlir::ModuleOp module, llvm::StringRef pip
 }
 
 std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
-                                     const Target &target) {
+                                     const Target &target, const std::string *binary) {
   llvm::json::Array list;
   for (const KernelInfo &k : kernels) {
     llvm::json::Array args;
@@ -538,6 +539,8 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
                   : "the _mlir_<kernel> entry takes a void** of argument pointers; tensors "
                     "expand to memref descriptors; six i32 program coordinates follow"},
       {"kernels", std::move(list)}};
+  if (binary)
+    root["checksum"] = binaryChecksum(*binary);
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";

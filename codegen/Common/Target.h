@@ -96,7 +96,9 @@ mlir::LogicalResult checkTargetSupport(mlir::ModuleOp module, const Target &targ
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline,
                                 bool timePasses = false);
 
-/// What a runtime needs to launch the kernels of one binary, as JSON.
-std::string kernelMetadataJSON(const std::vector<KernelInfo> &kernels, const Target &target);
+/// What a runtime needs to launch the kernels of one binary, as JSON; with
+/// `binary`, also its checksum, which the runtime checks before loading it.
+std::string kernelMetadataJSON(const std::vector<KernelInfo> &kernels, const Target &target,
+                               const std::string *binary = nullptr);
 
 } // namespace kiln

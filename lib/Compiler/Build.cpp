@@ -91,19 +91,19 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
     auto exe = cpu::Executable::create(module, kernels, optLevel);
     if (!exe)
       return exe.takeError();
-    out.metadata = kernelMetadataJSON(kernels, target);
     if (kind == ArtifactKind::SharedObject) {
       auto so = linkSharedObject(**exe);
       if (!so)
         return so.takeError();
       out.bytes = std::move(*so);
-      return out;
+    } else {
+      auto code = (*exe)->machineCode(kind == ArtifactKind::Assembly);
+      if (!code)
+        return code.takeError();
+      out.bytes = std::move(*code);
+      out.isText = kind == ArtifactKind::Assembly;
     }
-    auto code = (*exe)->machineCode(kind == ArtifactKind::Assembly);
-    if (!code)
-      return code.takeError();
-    out.bytes = std::move(*code);
-    out.isText = kind == ArtifactKind::Assembly;
+    out.metadata = kernelMetadataJSON(kernels, target, &out.bytes);
     return out;
   }
 
@@ -143,7 +143,6 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
   if (mlir::failed(runPipeline(module, "builtin.module(" + devicePipeline(target) + ")",
                                timePasses)))
     return makeError("lowering for " + target.str() + " failed");
-  out.metadata = kernelMetadataJSON(kernels, target);
   llvm::Expected<GPUBinary> binary = GPUBinary{};
   switch (kind) {
   case ArtifactKind::LLVM: {
@@ -179,7 +178,6 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
       if (!msl)
         return msl.takeError();
       kernels.front().mslEntry = msl->entry;
-      out.metadata = kernelMetadataJSON(kernels, target);
       binary = GPUBinary{std::move(msl->text), true};
     }
     break;
@@ -191,6 +189,7 @@ llvm::Expected<Artifact> kiln::buildArtifact(mlir::ModuleOp module, std::vector<
     return binary.takeError();
   out.bytes = std::move(binary->bytes);
   out.isText = binary->isText;
+  out.metadata = kernelMetadataJSON(kernels, target, &out.bytes);
   return out;
 }
 

@@ -945,6 +945,43 @@ TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
   }
 }
 
+TEST_P(OnDevice, RejectsDamagedBinariesBeforeTheDriverReadsThem) {
+  // A flipped bit in a shared object crashed ld.so (SIGSEGV in _dl_setup_hash,
+  // SIGILL, an assertion), and truncated SPIR-V crashed lavapipe's compiler:
+  // kilnc's metadata carries the binary's checksum, and SPIR-V's structure is
+  // checked even without one.
+  if (GetParam() == "cuda" || GetParam() == "hip")
+    GTEST_SKIP() << "checked on the CPU and Vulkan";
+  std::string base = kernelsDir() + "/vector_add." + GetParam() +
+                     (GetParam() == "cpu" ? ".so" : ".spv");
+  std::string binary = readFile(base), json = readFile(base + ".json");
+  ASSERT_TRUE(device->load(binary, json).ok());
+  for (size_t at : {size_t(16220), binary.size() / 2, binary.size() - 1}) {
+    std::string flipped = binary;
+    flipped[at % binary.size()] ^= 0x40;
+    auto damaged = device->load(flipped, json);
+    ASSERT_FALSE(damaged.ok()) << "byte " << at;
+    EXPECT_EQ(damaged.status().message().rfind(
+                  "the binary does not match the checksum in its metadata (fnv1a64:", 0),
+              0u)
+        << damaged.status().message();
+  }
+  if (GetParam() != "vulkan")
+    return;
+  // Without a checksum (metadata written by hand or by another tool), every
+  // truncation of the SPIR-V is still an error, and none reaches the driver.
+  std::string unchecked = json;
+  size_t checksum = unchecked.find("\"checksum\"");
+  ASSERT_NE(checksum, std::string::npos);
+  unchecked.erase(checksum, unchecked.find('\n', checksum) + 1 - checksum);
+  for (size_t bytes = 20; bytes < binary.size(); bytes += 4) {
+    auto cut = device->load(binary.substr(0, bytes), unchecked);
+    ASSERT_FALSE(cut.ok()) << bytes << " bytes";
+    ASSERT_EQ(cut.status().message().rfind("not a valid SPIR-V module: ", 0), 0u)
+        << bytes << " bytes: " << cut.status().message();
+  }
+}
+
 TEST_P(OnDevice, RejectsMetadataOfAnotherBinary) {
   // kilnc records each kernel's abiSignature in the binary; loading it with
   // metadata that describes other arguments is an error, not a wrong launch.
@@ -1000,9 +1037,14 @@ TEST_P(OnDevice, RejectsMetadataOfAnotherBinary) {
     i += n;
   }
   ASSERT_LT(kept.size(), words.size());
+  // Such a Kiln wrote no checksum into the metadata either.
+  std::string unchecked = json;
+  size_t checksum = unchecked.find("\"checksum\"");
+  ASSERT_NE(checksum, std::string::npos);
+  unchecked.erase(checksum, unchecked.find('\n', checksum) + 1 - checksum);
   auto old = device->load(std::string(reinterpret_cast<const char *>(kept.data()),
                                       kept.size() * 4),
-                          json);
+                          unchecked);
   ASSERT_FALSE(old.ok());
   EXPECT_NE(old.status().message().find("the binary has no record of the kernel"),
             std::string::npos)

@@ -119,20 +119,60 @@ void kernelABI(const KernelInfo &k, Pipeline &p) {
 
 /// The strings of a SPIR-V module's OpString instructions (kilnc records each
 /// kernel's abiSignature there).
-std::vector<std::string> moduleStrings(const std::string &binary) {
+/// A SPIR-V module's OpStrings (kilnc's ABI records among them), after a check
+/// of its structure: every instruction within the words, each function closed,
+/// each entry point's function present. lavapipe crashed on truncated modules
+/// instead of failing; what passes is left to the driver's own checks. Sets
+/// `problem` and returns nothing when the structure is broken.
+std::vector<std::string> moduleStrings(const std::string &binary, std::string &problem) {
   std::vector<uint32_t> words(binary.size() / 4);
   std::memcpy(words.data(), binary.data(), words.size() * 4);
   std::vector<std::string> out;
+  std::set<uint32_t> functions, entryPoints;
+  const uint32_t bound = words[3];
+  bool inFunction = false;
+  auto broken = [&](const std::string &what) {
+    problem = "not a valid SPIR-V module: " + what + " (is the file truncated or damaged?)";
+    return std::vector<std::string>{};
+  };
   for (size_t at = 5; at < words.size();) {
     uint32_t count = words[at] >> 16, op = words[at] & 0xffff;
     if (count == 0 || at + count > words.size())
-      break; // malformed: the driver's own checks report it
-    if (op == 7 && count >= 2) { // OpString: id, text
-      const char *text = reinterpret_cast<const char *>(&words[at + 2]);
-      out.emplace_back(text, strnlen(text, (count - 2) * 4));
+      return broken("the instruction at word " + std::to_string(at) + " runs past the end");
+    switch (op) {
+    case 7: // OpString: id, text
+      if (count >= 2) {
+        const char *text = reinterpret_cast<const char *>(&words[at + 2]);
+        out.emplace_back(text, strnlen(text, (count - 2) * 4));
+      }
+      break;
+    case 15: // OpEntryPoint: model, function id, name, interface ids
+      if (count < 4)
+        return broken("a short OpEntryPoint");
+      entryPoints.insert(words[at + 2]);
+      break;
+    case 54: // OpFunction: result type, result id, control, function type
+      if (count != 5 || inFunction)
+        return broken("an OpFunction inside another, or malformed");
+      inFunction = true;
+      functions.insert(words[at + 2]);
+      break;
+    case 56: // OpFunctionEnd
+      if (!inFunction)
+        return broken("an OpFunctionEnd outside a function");
+      inFunction = false;
+      break;
+    default: break;
     }
     at += count;
   }
+  if (inFunction)
+    return broken("it ends inside a function");
+  if (entryPoints.empty())
+    return broken("it has no entry point");
+  for (uint32_t id : entryPoints)
+    if (id >= bound || !functions.count(id))
+      return broken("an entry point's function %" + std::to_string(id) + " is missing");
   return out;
 }
 
@@ -481,7 +521,10 @@ public:
     std::memcpy(&magic, binary.data(), 4);
     if (magic != 0x07230203)
       return Status::failure("not a SPIR-V binary (bad magic number)");
-    std::vector<std::string> records = moduleStrings(binary);
+    std::string problem;
+    std::vector<std::string> records = moduleStrings(binary, problem);
+    if (!problem.empty())
+      return Status::failure(problem);
     for (const KernelInfo &k : metadata.kernels) {
       // The record kilnc left for this kernel: `kiln-abi N name(...)`, the name
       // right after the version (a grid rule may hold ` cdiv(` too).
