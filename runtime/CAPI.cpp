@@ -89,10 +89,11 @@ int kiln_buffer_read(kiln_device *device, const kiln_buffer *buffer, void *data,
 
 int kiln_module_load(kiln_device *device, const void *binary, size_t size,
                      const char *metadata_json, kiln_module **out) {
-  if (!device || (!binary && size) || !out)
-    return missing(__func__, !device ? "device" : !out ? "out" : "binary");
+  if (!device || (!binary && size) || !out || !metadata_json)
+    return missing(__func__, !device ? "device" : !out ? "out" : !metadata_json ? "metadata_json"
+                                                                                : "binary");
   auto m = device->device->load(std::string(static_cast<const char *>(binary), size),
-                                metadata_json ? metadata_json : "");
+                                metadata_json);
   if (!m)
     return report(m.status());
   *out = new kiln_module{*m};
@@ -112,21 +113,30 @@ int kiln_module_load_bundle(kiln_device *device, const void *bundle, size_t size
 
 void kiln_module_free(kiln_module *module) { delete module; }
 
-/// Converts a C argument list; false (with lastError set) when it is malformed.
-static bool convertArgs(const kiln_arg *args, int num_args, std::vector<Arg> &list) {
+/// Converts a C argument list for `kernel` of `module`; false (with lastError
+/// set) when it is malformed.
+static bool convertArgs(const kiln_module &module, const char *kernel, const kiln_arg *args,
+                        int num_args, std::vector<Arg> &list) {
   if (num_args < 0 || (num_args > 0 && !args))
     return report(Status::failure("bad argument list")) == 0;
+  const KernelInfo *info = module.module.find(kernel);
   for (int i = 0; i < num_args; ++i) {
     const kiln_arg &a = args[i];
+    // "argument 'x' (args[0])": the kernel's name for it where it has one.
+    std::string which = "argument " + (info && size_t(i) < info->args.size()
+                                           ? "'" + info->args[i].name + "' (args[" +
+                                                 std::to_string(i) + "])"
+                                           : "args[" + std::to_string(i) + "]");
     if (a.dtype < KILN_I1 || a.dtype > KILN_U64)
-      return report(Status::failure("argument " + std::to_string(i) + " has an unknown dtype " +
-                                    std::to_string(a.dtype))) == 0;
+      return report(Status::failure(which + " has an unknown dtype " + std::to_string(a.dtype))) ==
+             0;
     DType dt = static_cast<DType>(a.dtype);
     switch (a.kind) {
     case KILN_ARG_TENSOR: {
       if (!a.buffer || a.rank < 0 || (a.rank > 0 && !a.sizes))
-        return report(Status::failure("tensor argument " + std::to_string(i) +
-                                      " needs a buffer and sizes")) == 0;
+        return report(Status::failure(which + (!a.buffer    ? " has no buffer"
+                                               : a.rank < 0 ? " has rank " + std::to_string(a.rank)
+                                                            : " has no sizes"))) == 0;
       std::vector<int64_t> sizes(a.sizes, a.sizes + a.rank);
       if (a.strides) {
         list.push_back(Arg::strided(a.buffer->buffer, dt, sizes,
@@ -140,15 +150,9 @@ static bool convertArgs(const kiln_arg *args, int num_args, std::vector<Arg> &li
     }
     case KILN_ARG_INT: list.push_back(Arg::integer(a.int_value, dt)); break;
     case KILN_ARG_UINT: list.push_back(Arg::unsignedInteger(a.uint_value, dt)); break;
-    case KILN_ARG_FLOAT:
-      if (!isFloat(dt) && a.float_value != std::trunc(a.float_value))
-        return report(Status::failure("argument " + std::to_string(i) + " is " +
-                                      std::to_string(a.float_value) + " for an integer " +
-                                      dtypeName(dt) + " argument")) == 0;
-      list.push_back(Arg::floating(a.float_value, dt));
-      break;
+    case KILN_ARG_FLOAT: list.push_back(Arg::floating(a.float_value, dt)); break;
     default:
-      return report(Status::failure("argument " + std::to_string(i) + " has an unknown kind")) == 0;
+      return report(Status::failure(which + " has an unknown kind")) == 0;
     }
   }
   return true;
@@ -159,7 +163,7 @@ int kiln_launch(kiln_device *device, const kiln_module *module, const char *kern
   if (!device || !module || !kernel)
     return missing(__func__, !device ? "device" : !module ? "module" : "kernel");
   std::vector<Arg> list;
-  if (!convertArgs(args, num_args, list))
+  if (!convertArgs(*module, kernel, args, num_args, list))
     return -1;
   return report(device->device->launch(module->module, kernel, list));
 }
@@ -187,7 +191,7 @@ int kiln_stream_launch(kiln_stream *stream, const kiln_module *module, const cha
   if (!stream || !module || !kernel)
     return missing(__func__, !stream ? "stream" : !module ? "module" : "kernel");
   std::vector<Arg> list;
-  if (!convertArgs(args, num_args, list))
+  if (!convertArgs(*module, kernel, args, num_args, list))
     return -1;
   return report(stream->stream.launch(module->module, kernel, list));
 }

@@ -114,18 +114,25 @@ Arg Arg::floating(double v, DType dtype) {
   Arg a;
   a.dtype = dtype;
   a.scalar.f = v;
-  // A float for an integer argument converts as C++ does (toward zero), and the
-  // launch checks that the integer fits the type; a float with no 64-bit
-  // integer of the type's sign (NaN included) is kept for the launch to report.
+  // A float for an integer argument must be a whole number, and the launch
+  // checks that it fits the type; one with a fraction, or with no 64-bit
+  // integer of the type's sign (NaN included), is kept for the launch to report
+  // (never rounded silently).
   if (!isFloat(dtype)) {
-    bool fits = dtype == DType::U64 ? v > -1 && v < 0x1p64 : v >= -0x1p63 && v < 0x1p63;
+    bool fits = v == std::trunc(v) &&
+                (dtype == DType::U64 ? v >= 0 && v < 0x1p64 : v >= -0x1p63 && v < 0x1p63);
     a.scalar.i = !fits                 ? 0
                  : dtype == DType::U64 ? static_cast<int64_t>(static_cast<uint64_t>(v))
                                        : static_cast<int64_t>(v);
-    if (!fits) {
+    if (!fits) { // the shortest text that reads back as `v`
       std::ostringstream value;
-      value.precision(17);
-      value << v;
+      for (int digits = 1; digits <= 17; ++digits) {
+        value.str("");
+        value.precision(digits);
+        value << v;
+        if (std::strtod(value.str().c_str(), nullptr) == v || std::isnan(v))
+          break;
+      }
       a.unrepresentable = value.str();
     }
   }

@@ -82,7 +82,8 @@ int kiln_launch(kiln_device *device, const kiln_module *module, const char *kern
 int kiln_synchronize(kiln_device *device);
 
 /* Streams: in-order queues whose launches return once queued (see kiln::rt::Stream).
- * Destroying a stream waits for its queued launches. */
+ * A stream is used by one thread at a time (give each thread its own); destroying
+ * a stream waits for its queued launches. */
 int kiln_stream_create(kiln_device *device, kiln_stream **out);
 void kiln_stream_destroy(kiln_stream *stream);
 int kiln_stream_launch(kiln_stream *stream, const kiln_module *module, const char *kernel,

@@ -721,7 +721,7 @@ TEST_P(OnDevice, FloatsForIntegerScalarsMustHaveAnIntegerOfTheType) {
   };
   EXPECT_EQ(launchWithSeed(Arg::floating(-0x1p63, DType::I64)), "");
   EXPECT_EQ(launchWithSeed(Arg::floating(0x1p63, DType::I64)),
-            "kernel 'dropout': argument 'seed' is 9.2233720368547758e+18, which does not fit "
+            "kernel 'dropout': argument 'seed' is 9.223372036854776e+18, which does not fit "
             "in i64");
   EXPECT_EQ(launchWithSeed(Arg::floating(NAN, DType::I64)),
             "kernel 'dropout': argument 'seed' is nan, which does not fit in i64");
@@ -732,7 +732,11 @@ TEST_P(OnDevice, FloatsForIntegerScalarsMustHaveAnIntegerOfTheType) {
   EXPECT_FALSE(big.unrepresentable.has_value());
   EXPECT_EQ(uint64_t(big.scalar.i), 10000000000000000000ull);
   EXPECT_EQ(negative.unrepresentable, "-5");
-  EXPECT_EQ(Arg::floating(-0.5, DType::U64).scalar.i, 0);
+  // A fraction is never rounded away: 2.5 and -0.5 are errors for integers.
+  EXPECT_EQ(Arg::floating(-0.5, DType::U64).unrepresentable, "-0.5");
+  EXPECT_EQ(launchWithSeed(Arg::floating(2.7, DType::I64)),
+            "kernel 'dropout': argument 'seed' is 2.7, which does not fit in i64");
+  EXPECT_FALSE(Arg::floating(-3.0, DType::I64).unrepresentable.has_value());
   EXPECT_TRUE(Arg::floating(0x1p64, DType::U64).unrepresentable.has_value());
 }
 

@@ -170,6 +170,15 @@ static int run(const char *spec, const char *ext) {
              kiln_last_error());
       failed = 1;
     }
+    /* A float for an integer argument must be a whole number: 2.5 is not rounded. */
+    u[1].kind = KILN_ARG_FLOAT;
+    u[1].float_value = 2.5;
+    failed |= refused(kiln_launch(device, names, "add_u16", u, 2), spec,
+                      "kernel 'add_u16': argument 'step' is 2.5, which does not fit in u16");
+    /* A malformed tensor argument is named as the kernel names it. */
+    u[0].buffer = NULL;
+    failed |= refused(kiln_launch(device, names, "add_u16", u, 2), spec,
+                      "argument 'out' (args[0]) has no buffer");
     kiln_module_free(names);
   }
   free(bundle);
@@ -189,6 +198,8 @@ static int run(const char *spec, const char *ext) {
   failed |= refused(kiln_buffer_alloc(device, 16, NULL), spec, "kiln_buffer_alloc: out is NULL");
   failed |= refused(kiln_module_load(device, NULL, 64, json, &module), spec,
                     "kiln_module_load: binary is NULL");
+  failed |= refused(kiln_module_load(device, bin, binSize, NULL, &module), spec,
+                    "kiln_module_load: metadata_json is NULL");
   failed |= refused(kiln_module_load_bundle(NULL, bin, binSize, &module), spec,
                     "kiln_module_load_bundle: device is NULL");
   failed |= refused(kiln_stream_record(NULL, &t0), spec, "kiln_stream_record: stream is NULL");
