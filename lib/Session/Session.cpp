@@ -277,10 +277,11 @@ bool Session::findCached(const std::string &key, const std::string &kernel, rt::
     return false;
   std::string bytes = readFile(path);
   if (bytes.empty()) {
-    // Something other than a file in the entry's place (a folder) is damage too;
-    // the write that follows replaces it.
+    // No entry is a miss. Anything else in its place that reads as nothing (an
+    // empty or unreadable file, a folder) is damage; the write that follows
+    // replaces it.
     struct stat st;
-    if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    if (lstat(path.c_str(), &st) == 0)
       ++stats_.damagedEntries;
     return false;
   }

@@ -244,13 +244,17 @@ TEST_F(SessionTest, EntriesThatAreNotFilesAreRecompiled) {
   }
   // A folder (with a file in it) was never replaced: the rename onto it failed,
   // and every session compiled again without counting the damage.
-  for (const char *kind : {"pipe", "link", "folder"}) {
+  // An empty file was recompiled but not counted as damage.
+  for (const char *kind : {"pipe", "link", "folder", "empty"}) {
     std::string what = kind;
     std::remove(entry.c_str());
-    ASSERT_EQ(what == "pipe"   ? mkfifo(entry.c_str(), 0600)
-              : what == "link" ? symlink("/dev/zero", entry.c_str())
-                               : mkdir(entry.c_str(), 0700),
-              0);
+    if (what == "empty")
+      std::ofstream(entry.c_str()).flush();
+    else
+      ASSERT_EQ(what == "pipe"   ? mkfifo(entry.c_str(), 0600)
+                : what == "link" ? symlink("/dev/zero", entry.c_str())
+                                 : mkdir(entry.c_str(), 0700),
+                0);
     if (what == "folder")
       std::ofstream(entry + "/inside") << "x";
     Session s("cpu");
