@@ -160,6 +160,10 @@ bool npy::read(const std::string &path, DType dtype, Array &out, std::string &er
     error = "the file holds a structured array (named fields); save one plain array per tensor";
     return false;
   }
+  if (descr.empty() || descr.contains('\0')) {
+    error = "its header has no readable 'descr' (the element type)";
+    return false;
+  }
   std::vector<std::string> accepted = descrs(dtype);
   if (!llvm::is_contained(accepted, descr.str())) {
     error = "the file holds '" + descr.str() + "' elements; " + dtypeName(dtype) +
