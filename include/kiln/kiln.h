@@ -142,6 +142,7 @@ private:
   template <typename T> static const rt::Status *statusOf(const T &) { return nullptr; }
   static rt::Arg toArg(const Tensor &t) { return t.arg(); }
   static rt::Arg toArg(const rt::Arg &a) { return a; }
+  static rt::Arg toArg(bool v) { return rt::Arg::integer(v, DType::I1); }
   static rt::Arg toArg(float v) { return rt::Arg::f32(v); }
   static rt::Arg toArg(double v) { return rt::Arg::floating(v, DType::F64); }
   static rt::Arg toArg(int32_t v) { return rt::Arg::i32(v); }

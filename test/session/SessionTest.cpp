@@ -114,6 +114,20 @@ kernel flip(m: tensor<i1>[N], out: tensor<i1>[N]) grid(1) {
   std::vector<bool> flipped;
   ASSERT_TRUE(out.download(flipped).ok());
   EXPECT_EQ(flipped, (std::vector<bool>{false, true, true, false, false}));
+  // A bool scalar is an i1 argument (it was passed as an i32, a type error).
+  Kernel pick = s.compile(R"(
+kernel pick(out: tensor<i32>[N], flag: i1) grid(1) {
+  store(out[0], where(flag, 7, 3));
+}
+)", "pick");
+  ASSERT_TRUE(pick.ok()) << pick.status().message();
+  Tensor picked = s.empty<int32_t>({1});
+  for (bool flag : {true, false}) {
+    ASSERT_TRUE(pick(picked, flag).ok()) << pick(picked, flag).message();
+    std::vector<int32_t> value;
+    ASSERT_TRUE(picked.download(value).ok());
+    EXPECT_EQ(value.at(0), flag ? 7 : 3);
+  }
   // Downloads into elements of another type are errors, neither overruns nor
   // floats read as integers; unsigned integers of the size give the bits.
   std::vector<bool> notBools;
