@@ -167,8 +167,8 @@ struct CacheStats {
 using ParamSet = std::map<std::string, std::string>;
 
 struct TuneOptions {
-  int warmup = 1;  // untimed launches per candidate
-  int repeats = 5; // timed launches per candidate (the mean is kept)
+  int warmup = 1;  // untimed launches per candidate (0 or more)
+  int repeats = 5; // timed launches per candidate, 1 or more (the mean is kept)
   /// Progress lines on stderr: -1 when stderr is a terminal, 0 never, 1 always.
   int progress = -1;
 };

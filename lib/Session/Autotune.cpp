@@ -110,6 +110,13 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
                                  : status_;
     return result;
   }
+  if (options.warmup < 0 || options.repeats < 1) {
+    result.kernel.status_ = rt::Status::failure(
+        "autotune times each candidate over TuneOptions::repeats >= 1 launches after warmup >= "
+        "0, got repeats " +
+        std::to_string(options.repeats) + " and warmup " + std::to_string(options.warmup));
+    return result;
+  }
   const std::string kernel = nameOrFirst(source, kernelName);
   bool progress = options.progress < 0 ? isatty(STDERR_FILENO) : options.progress > 0;
 
@@ -217,10 +224,10 @@ TuneResult Session::autotune(const std::string &source, const std::string &kerne
       continue;
     }
     rt::Status status = kernels[i].status();
-    for (int w = 0; status.ok() && w < std::max(1, options.warmup); ++w)
+    for (int w = 0; status.ok() && w < options.warmup; ++w)
       status = kernels[i].launch(args);
     auto start = status.ok() ? device_->record() : rt::Result<rt::Event>(status);
-    int repeats = std::max(1, options.repeats);
+    const int repeats = options.repeats;
     for (int r = 0; start && status.ok() && r < repeats; ++r)
       status = kernels[i].launch(args);
     auto end = start && status.ok() ? device_->record() : rt::Result<rt::Event>(status);

@@ -570,6 +570,13 @@ TEST_F(SessionTest, AutotuneOverDeclaredValues) {
   TuneResult none = s.autotune(kSoftmax, "softmax", {}, options);
   EXPECT_FALSE(none.kernel.ok());
   EXPECT_NE(none.kernel.status().message().find("declares no tune values"), std::string::npos);
+  // Timing over no launches is an error, not one launch said to be none.
+  TuneOptions untimed = options;
+  untimed.repeats = 0;
+  TuneResult zero = s.autotune(source, "", {a.arg(), b.arg(), c.arg()}, untimed);
+  EXPECT_FALSE(zero.kernel.ok());
+  EXPECT_NE(zero.kernel.status().message().find("got repeats 0 and warmup 1"), std::string::npos)
+      << zero.kernel.status().message();
 }
 
 TEST_F(SessionTest, AutotuneTimesIdenticalBinariesOnce) {
