@@ -26,6 +26,7 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -280,6 +281,22 @@ int emitStage(const Target &target, mlir::ModuleOp module, llvm::ToolOutputFile 
   return keepText(output);
 }
 
+/// The stage an output file's extension names (k.so: a shared object), if any.
+std::optional<Emit> emitForExtension(llvm::StringRef path) {
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  return llvm::StringSwitch<std::optional<Emit>>(ext)
+      .Case(".so", Emit::SO)
+      .Cases(".o", ".obj", Emit::Obj)
+      .Case(".ptx", Emit::PTX)
+      .Case(".cubin", Emit::Cubin)
+      .Case(".hsaco", Emit::Hsaco)
+      .Cases(".spv", ".spirv", Emit::SPIRV)
+      .Cases(".metal", ".msl", Emit::MSL)
+      .Case(".ll", Emit::LLVM)
+      .Case(".s", Emit::Asm)
+      .Default(std::nullopt);
+}
+
 /// --target=a,b,c -o F.kbin [--header F.h]: one artifact per target in a bundle.
 int buildBundle() {
   if (!llvm::StringRef(outputFile).ends_with(".kbin"))
@@ -385,10 +402,19 @@ int main(int argc, char **argv) {
     output->os() << targetPipeline(target) << "\n";
     return keepText(*output);
   }
+  // Without --emit, an output's extension names the stage: -o k.so is a shared
+  // object (it was kiln IR, as text, in a file called k.so).
+  std::optional<Emit> byExtension = emit.getNumOccurrences() ? std::nullopt
+                                                              : emitForExtension(outputFile);
+  if (byExtension)
+    emit = *byExtension;
   std::string emitName =
       emit.getParser().getOption(static_cast<unsigned>(emit.getValue())).str();
   if (!llvm::is_contained(target.emits(), emitName))
-    return fail("--emit=" + emitName + " is not available for target " + target.str() +
+    return fail((byExtension ? "-o " + outputFile + " asks for --emit=" + emitName +
+                                   ", which target " + target.str() + " does not emit"
+                             : "--emit=" + emitName + " is not available for target " +
+                                   target.str()) +
                 " (it emits: " + llvm::join(target.emits(), ", ") + ")");
   if (metadataFile.getNumOccurrences() && !artifactFor(emit, target))
     return fail("--metadata goes with a final output (--emit=so, obj, ptx, cubin, hsaco, "
