@@ -201,6 +201,57 @@ MaybeValue Generator::genBinary(const BinaryExpr &e) {
   return binary(e.op, *l, *r, e.loc);
 }
 
+/// Weak integer constants fold exactly, as Python's (and so Triton's constexpr)
+/// integers do: the result keeps `dt` when it fits, else takes i64 or u64, so
+/// `1 << 40` and `65536 * 65536` are 2^40 and 2^32 (they wrapped to 0 in i32).
+/// A value past 64 bits is an error; a typed operand (a cast) folds with wrap-around.
+MaybeValue Generator::foldWeakIntegers(BinOp op, const TValue &l, const TValue &r, DType dt,
+                                       SMLoc at) {
+  auto exact = [](const TValue &v) -> __int128 {
+    return isUnsigned(v.type.dtype) ? __int128(uint64_t(v.cst->i)) : __int128(v.cst->i);
+  };
+  const __int128 a = exact(l), b = exact(r);
+  if ((op == BinOp::Div || op == BinOp::Rem) && b == 0)
+    return error(at, "integer division by zero in a constant expression");
+  if (op == BinOp::Shl && (b < 0 || (b >= 64 && a != 0)))
+    return error(at, "shift by " + std::to_string(int64_t(b)) +
+                         " in a constant expression (the amount must be from 0 to 63)");
+  __int128 value = 0;
+  switch (op) {
+  case BinOp::Add: value = a + b; break;
+  case BinOp::Sub: value = a - b; break;
+  case BinOp::Mul: value = a * b; break;
+  case BinOp::Div: value = a / b; break; // toward zero, as at run time
+  case BinOp::Rem: value = a % b; break;
+  default: value = a == 0 ? 0 : a * (__int128(1) << int(b)); break; // Shl; a * 2^b fits 128 bits
+  }
+  auto fits = [&](DType t) {
+    switch (t) {
+    case DType::I32: return value >= INT32_MIN && value <= INT32_MAX;
+    case DType::I64: return value >= INT64_MIN && value <= INT64_MAX;
+    case DType::U32: return value >= 0 && value <= UINT32_MAX;
+    case DType::U64: return value >= 0 && value <= __int128(UINT64_MAX);
+    default: return false;
+    }
+  };
+  DType type = fits(dt) ? dt : fits(DType::I64) ? DType::I64 : fits(DType::U64) ? DType::U64
+                                                                                : DType::I1;
+  if (type == DType::I1) {
+    bool negative = value < 0;
+    unsigned __int128 magnitude = negative ? 0 - (unsigned __int128)value : value;
+    std::string digits;
+    do {
+      digits.insert(digits.begin(), char('0' + int(magnitude % 10)));
+      magnitude /= 10;
+    } while (magnitude);
+    return error(at, "constant " + std::string(negative ? "-" : "") + digits +
+                         " does not fit in 64 bits; cast<i64>(...) or cast<u64>(...) an "
+                         "operand to fold with wrap-around");
+  }
+  Const c = type == DType::U64 ? Const::ofUnsigned(uint64_t(value)) : Const::ofInt(int64_t(value));
+  return constant(c, type, /*weak=*/true, loc(at));
+}
+
 MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc at) {
   bool logical = op == BinOp::LAnd || op == BinOp::LOr;
   bool bitwise = op == BinOp::And || op == BinOp::Or || op == BinOp::Xor;
@@ -236,6 +287,10 @@ MaybeValue Generator::binary(BinOp op, const TValue &l, const TValue &r, SMLoc a
   mlir::Location loc_ = loc(at);
   if (l.cst && r.cst && shape->empty()) {
     bool weak = l.type.weak && r.type.weak;
+    if (weak && isInteger(dt) && dt != DType::I1 &&
+        (op == BinOp::Add || op == BinOp::Sub || op == BinOp::Mul || op == BinOp::Div ||
+         op == BinOp::Rem || op == BinOp::Shl))
+      return foldWeakIntegers(op, l, r, dt, at);
     if (auto folded = foldBinary(op, foldOperand(l, dt, weak), foldOperand(r, dt, weak), dt))
       return constant(*folded, resultType, weak, loc_);
     if (!isFloat(dt) && (op == BinOp::Div || op == BinOp::Rem))

@@ -220,6 +220,7 @@ private:
   Value castValue(Value v, DType from, DType to, mlir::Location l);
   Value narrowToOddF32(Value v, mlir::Location l);
   Value intToOddF32(Value v, DType from, mlir::Location l);
+  MaybeValue foldWeakIntegers(BinOp op, const TValue &l, const TValue &r, DType dt, SMLoc at);
   Value saturatingFloatToInt(Value v, DType from, DType to, mlir::Location l);
   Value constantLike(Value like, mlir::TypedAttr value, mlir::Location l);
   Value broadcastValue(Value v, const Shape &from, const Shape &to, DType dt,
