@@ -360,6 +360,19 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       return std::nullopt;
     if (*axis < 0 || *axis > 2)
       return error(e.args[0]->loc, "grid axis must be 0, 1 or 2, got " + llvm::Twine(*axis));
+    // An axis the grid rule does not give has one program: its id is always 0,
+    // which is never what a kernel that asks for it means (the grid left out,
+    // or an axis missing from it).
+    if (name == "program_id" && currentKernel && *axis >= int64_t(currentKernel->grid.size()))
+      return error(e.loc, currentKernel->grid.empty()
+                              ? "program_id(" + llvm::Twine(*axis) +
+                                    ") is always 0: the kernel has no grid rule, so one "
+                                    "program runs; give it one, e.g. grid(cdiv(N, BLOCK))"
+                              : "program_id(" + llvm::Twine(*axis) +
+                                    ") is always 0: the grid rule gives " +
+                                    llvm::Twine(currentKernel->grid.size()) + " axis" +
+                                    (currentKernel->grid.size() > 1 ? "es" : "") +
+                                    "; add axis " + llvm::Twine(*axis) + " to it");
     TValue out;
     out.type = SType::scalar(DType::I32);
     if (name == "program_id")
