@@ -70,6 +70,7 @@ struct Binding {
   TValue val;
   bool isMutable = false;
   bool isLoopVar = false;
+  SMLoc at; // where it was declared
 };
 
 /// "an i32", "an f16", "a bf16", "a tensor<...>": the article as the name is spoken.
@@ -257,7 +258,20 @@ private:
       error(at, "redefinition of '" + name + "' in the same scope");
       return false;
     }
-    scopes.back()[name] = Binding{std::move(val), isMutable};
+    // A name from an enclosing block declared again inside a block would hide
+    // it until the block ends, and leave it as it was: `let acc = acc + v;` in
+    // a loop (Python's `acc = acc + v`) summed nothing.
+    for (size_t outer = 0; outer + 1 < scopes.size(); ++outer)
+      if (auto found = scopes[outer].find(name); found != scopes[outer].end()) {
+        error(at, "'" + name + "' is already declared outside this block; a new '" + name +
+                      "' here would hide it until the block ends and leave it unchanged. To " +
+                      "update it, assign it (" + name + " = ..., which needs a 'var'); for a " +
+                      "new value, pick another name");
+        if (found->second.at.isValid())
+          diag.note(found->second.at, "'" + name + "' declared here");
+        return false;
+      }
+    scopes.back()[name] = Binding{std::move(val), isMutable, false, at};
     return true;
   }
   struct ScopeGuard {
