@@ -67,6 +67,17 @@ bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
   if (!nested.ok)
     return false;
   for (auto [i, stmt] : llvm::enumerate(stmts)) {
+    // Nothing after an unconditional exit from the block runs (in a kernel it
+    // was dropped without a word).
+    bool exitsBlock = stmt->kind == Stmt::Return || stmt->kind == Stmt::Break ||
+                      stmt->kind == Stmt::Continue;
+    if (exitsBlock && i + 1 != stmts.size()) {
+      const char *what = stmt->kind == Stmt::Return  ? "'return'"
+                         : stmt->kind == Stmt::Break ? "'break'"
+                                                     : "'continue'";
+      error(stmts[i + 1]->loc, llvm::Twine("statements after ") + what + " never run");
+      return false;
+    }
     if (stmt->kind == Stmt::Return && !inHelper)
       return genKernelReturn(static_cast<const ReturnStmt &>(*stmt)); // nothing after it runs
     if (stmt->kind == Stmt::Break || stmt->kind == Stmt::Continue)
@@ -78,10 +89,6 @@ bool Generator::genStatements(llvm::ArrayRef<StmtPtr> stmts) {
           return error(stmt->loc, kReturnInLoop), false;
         return genReturningIf(ifStmt, stmts.drop_front(i + 1)); // it ends the helper
       }
-    }
-    if (stmt->kind == Stmt::Return && i + 1 != stmts.size()) {
-      error(stmts[i + 1]->loc, "statements after 'return' never run");
-      return false;
     }
     if (stmt->kind == Stmt::Return && (loopDepth || (scopes.size() != 2 && !helperPaths))) {
       error(stmt->loc, loopDepth ? kReturnInLoop : "'return' here does not end the helper");
