@@ -5,6 +5,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
+
 using namespace kiln;
 
 void kiln::addSourceBuffer(llvm::SourceMgr &sourceMgr, llvm::StringRef source,
@@ -25,7 +27,10 @@ void DiagEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
     auto byte = static_cast<unsigned char>(c);
     return byte < 0x80 && byte != 0x7F && (byte >= 0x20 || c == '\t' || c == '\r');
   };
-  if (llvm::all_of(line, plain)) {
+  // A long line (generated source, a minified file) shows a window around the
+  // column: a 1 MB line printed whole, with a caret line as long, buried the message.
+  constexpr size_t kLongLine = 240, kContext = 100;
+  if (line.size() <= kLongLine && llvm::all_of(line, plain)) {
     sourceMgr.PrintMessage(os, diag);
     return;
   }
@@ -45,6 +50,21 @@ void DiagEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
                                                : "note: ")
      << diag.getMessage() << "\n";
   std::string shown, caret;
+  bool cutEnd = false;
+  if (line.size() > kLongLine) {
+    size_t from = at > kContext ? at - kContext : 0, to = std::min(line.size(), at + kContext);
+    while (from > 0 && (static_cast<unsigned char>(line[from]) & 0xC0) == 0x80)
+      --from; // not inside a UTF-8 character
+    while (to < line.size() && (static_cast<unsigned char>(line[to]) & 0xC0) == 0x80)
+      ++to;
+    if (from > 0) {
+      shown = "...";
+      caret = "   ";
+    }
+    cutEnd = to < line.size();
+    line = line.slice(from, to);
+    at -= from;
+  }
   size_t column = 0;
   for (size_t i = 0; i < line.size(); ++i) {
     unsigned char c = line[i];
@@ -57,5 +77,5 @@ void DiagEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
       caret.append(width, ' ');
     column += width;
   }
-  os << shown << "\n" << caret << "^\n";
+  os << shown << (cutEnd ? "..." : "") << "\n" << caret << "^\n";
 }
