@@ -2,6 +2,7 @@
 
 #include "lib/Frontend/Parser.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -197,6 +198,26 @@ bool Parser::parseDType(DType &dt) {
     return false;
   }
   auto parsed = kiln::parseDType(tok.text);
+  // Triton's, NumPy's and PyTorch's spellings name Kiln's.
+  static const llvm::StringMap<const char *> spelled = {
+      {"bool", "i1"},        {"int1", "i1"},          {"int8", "i8"},
+      {"int16", "i16"},      {"int32", "i32"},        {"int64", "i64"},
+      {"uint8", "u8"},       {"uint16", "u16"},       {"uint32", "u32"},
+      {"uint64", "u64"},     {"float16", "f16"},      {"half", "f16"},
+      {"fp16", "f16"},       {"bfloat16", "bf16"},    {"float32", "f32"},
+      {"float", "f32"},      {"fp32", "f32"},         {"float64", "f64"},
+      {"double", "f64"},     {"fp64", "f64"},         {"float8e4nv", "f8e4m3"},
+      {"float8_e4m3fn", "f8e4m3"}, {"float8e5", "f8e5m2"}, {"float8_e5m2", "f8e5m2"}};
+  if (!parsed && tok.text == "tl") {
+    errorHere("unknown element type 'tl'; Kiln's types take no module prefix (Triton's "
+              "tl.float16 is f16), and a tl.constexpr is a param: params(BLOCK: i32 = 1024)",
+              false);
+    return false;
+  }
+  if (auto kiln = spelled.find(tok.text); !parsed && kiln != spelled.end()) {
+    errorHere("unknown element type '" + tok.text + "'; Kiln spells it " + kiln->second, false);
+    return false;
+  }
   if (!parsed) {
     errorHere("unknown element type '" + tok.text +
                   "' (expected i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, "
