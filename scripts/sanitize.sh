@@ -26,7 +26,8 @@ export LSAN_OPTIONS=suppressions=$(pwd)/../scripts/lsan.supp
 # Mesa's Vulkan driver is unloaded at exit, so its one-time allocations cannot be
 # attributed or suppressed: tests that open a Vulkan device run without leak
 # checking (ASan's memory-error checks stay on); everything else checks leaks.
-vulkan='vulkan|c-api|^lit$|session'
+# (Devices.DefaultIsTheFastestPresent opens every kind, Vulkan too.)
+vulkan='vulkan|c-api|^lit$|session|Devices\.DefaultIsTheFastestPresent'
 ASAN_OPTIONS=$asan:detect_leaks=1 \
   ctest --output-on-failure -j "${KILN_TEST_JOBS:-2}" -E "host-examples|$vulkan"
 ASAN_OPTIONS=$asan:detect_leaks=0 \

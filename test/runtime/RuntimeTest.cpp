@@ -922,8 +922,9 @@ TEST(Devices, DefaultIsTheFastestPresent) {
   ASSERT_TRUE(first.ok()) << first.status().message();
   // With one Vulkan device (this machine: lavapipe) both are it; with several, the
   // default is not on the host unless the first listed is.
-  if (!onHost(**first))
+  if (!onHost(**first)) {
     EXPECT_FALSE(onHost(**vulkan)) << (*vulkan)->target();
+  }
 }
 
 TEST_P(OnDevice, RejectsOtherTargetsAndCorruptBundles) {
