@@ -468,6 +468,13 @@ MaybeValue Generator::genIndex(const IndexExpr &e) {
                                      ? "; convert it with cast<i32>(...) (a tensor's "
                                        "dimensions are below 2^31)"
                                      : ""));
+    // A constant index below 0 is always out of bounds (a load gives its
+    // `other`): Python's x[-1] counts from the end, Kiln's does not.
+    if (idx->cst && !isUnsigned(idx->type.dtype) && idx->cst->i < 0)
+      return error(ie->loc, "index " + std::to_string(idx->cst->i) + " is before the start of '" +
+                                base->tensorName +
+                                "' (always out of bounds); indices do not count from the end "
+                                "as Python's do: the last element is at the size minus 1");
     auto s = broadcastShapes(shape, idx->type.shape);
     if (!s)
       return error(ie->loc, "index shape " + shapeStr(idx->type.shape) +
