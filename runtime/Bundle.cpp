@@ -7,8 +7,8 @@
 
 using namespace kiln::rt;
 
-/// Version 1 bundles' FNV-1a started from a mistyped basis, 1469598103934665603.
-static uint64_t fnv1a(const char *data, size_t n) { return kiln::fnv1a64(data, n); }
+// The checksum is kiln::fnv1a64; version 1 bundles' started from a mistyped
+// basis, 1469598103934665603.
 
 template <typename T> static void put(std::string &out, T v) {
   char bytes[sizeof(T)];
@@ -28,7 +28,7 @@ std::string kiln::rt::writeBundle(const Bundle &bundle) {
     put<uint64_t>(out, e.metadata.size());
     out += e.metadata;
   }
-  put<uint64_t>(out, fnv1a(out.data(), out.size()));
+  put<uint64_t>(out, kiln::fnv1a64(out.data(), out.size()));
   return out;
 }
 
@@ -57,7 +57,7 @@ bool kiln::rt::readBundle(const std::string &bytes, Bundle &out, std::string &er
                 std::to_string(kBundleVersion));
   uint64_t stored;
   std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
-  if (stored != fnv1a(bytes.data(), bytes.size() - 8))
+  if (stored != kiln::fnv1a64(bytes.data(), bytes.size() - 8))
     return fail("checksum mismatch (the file is truncated or corrupt)");
   get(count);
   auto getString = [&](auto lengthTag, std::string &s) {
