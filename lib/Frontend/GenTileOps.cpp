@@ -291,19 +291,23 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   MaybeValue b = genValue(*e.args[1], "operand");
   if (!b)
     return std::nullopt;
-  // A float tile and a small integer literal is the spelling of tl.max(t, 1):
+  // A tile and a small integer literal is the spelling of tl.max(t, 1):
   // ambiguous, so an error that offers both readings.
   int64_t rank = a->type.shape.size();
-  if (rank > 0 && isFloat(a->type.dtype) && b->cst && b->type.weak && !isFloat(b->type.dtype) &&
-      b->type.shape.empty() && b->cst->i >= -rank && b->cst->i < rank)
+  if (rank > 0 && a->type.dtype != DType::I1 && b->cst && b->type.weak &&
+      !isFloat(b->type.dtype) && b->type.shape.empty() && b->cst->i >= -rank && b->cst->i < rank) {
+    bool fl = isFloat(a->type.dtype);
+    std::string n = std::to_string(b->cst->i);
+    std::string elementwise =
+        fl ? n + ".0" : std::string("cast<") + dtypeName(a->type.dtype) + ">(" + n + ")";
     return error(e.args[1]->loc,
-                 "'" + e.callee + "(t, " + llvm::Twine(b->cst->i) +
-                     ")' of a float tile and an integer constant is ambiguous: for the " +
-                     (isMax ? "maximum" : "minimum") + " along axis " + llvm::Twine(b->cst->i) +
-                     " (Triton's tl." + e.callee + "(t, " + llvm::Twine(b->cst->i) +
-                     ")) write " + e.callee + "(t, axis = " + llvm::Twine(b->cst->i) +
-                     "); for the elementwise " + e.callee + " with " + llvm::Twine(b->cst->i) +
-                     " write " + llvm::Twine(b->cst->i) + ".0");
+                 "'" + e.callee + "(t, " + n + ")' of " + (fl ? "a float" : "an integer") +
+                     " tile and an integer constant is ambiguous: for the " +
+                     (isMax ? "maximum" : "minimum") + " along axis " + n + " (Triton's tl." +
+                     e.callee + "(t, " + n + ")) write " + e.callee + "(t, axis = " + n +
+                     "); for the elementwise " + e.callee + " with " + n + " write " +
+                     elementwise);
+  }
   auto shape = broadcastShapes(a->type.shape, b->type.shape);
   if (!shape)
     return error(e.loc, "shapes " + shapeStr(a->type.shape) + " and " +
