@@ -93,8 +93,10 @@ void Lexer::noteOperandComment() {
   const char *after = cur + 2;
   while (after != buf.end() && (*after == ' ' || *after == '\t'))
     ++after;
+  // `h //= 2` is Python's floor-division assignment.
   if (before != buf.begin() && isOperandEnd(before[-1]) && after != buf.end() &&
-      (isalnum(static_cast<unsigned char>(*after)) || *after == '_' || *after == '('))
+      (isalnum(static_cast<unsigned char>(*after)) || *after == '_' || *after == '(' ||
+       (after == cur + 2 && *after == '=')))
     firstOperandComment = cur;
 }
 

@@ -44,7 +44,7 @@ public:
   /// operand on its line and starts with one (`N // 2`: Python's floor
   /// division), or null.
   const char *operandComment() const { return firstOperandComment; }
-  /// A `;`, `{` or `}` was read: comments before it are not suspects.
+  /// A `;`, `{` or `}` was consumed: comments before it are not suspects.
   void forgetOperandComment() { firstOperandComment = nullptr; }
 
 private:

@@ -27,9 +27,11 @@ private:
   void advance() {
     previous = tok.kind;
     previousEnd = tok.text.end();
-    tok = lexer.next();
+    // Forgotten once the boundary is consumed: an error at a `}` is still the
+    // comment's (`let h = N // 2;` as a block's last statement).
     if (tok.kind == Tok::Semi || tok.kind == Tok::LBrace || tok.kind == Tok::RBrace)
       lexer.forgetOperandComment();
+    tok = lexer.next();
     if (tok.kind == Tok::Error && !failed) {
       diag.error(tok.loc(), lexer.errorMessage());
       failed = true;
@@ -78,8 +80,11 @@ private:
     if (const char *comment = lexer.operandComment();
         comment && comment < loc.getPointer())
       diag.note(SMLoc::getFromPointer(comment),
-                "'//' starts a comment in Kiln; for Python's floor division write a / b "
-                "(integers; it rounds toward zero) or floor(x / y)");
+                comment[2] == '='
+                    ? "'//' starts a comment in Kiln; for Python's '//=' write '/=' (integers; "
+                      "it rounds toward zero)"
+                    : "'//' starts a comment in Kiln; for Python's floor division write a / b "
+                      "(integers; it rounds toward zero) or floor(x / y)");
   }
   /// Guards the recursive productions: pathological nesting is an error, not a
   /// stack overflow.
