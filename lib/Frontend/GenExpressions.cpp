@@ -59,6 +59,23 @@ MaybeValue Generator::genValue(const Expr &e, const char *what) {
     return std::nullopt;
   if (v->type.isValue())
     return v;
+  if (v->type.kind == SType::Tensor && inGridRule) {
+    // No loads in a grid rule: what it wants from a tensor is its size.
+    llvm::SmallVector<llvm::StringRef> names;
+    if (currentKernel)
+      for (const ArgDecl &arg : currentKernel->args)
+        if (arg.name == v->tensorName)
+          for (const DimSpec &d : arg.dims)
+            if (!d.name.empty())
+              names.push_back(d.name);
+    std::string sizes = v->tensorName + ".size(0)";
+    if (names.size() == 1)
+      sizes += " or the size name " + names[0].str();
+    else if (names.size() > 1)
+      sizes += " or its size names " + llvm::join(names, ", ");
+    return error(e.loc, "tensor argument '" + v->tensorName + "' is not a value here (" + what +
+                            "); use its size, " + sizes);
+  }
   if (v->type.kind == SType::Tensor)
     return error(e.loc, "tensor argument '" + v->tensorName + "' is not a value here (" +
                             what + "); load from it, e.g. load(" + v->tensorName + "[i])");
