@@ -57,6 +57,16 @@ std::optional<int64_t> Generator::constInt(const Expr &e, const char *what, cons
   MaybeValue v = genValue(e, what);
   if (!v)
     return std::nullopt;
+  // A float param (params(B: f32 = 64.0)) is a constant of the wrong type.
+  if (v->cst && v->type.kind == SType::Scalar && isFloat(v->type.dtype) &&
+      e.kind == Expr::Name && currentKernel && !inHelper) {
+    llvm::StringRef name = static_cast<const NameExpr &>(e).name;
+    for (const ParamDecl &p : currentKernel->params)
+      if (p.name == name)
+        return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant; '" +
+                                name + "' is a param of type " + dtypeName(p.dtype) +
+                                ": declare it i32");
+  }
   if (!v->cst || v->type.kind != SType::Scalar || isFloat(v->type.dtype))
     return error(e.loc, llvm::Twine(what) + " must be a compile-time integer constant" +
                             (v->cst ? "" : hint));
@@ -386,15 +396,21 @@ MaybeValue Generator::genBuiltin(const CallExpr &e) {
       return std::nullopt;
     // A tile's extent is static: a size known only at launch is reached with a
     // param-wide tile and the masks views apply at the tensor's bounds.
-    const char *hint = "; a tile's size is fixed when the kernel compiles: take a param "
-                       "BLOCK >= N (loads and stores mask the lanes past the tensor's end), "
-                       "or loop over N in BLOCK-wide steps";
-    auto first = constInt(*e.args[0], "arange bound", hint);
+    // The advice names the size the bound spells (arange(0, D) loops over D).
+    auto hintFor = [](const Expr &bound) {
+      std::string size = bound.kind == Expr::Name
+                             ? static_cast<const NameExpr &>(bound).name
+                             : std::string("the size");
+      return "; a tile's size is fixed when the kernel compiles: take a param BLOCK >= " +
+             size + " (loads and stores mask the lanes past the tensor's end), or loop over " +
+             size + " in BLOCK-wide steps";
+    };
+    auto first = constInt(*e.args[0], "arange bound", hintFor(*e.args[0]).c_str());
     if (!first)
       return std::nullopt;
     int64_t start = 0, end = *first;
     if (e.args.size() == 2) {
-      auto second = constInt(*e.args[1], "arange bound", hint);
+      auto second = constInt(*e.args[1], "arange bound", hintFor(*e.args[1]).c_str());
       if (!second)
         return std::nullopt;
       start = *first;
