@@ -145,6 +145,8 @@ private:
   DiagEngine &diag;
   Token tok;
   bool failed = false;
+  std::string bodyOwner; // "kernel 'k'" or "fn 'f'": the declaration being parsed
+  SMLoc bodyOpen;        // where its body's `{` is
 };
 
 } // namespace
@@ -369,6 +371,8 @@ std::unique_ptr<KernelDecl> Parser::parseKernel() {
       return nullptr;
     }
   }
+  bodyOwner = "kernel '" + kernel->name + "'";
+  bodyOpen = tok.loc();
   if (!parseBlock(kernel->body))
     return nullptr;
   return kernel;
@@ -405,7 +409,11 @@ std::unique_ptr<FnDecl> Parser::parseFn() {
       fn->params.push_back(std::move(param));
     } while (consumeIf(Tok::Comma));
   }
-  if (!expect(Tok::RParen, "after the function's parameters") || !parseBlock(fn->body))
+  if (!expect(Tok::RParen, "after the function's parameters"))
+    return nullptr;
+  bodyOwner = "fn '" + fn->name + "'";
+  bodyOpen = tok.loc();
+  if (!parseBlock(fn->body))
     return nullptr;
   return fn;
 }
@@ -419,6 +427,15 @@ bool Parser::parseBlock(Block &block) {
   while (!is(Tok::RBrace)) {
     if (is(Tok::Eof)) {
       errorHere("expected '}' to close the block");
+      return false;
+    }
+    // `kernel` and `fn` begin only top-level declarations: the body before
+    // them lacks its `}`.
+    if ((is(Tok::KwKernel) || is(Tok::KwFn)) && !bodyOwner.empty()) {
+      auto [line, col] = diag.getSourceMgr().getLineAndColumn(bodyOpen);
+      error(tok.loc(), "expected '}' to close the body of " + bodyOwner + " opened at " +
+                           llvm::Twine(line) + ":" + llvm::Twine(col));
+      diag.note(bodyOpen, "the body of " + bodyOwner + " opens here");
       return false;
     }
     StmtPtr stmt = parseStmt();
