@@ -542,6 +542,39 @@ bool Generator::genUnrolledFor(const ForStmt &stmt, const TValue &start, const T
   return true;
 }
 
+/// Collects the names `e` reads into `names` (each once); false when `e` may
+/// give another value with the same names (a load, an atomic, a helper call).
+static bool readsOnlyNames(const Expr &e, llvm::SmallVectorImpl<llvm::StringRef> &names) {
+  switch (e.kind) {
+  case Expr::IntLit:
+  case Expr::FloatLit:
+  case Expr::BoolLit:
+    return true;
+  case Expr::Name: {
+    llvm::StringRef name = static_cast<const NameExpr &>(e).name;
+    if (!llvm::is_contained(names, name))
+      names.push_back(name);
+    return true;
+  }
+  case Expr::Unary:
+    return readsOnlyNames(*static_cast<const UnaryExpr &>(e).operand, names);
+  case Expr::Binary: {
+    auto &b = static_cast<const BinaryExpr &>(e);
+    return readsOnlyNames(*b.lhs, names) && readsOnlyNames(*b.rhs, names);
+  }
+  case Expr::Call: {
+    // Builtins that read no memory and draw nothing random.
+    static constexpr llvm::StringLiteral pure[] = {"min", "max", "abs", "cdiv", "cast"};
+    auto &c = static_cast<const CallExpr &>(e);
+    if (!llvm::is_contained(pure, c.callee) || !c.kwargs.empty() || c.method)
+      return false;
+    return llvm::all_of(c.args, [&](const ExprPtr &a) { return readsOnlyNames(*a, names); });
+  }
+  default:
+    return false;
+  }
+}
+
 bool Generator::genWhile(const WhileStmt &stmt) {
   if (inGridRule)
     return false;
@@ -567,6 +600,18 @@ bool Generator::genWhile(const WhileStmt &stmt) {
              false;
     if (!first->cst->i)
       return true; // never runs; like a compile-time `if`, the body is not generated
+  }
+  // `while i < N { acc += 1.0; }` without `i += 1`: the condition is the same
+  // value on every trip, so a loop that starts never stops.
+  llvm::SmallVector<llvm::StringRef> reads;
+  if (!leaves && readsOnlyNames(*stmt.cond, reads) && !reads.empty()) {
+    llvm::StringSet<> assigned;
+    collectAssigned(stmt.body, assigned);
+    if (llvm::none_of(reads, [&](llvm::StringRef n) { return assigned.contains(n); }))
+      return error(stmt.cond->loc, "this 'while' loop never ends once it starts: its body "
+                                   "assigns none of the variables its condition reads (" +
+                                       llvm::join(reads, ", ") + ") and has no 'break'"),
+             false;
   }
   // The loop's `break` flag, carried like the variables its body assigns.
   ScopeGuard loopScope(*this);
