@@ -38,7 +38,18 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
   }
   for (const KeywordArg &kw : e.kwargs)
     if (!llvm::is_contained(keywords, kw.name)) {
-      error(kw.loc, "'" + e.callee + "' has no keyword argument '" + kw.name + "'");
+      // Triton's and PyTorch's keywords for what Kiln spells otherwise.
+      auto spelled = [&](llvm::StringRef ours) {
+        return llvm::is_contained(keywords, ours) ? "; Kiln spells it " + ours.str() + " ="
+                                                  : std::string();
+      };
+      std::string hint = kw.name == "acc" && e.callee == "dot"
+                             ? "; pass the accumulator as the third argument: dot(a, b, acc)"
+                         : kw.name == "allow_tf32" ? spelled("tf32")
+                         : kw.name == "keep_dims" || kw.name == "keepdim" ? spelled("keepdims")
+                         : kw.name == "dim" ? spelled("axis")
+                                            : "";
+      error(kw.loc, "'" + e.callee + "' has no keyword argument '" + kw.name + "'" + hint);
       return false;
     }
   if (e.typeArg && !takesTypeArgument(e.callee)) {
@@ -134,6 +145,9 @@ MaybeValue Generator::genCall(const CallExpr &e) {
   // what f makes of its arguments.
   if (e.method && e.args[0]->kind == Expr::Name) {
     auto &front = static_cast<const NameExpr &>(*e.args[0]);
+    if (!lookup(front.name) && (front.name == "math" || front.name == "libdevice"))
+      return error(front.loc, "unknown name '" + front.name + "'; Kiln's math functions take "
+                                  "no module prefix: write " + e.callee + "(...)");
     if (!lookup(front.name) && front.name != "inf" && front.name != "nan")
       return genName(front);
   }
@@ -147,12 +161,29 @@ MaybeValue Generator::genCall(const CallExpr &e) {
   }
   if (module.findKernel(e.callee))
     return error(e.loc, "'" + e.callee + "' is a kernel; kernels cannot be called from kernels");
+  // Python's float("inf") and conversions float(x), int(x), and i32(x).
+  std::optional<DType> to = e.callee == "float" ? std::optional(DType::F32)
+                            : e.callee == "int" ? std::optional(DType::I32)
+                                                : parseDType(e.callee);
+  if (to && e.args.size() == 1 && e.args[0]->kind == Expr::StringLit) {
+    llvm::StringRef text = static_cast<const StringLitExpr &>(*e.args[0]).value;
+    if (text == "inf" || text == "-inf")
+      return error(e.loc, "unknown function '" + e.callee +
+                              "'; infinity is spelled inf (negative: -inf)");
+    if (text == "nan")
+      return error(e.loc, "unknown function '" + e.callee + "'; NaN is spelled nan");
+  }
+  if (to)
+    return error(e.loc, "unknown function '" + e.callee + "'; convert with cast<" +
+                            dtypeName(*to) + ">(x)");
   // Triton's names for what Kiln spells, or does, otherwise.
   static const std::pair<llvm::StringRef, llvm::StringRef> triton[] = {
       {"maximum", "Kiln spells it 'max'"},
       {"minimum", "Kiln spells it 'min'"},
       {"permute", "Kiln spells it 'trans(x, [dims])'"},
       {"view", "Kiln spells it 'reshape'"},
+      {"device_print", "Kiln spells it 'print(\"text\", value)'"},
+      {"T", "transpose with trans(t)"},
       {"debug_barrier", "Kiln places the barriers its threads need itself; there is nothing "
                         "to call"},
       {"static_print", "'static_assert(condition, \"message\")' checks a compile-time fact, "

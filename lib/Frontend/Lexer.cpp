@@ -330,6 +330,10 @@ Token Lexer::next() {
       error = std::string("unexpected character '") + c + "'";
       if (c == '?') // C's c ? a : b
         error += " (Kiln has no '?:'; pick with where(c, a, b))";
+      else if (c == '#') // Python's comment
+        error += " (comments start with //)";
+      else if (c == '\'') // Python's 'text'
+        error += " (strings use double quotes)";
     } else {
       char hex[8];
       snprintf(hex, sizeof hex, "0x%02X", byte);

@@ -26,6 +26,7 @@ private:
   // null, so only the first error is reported.
   void advance() {
     previous = tok.kind;
+    previousText = tok.text;
     previousEnd = tok.text.end();
     // Forgotten once the boundary is consumed: an error at a `}` is still the
     // comment's (`let h = N // 2;` as a block's last statement).
@@ -62,6 +63,10 @@ private:
     // line of its own, the statement before it lacks its ';'.
     bool sameLine = previousEnd && previousEnd <= tok.text.begin() &&
                     !llvm::StringRef(previousEnd, tok.text.begin() - previousEnd).contains('\n');
+    // `not x` parses as the name `not` with `x` after it.
+    if (previous == Tok::Ident && previousText == "not" && sameLine)
+      return error(SMLoc::getFromPointer(previousText.data()),
+                   "Kiln has no 'not'; write !x");
     llvm::StringRef hint = tok.kind == Tok::KwIf && sameLine
                                ? " (a conditional value is where(c, a, b))"
                            : tok.text == "and"  ? " (Kiln writes &&)"
@@ -104,6 +109,7 @@ private:
   static constexpr int kMaxDepth = 256;
   int depth = 0;
   Tok previous = Tok::Eof;          // the token before `tok`
+  llvm::StringRef previousText;     // its text
   const char *previousEnd = nullptr; // and where it ends
   /// `e` with its height set, or null (an error) when it is taller than
   /// kMaxHeight: operator chains (`a + b + ...`) and postfix chains grow
@@ -480,6 +486,22 @@ StmtPtr Parser::parseStmt() {
     if (unpack.empty()) {
       name = tok.text.str();
       advance();
+      // Python's `a, b = 1, 2` and a type annotation `v: f32 = ...`.
+      if (is(Tok::Comma)) {
+        error(tok.loc(), llvm::Twine("expected '=' after the variable name, found ','; unpack "
+                                     "with parentheses: ") +
+                             (isMutable ? "var" : "let") + " (a, b) = (1, 2);");
+        return nullptr;
+      }
+      if (is(Tok::Colon)) {
+        Token type = peekNext();
+        std::string to = type.kind == Tok::Ident && kiln::parseDType(type.text)
+                             ? type.text.str()
+                             : std::string("T");
+        error(tok.loc(), "variables take no type annotation; convert with cast<" + to +
+                             ">(...)");
+        return nullptr;
+      }
     }
     if (!expect(Tok::Assign, unpack.empty() ? "after the variable name" : "after the names"))
       return nullptr;
@@ -608,8 +630,12 @@ StmtPtr Parser::parseFor() {
     return nullptr;
   for (KeywordArg &kw : range.kwargs) {
     if (kw.name != "stages" || stmt->unrolled) {
-      error(kw.loc, "unknown keyword argument '" + kw.name + "' of " + name +
-                        (stmt->unrolled ? " (it takes none)" : " (it takes stages=)"));
+      std::string hint = kw.name == "step" ? "; the step is the third positional argument: " +
+                                                 name + "(start, end, step)"
+                         : stmt->unrolled ? " (it takes none)"
+                         : kw.name == "num_stages" ? "; Kiln spells it stages ="
+                                                   : " (it takes stages=)";
+      error(kw.loc, "unknown keyword argument '" + kw.name + "' of " + name + hint);
       return nullptr;
     }
     stmt->stages = std::move(kw.value);
@@ -834,6 +860,20 @@ ExprPtr Parser::parsePostfix(ExprPtr base) {
       std::string name = tok.text.str();
       SMLoc nameLoc = tok.loc();
       advance();
+      if (name == "T" && !is(Tok::LParen)) {
+        error(nameLoc, "Kiln has no '.T'; transpose with trans(t)");
+        return nullptr;
+      }
+      // Triton's tl.math.exp and libdevice.tanh: the module path before a builtin.
+      if (is(Tok::Dot) && (name == "math" || name == "libdevice") &&
+          base->kind == Expr::Name &&
+          llvm::is_contained({"tl", "triton"}, static_cast<const NameExpr &>(*base).name)) {
+        Token fn = peekNext();
+        error(base->loc, "Kiln's math functions take no module prefix: write " +
+                             (fn.kind == Tok::Ident ? fn.text.str() : std::string("exp")) +
+                             "(...)");
+        return nullptr;
+      }
       if (name == "shape" || name == "numel") {
         error(nameLoc, "Kiln has no '" + name + "'; a tensor's sizes are x.size(d) (or its " +
                            "size names, M and N in x: tensor<f32>[M, N]); a tile's are constants");
