@@ -29,6 +29,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 using namespace kiln;
 using namespace kiln::rt;
 
@@ -992,6 +994,40 @@ TEST_P(OnDevice, RejectsDamagedBinariesBeforeTheDriverReadsThem) {
     ASSERT_EQ(cut.status().message().rfind("not a valid SPIR-V module: ", 0), 0u)
         << bytes << " bytes: " << cut.status().message();
   }
+}
+
+TEST_P(OnDevice, ModulesLoadedOneAfterAnotherAreEachTheirOwn) {
+  // The CPU driver dlopens a shared object from an anonymous memory file,
+  // /proc/self/fd/N. dlopen knows objects by name, so a descriptor number
+  // reused while an earlier module is still loaded would hand back that module
+  // (here: no entry point for the kernel); nothing is written to $TMPDIR.
+  if (GetParam() != "cpu")
+    GTEST_SKIP() << "checks how the CPU driver opens shared objects";
+  char tmp[] = "/tmp/kiln-tmpdir-XXXXXX";
+  ASSERT_NE(mkdtemp(tmp), nullptr);
+  const char *oldTmp = std::getenv("TMPDIR");
+  std::string saved = oldTmp ? oldTmp : "";
+  setenv("TMPDIR", tmp, 1);
+  {
+    Module kept = load("softmax");
+    for (int round = 0; round < 4; ++round) {
+      Module m = load(round % 2 ? "vector_add" : "layernorm");
+      ASSERT_NE(m.find(round % 2 ? "vector_add" : "layernorm"), nullptr) << "round " << round;
+    }
+    Module m = load("vector_add");
+    int64_t n = 100;
+    auto x = randomVector(n, 5), y = randomVector(n, 6);
+    Buffer bx = upload(x), by = upload(y), bz = upload(std::vector<float>(n, NAN));
+    run(m, "vector_add", {Arg::tensor(bx, DType::F32, {n}), Arg::tensor(by, DType::F32, {n}),
+                          Arg::tensor(bz, DType::F32, {n})});
+    EXPECT_TRUE(allClose(download(bz, n), reference::vectorAdd(x.data(), y.data(), n), 0, 1e-6));
+    ASSERT_NE(kept.find("softmax"), nullptr);
+  }
+  if (oldTmp)
+    setenv("TMPDIR", saved.c_str(), 1);
+  else
+    unsetenv("TMPDIR");
+  EXPECT_EQ(rmdir(tmp), 0) << "files were left in " << tmp; // only an empty folder goes
 }
 
 TEST_P(OnDevice, RejectsMetadataOfAnotherBinary) {

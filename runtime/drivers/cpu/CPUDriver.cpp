@@ -13,6 +13,7 @@
 #include "lib/Support/ThreadPool.h"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -26,12 +27,26 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 using namespace kiln;
 using namespace kiln::rt;
 
 namespace {
+
+/// Writes all of `bytes` to `fd`.
+bool writeAll(int fd, const std::string &bytes) {
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
 
 /// Why `binary` is not a whole 64-bit shared object for this host, or "": the
 /// loader maps its segments and headers straight from the file, so one cut
@@ -135,10 +150,53 @@ private:
 
 struct CPUModule {
   void *handle = nullptr;
+  int memoryFile = -1; // the file dlopen mapped, open while loaded: its name stays unique
   std::map<std::string, PackedFn> entries;
   ~CPUModule() {
     if (handle)
       dlclose(handle);
+    if (memoryFile >= 0)
+      ::close(memoryFile);
+  }
+
+  /// dlopens the shared object `binary`, which exists only in memory: dlopen
+  /// needs a file. An anonymous memory file leaves nothing behind, even when
+  /// the process is killed, and works where /tmp is mounted noexec. dlopen
+  /// knows objects by name, and /proc/self/fd/N names whatever file N is now,
+  /// so the file stays open while the module is loaded, and a name already
+  /// loaded is never reused. Otherwise (no memfd_create, no descriptors left) a
+  /// file in $TMPDIR, else /tmp, is opened and its name removed at once.
+  /// Returns why loading failed, or "".
+  std::string open(const std::string &binary) {
+    int fd = memfd_create("kiln-module", MFD_CLOEXEC);
+    if (fd >= 0) {
+      std::string path = "/proc/self/fd/" + std::to_string(fd);
+      void *loaded = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+      if (loaded)
+        dlclose(loaded);
+      else if (writeAll(fd, binary))
+        handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle) {
+        memoryFile = fd;
+        return "";
+      }
+      ::close(fd);
+    }
+    const char *dir = std::getenv("TMPDIR");
+    std::string path = std::string(dir && *dir ? dir : "/tmp") + "/kiln-module-XXXXXX";
+    fd = mkstemp(path.data());
+    if (fd < 0)
+      return "cannot create a temporary file in " + path.substr(0, path.rfind('/')) + ": " +
+             std::strerror(errno);
+    bool written = writeAll(fd, binary);
+    ::close(fd);
+    if (written)
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char *dlError = written && !handle ? dlerror() : nullptr;
+    unlink(path.c_str());
+    if (!written)
+      return "short write to " + path;
+    return handle ? "" : dlError ? dlError : "dlopen failed";
   }
 };
 
@@ -196,21 +254,10 @@ public:
                                            const ModuleMetadata &metadata) override {
     if (std::string problem = elfProblem(binary); !problem.empty())
       return Status::failure(problem);
-    // dlopen needs a file: write one, open it, and remove the name at once.
-    char path[] = "/tmp/kiln-module-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
-      return Status::failure("cannot create a temporary file for the module");
-    bool written = ::write(fd, binary.data(), binary.size()) == static_cast<ssize_t>(binary.size());
-    ::close(fd);
     auto module = std::make_shared<CPUModule>();
-    if (written)
-      module->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    std::string dlError = written && !module->handle ? dlerror() : "";
-    unlink(path);
+    std::string problem = module->open(binary);
     if (!module->handle)
-      return Status::failure("cannot load the module: " +
-                             (written ? dlError : std::string("short write")));
+      return Status::failure("cannot load the module: " + problem);
     for (const KernelInfo &k : metadata.kernels) {
       auto fn = reinterpret_cast<PackedFn>(dlsym(module->handle, ("_mlir_" + k.name).c_str()));
       if (!fn)
