@@ -50,8 +50,10 @@ kernel loops(x: tensor<i32>[N], steps: tensor<i32>[N], out: tensor<i32>[3], n: i
       p *= 2;
     }
     var z = 7;
-    while n < 0 {
+    var m = n;
+    while m < 0 {
       z = 0;
+      m += 1;
     }
     var total = 0;
     for i in range(0, 5) {
