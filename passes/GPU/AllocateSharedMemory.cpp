@@ -101,6 +101,47 @@ kiln::gpu::sharedRequirement(Operation *op, BlockedEncodingAttr layout, MatrixUn
 }
 
 namespace {
+/// "[128, 64] f16": a tile as the error names it.
+std::string describeTile(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(type.getShape(), os);
+  os << "] " << type.getElementType();
+  return text;
+}
+
+/// What `op` keeps in shared memory and what would shrink it, for the note on
+/// the largest user when a kernel does not fit.
+std::string describeSharedUse(Operation *op, int64_t bytes, kiln::gpu::MatrixUnits units,
+                              kiln::gpu::BlockedEncodingAttr layout) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "the largest user (" << bytes << " bytes) is here: ";
+  if (auto dot = dyn_cast<DotOp>(op)) {
+    os << "this dot's operand tiles " << describeTile(dot.getA()) << " and "
+       << describeTile(dot.getB());
+    auto shape = kiln::gpu::matrixInstruction(dot, units, layout.getNumWarps());
+    if (!shape)
+      return os << " pass between threads through it; use smaller tiles", text;
+    int64_t stages = kiln::gpu::pipelineStages(dot, *shape);
+    if (stages > 1)
+      os << ", " << stages << " of each for the loop's stages=" << stages;
+    os << ", and its " << describeTile(dot.getResult())
+       << " result; use ";
+    return os << (stages > 1 ? "fewer stages or " : "") << "smaller tiles", text;
+  }
+  if (isa<ReduceOp>(op))
+    return os << "a reduction of a " << describeTile(op->getOperand(0))
+              << " tile; reduce smaller tiles", text;
+  if (isa<BroadcastOp, TransOp, ScanOp, GatherOp>(op))
+    return os << "this " << op->getName().stripDialect() << " moves a "
+              << describeTile(op->getOperand(0))
+              << " tile between threads; use smaller tiles", text;
+  return os << "use smaller tiles", text;
+}
+
 struct AllocateSharedMemory
     : kiln::impl::KilnGPUAllocateSharedMemoryBase<AllocateSharedMemory> {
   using Base::Base;
@@ -140,11 +181,11 @@ struct AllocateSharedMemory
       if (total > static_cast<int64_t>(maxBytes)) {
         InFlightDiagnostic diag = func.emitError()
                                   << "kernel needs " << total
-                                  << " bytes of shared memory to exchange tiles between "
-                                     "threads; the target allows "
+                                  << " bytes of shared memory for the tiles its threads "
+                                     "share; the target allows "
                                   << static_cast<int64_t>(maxBytes);
         diag.attachNote(largest->getLoc())
-            << "the largest exchange (" << largestBytes << " bytes) is here; use smaller tiles";
+            << describeSharedUse(largest, largestBytes, *units, layout);
         return signalPassFailure();
       }
       func->setAttr(kiln::gpu::kSharedElementsAttr, b.getArrayAttr(entries));

@@ -21,9 +21,9 @@ func.func @k(%v: tensor<512xf32, #l>, %m: tensor<16x64xf32, #l>, %a: tensor<32x3
 
 #l = #kiln_gpu.blocked<vec = 4, warpSize = 32, numWarps = 4>
 
-// expected-error @+1 {{kernel needs 131072 bytes of shared memory to exchange tiles between threads; the target allows 49152}}
+// expected-error @+1 {{kernel needs 131072 bytes of shared memory for the tiles its threads share; the target allows 49152}}
 func.func @too_big(%a: tensor<128x128xf32, #l>, %c: tensor<128x128xf32, #l>) attributes {kiln.kernel} {
-  // expected-note @+1 {{the largest exchange (131072 bytes) is here; use smaller tiles}}
+  // expected-note @+1 {{the largest user (131072 bytes) is here: this dot's operand tiles [128, 128] f32 and [128, 128] f32 pass between threads through it; use smaller tiles}}
   %d = kiln.dot %a, %a, %c : tensor<128x128xf32, #l>, tensor<128x128xf32, #l> -> tensor<128x128xf32, #l>
   return
 }

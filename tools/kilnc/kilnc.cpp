@@ -479,12 +479,22 @@ int main(int argc, char **argv) {
   }
 
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  // Counts the errors the pipeline reports at .kiln locations, then lets
+  // `handler` print them.
+  unsigned reported = 0;
+  context.getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
+    reported += d.getSeverity() == mlir::DiagnosticSeverity::Error;
+    return mlir::failure();
+  });
   if (auto kind = artifactFor(emit, target)) {
     auto artifact = buildArtifact(*module, infos, target, *kind, optLevel, timePasses);
-    // A lowering failure has printed its diagnostics already; serialization
-    // (SPIRV-Cross, ptxas, the linker) reports only through the error.
-    if (!artifact)
-      return fail(llvm::toString(artifact.takeError()));
+    // A lowering failure has printed its diagnostics already, and "lowering
+    // failed" would only repeat them; serialization (SPIRV-Cross, ptxas, the
+    // linker) reports only through the error.
+    if (!artifact) {
+      std::string message = llvm::toString(artifact.takeError());
+      return reported ? 1 : fail(message);
+    }
     int rc = writeArtifact(*artifact, *output);
     if (rc == 0)
       stale.path.clear();
