@@ -17,7 +17,9 @@ TypedAttr kiln::reductionIdentity(OpBuilder &b, ReduceKind kind, Type elem) {
   if (auto f = dyn_cast<FloatType>(elem)) {
     const llvm::fltSemantics &sem = f.getFloatSemantics();
     switch (kind) {
-    case ReduceKind::Sum: return b.getFloatAttr(elem, 0.0);
+    // -0.0: the one value x + v leaves every v unchanged; with 0.0, sums and
+    // prefixes of negative zeros came out positive (as in neither IEEE nor Triton).
+    case ReduceKind::Sum: return b.getFloatAttr(elem, -0.0);
     case ReduceKind::Prod: return b.getFloatAttr(elem, 1.0);
     case ReduceKind::Max: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, true));
     case ReduceKind::Min: return b.getFloatAttr(elem, llvm::APFloat::getInf(sem, false));

@@ -599,6 +599,45 @@ kernel k(x: tensor<i32>[4, 16], rows: tensor<i32>[4, 4, 16], cols: tensor<i32>[4
   });
 }
 
+TEST_F(DeviceAgreement, SumsOfNegativeZerosStayNegativeOnEveryDevice) {
+  // -0.0 + -0.0 is -0.0: sums along an axis and prefix sums of negative zeros
+  // start from -0.0, the additive identity (they started from 0.0 and came out
+  // positive). A whole-tile sum on Vulkan is left out: the subgroup add's own
+  // identity decides its zero's sign there (docs/language.md).
+  const char *source = R"(
+kernel k(x: tensor<f32>[4, 8], s: tensor<f32>[2, 8], c: tensor<f32>[4, 4, 8],
+         all: tensor<f32>[1]) grid(1) {
+  let r = expand_dims(arange(0, 4), 1);
+  let col = expand_dims(arange(0, 8), 0);
+  let v = load(x[r, col]);
+  store(s[0, arange(0, 8)], sum(v, axis = 0));
+  store(s[1, arange(0, 4)], sum(v, axis = 1));
+  store(c[0, r, col], cumsum(v, axis = 1));
+  store(c[1, r, col], cumsum(v, axis = 0));
+  store(c[2, r, col], cumsum(v, axis = 1, reverse = true));
+  store(c[3, r, col], cumsum(v, axis = 0, reverse = true));
+  store(all[0], sum(v));
+}
+)";
+  std::vector<float> x(32, -0.0f);
+  forEachDevice([&](Session &s, const std::string &device) {
+    Kernel k = s.compile(source, "k");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor tx = s.upload(x, {4, 8}), sums = s.upload(std::vector<float>(16, -0.0f), {2, 8}),
+           scans = s.empty<float>({4, 4, 8}), all = s.empty<float>({1});
+    ASSERT_TRUE(k(tx, sums, scans, all).ok()) << device;
+    std::vector<float> gotSums, gotScans, gotAll;
+    ASSERT_TRUE(sums.download(gotSums).ok() && scans.download(gotScans).ok() &&
+                all.download(gotAll).ok());
+    for (size_t i = 0; i < gotSums.size(); ++i)
+      EXPECT_TRUE(gotSums[i] == 0 && std::signbit(gotSums[i])) << device << ": sum " << i;
+    for (size_t i = 0; i < gotScans.size(); ++i)
+      EXPECT_TRUE(gotScans[i] == 0 && std::signbit(gotScans[i])) << device << ": cumsum " << i;
+    if (device == "cpu")
+      EXPECT_TRUE(gotAll[0] == 0 && std::signbit(gotAll[0])) << "whole-tile sum";
+  });
+}
+
 TEST_F(DeviceAgreement, CustomReductionsAndScansOnEveryDevice) {
   // reduce and associative_scan with combine functions: an argmax over (value,
   // index) pairs along a ragged axis of 24, "last non-zero" down the columns (it
