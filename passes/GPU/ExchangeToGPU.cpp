@@ -264,8 +264,27 @@ Value ThreadEmitter::reduceWholeTile(const Registers &values, int64_t numElement
                                                    /*uniform=*/false);
       anyNaN = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, flag, i32(0));
     }
+    // A subgroup add may start from +0.0 (lavapipe's does), which turns a sum
+    // of negative zeros positive: such a sum is -0.0, which IEEE gives and the
+    // shuffles keep, when every lane's partial is -0.0.
+    Value allNegativeZero;
+    if (isa<FloatType>(wide) && kind == ReduceKind::Sum) {
+      auto bitsType = b.getIntegerType(wide.getIntOrFloatBitWidth());
+      Value bits = b.create<arith::BitcastOp>(loc, bitsType, partial);
+      Value sign = b.create<arith::ConstantOp>(
+          loc, b.getIntegerAttr(bitsType, APInt::getSignMask(bitsType.getWidth())));
+      Value isNegativeZero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, bits, sign);
+      Value flag = b.create<arith::ExtUIOp>(loc, b.getI32Type(), isNegativeZero);
+      flag = b.create<mlir::gpu::SubgroupReduceOp>(loc, flag, mlir::gpu::AllReduceOperation::MINUI,
+                                                   /*uniform=*/false);
+      allNegativeZero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, flag, i32(0));
+    }
     partial = b.create<mlir::gpu::SubgroupReduceOp>(loc, partial, subgroupKind(kind, wide),
                                                     /*uniform=*/false);
+    if (allNegativeZero)
+      partial = b.create<arith::SelectOp>(
+          loc, allNegativeZero, b.create<arith::ConstantOp>(loc, b.getFloatAttr(wide, -0.0)),
+          partial);
     if (floatMinMax) {
       Value nan = b.create<arith::ConstantOp>(
           loc, b.getFloatAttr(wide, APFloat::getQNaN(cast<FloatType>(wide).getFloatSemantics())));
