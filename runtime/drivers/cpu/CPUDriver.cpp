@@ -168,14 +168,16 @@ struct CPUModule {
   /// file in $TMPDIR, else /tmp, is opened and its name removed at once.
   /// Returns why loading failed, or "".
   std::string open(const std::string &binary) {
+    std::string memoryFileError; // the loader's, when the binary itself may be at fault
     int fd = memfd_create("kiln-module", MFD_CLOEXEC);
     if (fd >= 0) {
       std::string path = "/proc/self/fd/" + std::to_string(fd);
       void *loaded = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
       if (loaded)
         dlclose(loaded);
-      else if (writeAll(fd, binary))
-        handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      else if (writeAll(fd, binary) && !(handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)))
+        if (const char *error = dlerror())
+          memoryFileError = error;
       if (handle) {
         memoryFile = fd;
         return "";
@@ -186,8 +188,10 @@ struct CPUModule {
     std::string path = std::string(dir && *dir ? dir : "/tmp") + "/kiln-module-XXXXXX";
     fd = mkstemp(path.data());
     if (fd < 0)
-      return "cannot create a temporary file in " + path.substr(0, path.rfind('/')) + ": " +
-             std::strerror(errno);
+      return !memoryFileError.empty()
+                 ? memoryFileError
+                 : "cannot create a temporary file in " + path.substr(0, path.rfind('/')) +
+                       ": " + std::strerror(errno);
     bool written = writeAll(fd, binary);
     ::close(fd);
     if (written)
