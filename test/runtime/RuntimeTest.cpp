@@ -1005,10 +1005,16 @@ TEST_P(OnDevice, ModulesLoadedOneAfterAnotherAreEachTheirOwn) {
     GTEST_SKIP() << "checks how the CPU driver opens shared objects";
   char tmp[] = "/tmp/kiln-tmpdir-XXXXXX";
   ASSERT_NE(mkdtemp(tmp), nullptr);
-  const char *oldTmp = std::getenv("TMPDIR");
-  std::string saved = oldTmp ? oldTmp : "";
-  setenv("TMPDIR", tmp, 1);
+  // TMPDIR points at the empty folder until the end of the block, whichever
+  // way the block is left.
+  struct TmpDir {
+    const char *old = std::getenv("TMPDIR");
+    std::string saved = old ? old : "";
+    explicit TmpDir(const char *dir) { setenv("TMPDIR", dir, 1); }
+    ~TmpDir() { old ? setenv("TMPDIR", saved.c_str(), 1) : unsetenv("TMPDIR"); }
+  };
   {
+    TmpDir scoped(tmp);
     Module kept = load("softmax");
     for (int round = 0; round < 4; ++round) {
       Module m = load(round % 2 ? "vector_add" : "layernorm");
@@ -1023,10 +1029,6 @@ TEST_P(OnDevice, ModulesLoadedOneAfterAnotherAreEachTheirOwn) {
     EXPECT_TRUE(allClose(download(bz, n), reference::vectorAdd(x.data(), y.data(), n), 0, 1e-6));
     ASSERT_NE(kept.find("softmax"), nullptr);
   }
-  if (oldTmp)
-    setenv("TMPDIR", saved.c_str(), 1);
-  else
-    unsetenv("TMPDIR");
   EXPECT_EQ(rmdir(tmp), 0) << "files were left in " << tmp; // only an empty folder goes
 }
 

@@ -623,13 +623,15 @@ kernel k(x: tensor<f32>[4, 8], s: tensor<f32>[2, 8], c: tensor<f32>[4, 4, 8],
   forEachDevice([&](Session &s, const std::string &device) {
     Kernel k = s.compile(source, "k");
     ASSERT_TRUE(k.ok()) << k.status().message();
-    Tensor tx = s.upload(x, {4, 8}), sums = s.upload(std::vector<float>(16, -0.0f), {2, 8}),
-           scans = s.empty<float>({4, 4, 8}), all = s.empty<float>({1});
+    // NaN where nothing should remain: every checked value is one the kernel wrote.
+    Tensor tx = s.upload(x, {4, 8}), sums = s.upload(std::vector<float>(16, NAN), {2, 8}),
+           scans = s.upload(std::vector<float>(128, NAN), {4, 4, 8}),
+           all = s.upload(std::vector<float>(1, NAN), {1});
     ASSERT_TRUE(k(tx, sums, scans, all).ok()) << device;
     std::vector<float> gotSums, gotScans, gotAll;
     ASSERT_TRUE(sums.download(gotSums).ok() && scans.download(gotScans).ok() &&
                 all.download(gotAll).ok());
-    for (size_t i = 0; i < gotSums.size(); ++i)
+    for (size_t i = 0; i < 12; ++i) // row 0: 8 column sums; row 1: 4 row sums
       EXPECT_TRUE(gotSums[i] == 0 && std::signbit(gotSums[i])) << device << ": sum " << i;
     for (size_t i = 0; i < gotScans.size(); ++i)
       EXPECT_TRUE(gotScans[i] == 0 && std::signbit(gotScans[i])) << device << ": cumsum " << i;
