@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Driver.h"
+#include "runtime/drivers/GPUErrors.h"
 #include "runtime/drivers/KernelParams.h"
 
 #include <algorithm>
@@ -109,7 +110,6 @@ struct CudaApi {
 constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;
 constexpr int kMaxGridDimX = 5, kMaxGridDimY = 6, kMaxGridDimZ = 7;
 constexpr int kMultiprocessorCount = 16;
-constexpr CUresult kOutOfMemory = 2, kIllegalAddress = 700, kLaunchFailed = 719;
 
 struct CudaModule {
   CudaApi *api = nullptr;
@@ -171,10 +171,8 @@ public:
       return Status::success();
     const char *text = nullptr;
     api.cuGetErrorString(r, &text);
-    std::string message = what + ": " + (text ? text : "CUDA error " + std::to_string(r));
-    if (r == kIllegalAddress || r == kLaunchFailed)
-      message += " (the kernel faulted; the context is unusable until the process restarts)";
-    return Status::failure(message);
+    return Status::failure(what + ": " + (text ? text : "CUDA error " + std::to_string(r)) +
+                           gpuErrorNote(r));
   }
 
   Backend backend() const override { return Backend::CUDA; }
@@ -185,7 +183,7 @@ public:
   Result<void *> allocate(size_t bytes) override {
     CUdeviceptr ptr = 0;
     CUresult r = api.cuMemAlloc(&ptr, bytes);
-    if (r == kOutOfMemory)
+    if (r == kGPUOutOfMemory)
       return Status::failure("out of device memory");
     if (Status s = check(r, "cuMemAlloc"); !s)
       return s;

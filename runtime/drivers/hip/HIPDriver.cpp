@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Driver.h"
+#include "runtime/drivers/GPUErrors.h"
 #include "runtime/drivers/KernelParams.h"
 
 #include <algorithm>
@@ -183,7 +184,8 @@ public:
     if (r == 0)
       return Status::success();
     const char *text = api.hipGetErrorString(r);
-    return Status::failure(what + ": " + (text ? text : "HIP error " + std::to_string(r)));
+    return Status::failure(what + ": " + (text ? text : "HIP error " + std::to_string(r)) +
+                           gpuErrorNote(r));
   }
 
   Backend backend() const override { return Backend::HIP; }
@@ -193,7 +195,10 @@ public:
 
   Result<void *> allocate(size_t bytes) override {
     void *ptr = nullptr;
-    if (Status s = check(api.hipMalloc(&ptr, bytes), "hipMalloc"); !s)
+    hipError r = api.hipMalloc(&ptr, bytes);
+    if (r == kGPUOutOfMemory)
+      return Status::failure("out of device memory");
+    if (Status s = check(r, "hipMalloc"); !s)
       return s;
     return ptr;
   }
@@ -237,10 +242,16 @@ public:
   Status launchIn(void *stream, void *moduleHandle, const KernelInfo &kernel,
                   const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args) {
     auto *module = static_cast<HipModule *>(moduleHandle);
-    for (int d = 0; d < 3; ++d)
-      if (grid[d] > INT32_MAX)
-        return Status::failure("kernel '" + kernel.name + "': grid too large along axis " +
-                               std::to_string(d));
+    // The dispatch packet holds the grid in work-items, 32 bits per axis; a
+    // larger one would be cut to its low bits, and most programs never run.
+    for (int d = 0; d < 3; ++d) {
+      int64_t limit = int64_t(UINT32_MAX) / (d == 0 ? kernel.threadsPerBlock : 1);
+      if (grid[d] > limit)
+        return Status::failure("kernel '" + kernel.name + "': grid of " +
+                               std::to_string(grid[d]) + " programs along axis " +
+                               std::to_string(d) + " exceeds the device limit " +
+                               std::to_string(limit) + " (2^32 - 1 threads along an axis)");
+    }
     std::vector<uint64_t> storage = packKernelParams(
         args, [](void *buffer) { return reinterpret_cast<uint64_t>(buffer); });
     std::vector<void *> params = paramPointers(storage);

@@ -1,0 +1,380 @@
+//===- FakeCUDA.cpp - a libcuda.so.1 for tests: an sm_90 device, no GPU ---===//
+//
+// The driver API entry points kiln-rt's CUDA driver uses, over FakeGPUState.
+// PTX is read for what the driver's JIT would check: the .target (sm_90a runs
+// only on sm_90, sm_XX on sm_XX and newer), each .entry's parameters (their
+// sizes, so a launch records what the kernel reads), its .maxntid/.reqntid
+// and the static .shared it uses. A cubin gives its kernels' names only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeGPUState.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+using namespace fakegpu;
+
+namespace {
+
+constexpr int kDeviceSm = 90;
+constexpr int kMultiprocessors = 132;
+constexpr unsigned kOptInSharedBytes = 232448; // 227 KiB, as an H100/H200
+constexpr int kInvalidPtx = 218, kUnsupportedPtxVersion = 222, kInvalidContext = 201;
+
+const Limits kLimits = {{2147483647u, 65535u, 65535u}, 49152u, kOptInSharedBytes};
+
+/// Bytes of a PTX parameter or variable type (.u32, .b8, ...); 0 if not one.
+unsigned typeBytes(const std::string &type) {
+  if (type.size() < 3 || type[0] != '.')
+    return 0;
+  char kind = type[1];
+  if (kind != 'u' && kind != 's' && kind != 'b' && kind != 'f')
+    return 0;
+  std::string bits = type.substr(type[1] == 'b' && type[2] == 'f' ? 3 : 2); // .bf16
+  if (bits.empty() || !std::all_of(bits.begin(), bits.end(), ::isdigit))
+    return 0;
+  return static_cast<unsigned>(std::stoi(bits) / 8);
+}
+
+/// `[N]` at the end of a declaration: N (1 without one, 0 for `[]`).
+unsigned arrayCount(const std::string &declaration) {
+  size_t open = declaration.rfind('[');
+  if (open == std::string::npos)
+    return 1;
+  return static_cast<unsigned>(std::strtoul(declaration.c_str() + open + 1, nullptr, 10));
+}
+
+std::vector<std::string> words(const std::string &text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;)
+    out.push_back(w);
+  return out;
+}
+
+/// The text of `{ ... }` starting at `open` (a '{'), braces balanced.
+std::string bracedBody(const std::string &ptx, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < ptx.size(); ++i) {
+    if (ptx[i] == '{')
+      ++depth;
+    else if (ptx[i] == '}' && --depth == 0)
+      return ptx.substr(open, i + 1 - open);
+  }
+  return ptx.substr(open);
+}
+
+/// Reads a PTX module; the error is the JIT's when it would refuse it.
+int readPtx(const std::string &ptx, Module &module) {
+  State &state = State::get();
+  std::vector<std::string> all = words(ptx);
+  for (size_t i = 0; i + 1 < all.size(); ++i) {
+    if (all[i] == ".version" && std::stod(all[i + 1]) >= 10.0)
+      return state.refuse(kUnsupportedPtxVersion, "PTX ISA " + all[i + 1] + " is too new");
+    if (all[i] == ".target") {
+      std::string target = all[i + 1];
+      if (!target.empty() && target.back() == ',')
+        target.pop_back();
+      if (target.compare(0, 3, "sm_") != 0)
+        return state.refuse(kInvalidPtx, "unknown .target " + target);
+      int sm = std::atoi(target.c_str() + 3);
+      bool archSpecific = !target.empty() && (target.back() == 'a' || target.back() == 'f');
+      if (archSpecific ? sm != kDeviceSm : sm > kDeviceSm)
+        return state.refuse(kInvalidPtx, ".target " + target + " does not run on sm_90");
+    }
+  }
+
+  // Module-scope static shared variables: name -> bytes.
+  std::map<std::string, unsigned> shared;
+  std::istringstream lines(ptx);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> w = words(line);
+    if (w.size() < 3 || w[0] != ".shared")
+      continue; // `.extern .shared` is dynamic
+    std::string name = w.back();
+    if (name.back() == ';')
+      name.pop_back();
+    unsigned bytes = 0;
+    for (const std::string &t : w)
+      bytes = std::max(bytes, typeBytes(t));
+    shared[name.substr(0, name.find('['))] = bytes * arrayCount(name);
+  }
+
+  for (size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 1)) {
+    size_t open = ptx.find('(', at), close = ptx.find(')', open), body = ptx.find('{', close);
+    if (open == std::string::npos || close == std::string::npos || body == std::string::npos)
+      return state.refuse(kInvalidPtx, "malformed .entry");
+    auto kernel = std::make_unique<Kernel>();
+    kernel->name = words(ptx.substr(at + 6, open - at - 6)).at(0);
+    kernel->paramsKnown = true;
+    std::istringstream params(ptx.substr(open + 1, close - open - 1));
+    for (std::string param; std::getline(params, param, ',');) {
+      std::vector<std::string> w = words(param);
+      if (w.empty())
+        continue;
+      unsigned bytes = 0;
+      for (const std::string &t : w)
+        if (unsigned b = typeBytes(t))
+          bytes = b;
+      if (w[0] != ".param" || bytes == 0)
+        return state.refuse(kInvalidPtx, "kernel " + kernel->name + ": unreadable parameter '" +
+                                             param + "'");
+      kernel->paramBytes.push_back(bytes * arrayCount(w.back()));
+    }
+    // Performance directives between the parameters and the body.
+    std::vector<std::string> directives = words(ptx.substr(close + 1, body - close - 1));
+    for (size_t i = 0; i < directives.size(); ++i) {
+      if (directives[i] != ".maxntid" && directives[i] != ".reqntid")
+        continue;
+      kernel->exactBlock = directives[i] == ".reqntid";
+      kernel->maxBlock = {1, 1, 1};
+      unsigned total = 1;
+      for (int d = 0; d < 3 && i + 1 + d < directives.size(); ++d) {
+        const std::string &v = directives[i + 1 + d];
+        if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])))
+          break;
+        kernel->maxBlock[d] = static_cast<unsigned>(std::stoul(v));
+        total *= kernel->maxBlock[d];
+      }
+      kernel->maxThreads = std::min(kernel->maxThreads, total);
+    }
+    std::string text = bracedBody(ptx, body);
+    for (auto &[name, bytes] : shared)
+      if (text.find(name) != std::string::npos)
+        kernel->staticSharedBytes += bytes;
+    module.kernels.push_back(std::move(kernel));
+  }
+  if (module.kernels.empty())
+    return state.refuse(kInvalidPtx, "the PTX has no .entry");
+  return kSuccess;
+}
+
+int readCubin(const void *image, Module &module) {
+  ElfImage elf = readElf(image);
+  if (!elf.valid)
+    return State::get().refuse(kInvalidImage, "neither PTX nor an ELF cubin");
+  for (const std::string &name : elf.functions) {
+    auto kernel = std::make_unique<Kernel>();
+    kernel->name = name;
+    module.kernels.push_back(std::move(kernel));
+  }
+  return kSuccess;
+}
+
+void *const kContext = reinterpret_cast<void *>(0x1000);
+bool initialized = false;
+
+#define LOCKED std::lock_guard<std::mutex> lock(State::get().mutex)
+
+} // namespace
+
+extern "C" {
+
+int cuInit(unsigned flags) {
+  LOCKED;
+  if (flags != 0)
+    return State::get().refuse(kInvalidValue, "cuInit flags must be 0");
+  initialized = true;
+  return kSuccess;
+}
+
+int cuDeviceGetCount(int *count) {
+  *count = initialized ? 1 : 0;
+  return initialized ? kSuccess : 3; // CUDA_ERROR_NOT_INITIALIZED
+}
+
+int cuDeviceGet(int *device, int ordinal) {
+  LOCKED;
+  if (ordinal != 0)
+    return State::get().refuse(kInvalidValue, "no CUDA device " + std::to_string(ordinal));
+  *device = 0;
+  return kSuccess;
+}
+
+int cuDeviceGetName(char *name, int length, int device) {
+  std::snprintf(name, static_cast<size_t>(length), "Kiln fake CUDA device (sm_90, no GPU)");
+  return device == 0 ? kSuccess : kInvalidValue;
+}
+
+int cuDeviceGetAttribute(int *value, int attribute, int device) {
+  LOCKED;
+  switch (attribute) {
+  case 5: *value = static_cast<int>(kLimits.maxGrid[0]); break;
+  case 6: *value = static_cast<int>(kLimits.maxGrid[1]); break;
+  case 7: *value = static_cast<int>(kLimits.maxGrid[2]); break;
+  case 8: *value = static_cast<int>(kLimits.defaultDynamicSharedBytes); break;
+  case 16: *value = kMultiprocessors; break;
+  case 75: *value = kDeviceSm / 10; break;
+  case 76: *value = kDeviceSm % 10; break;
+  case 97: *value = static_cast<int>(kOptInSharedBytes); break;
+  default:
+    return State::get().refuse(kInvalidValue,
+                               "device attribute " + std::to_string(attribute) + " is not faked");
+  }
+  return device == 0 ? kSuccess : kInvalidValue;
+}
+
+int cuDevicePrimaryCtxRetain(void **context, int device) {
+  *context = kContext;
+  return device == 0 ? kSuccess : kInvalidValue;
+}
+int cuDevicePrimaryCtxRelease_v2(int device) { return device == 0 ? kSuccess : kInvalidValue; }
+int cuCtxSetCurrent(void *context) {
+  return context == kContext ? kSuccess : kInvalidContext;
+}
+int cuCtxSynchronize() {
+  LOCKED;
+  return State::get().pendingFault();
+}
+
+int cuMemAlloc_v2(uint64_t *address, size_t bytes) {
+  LOCKED;
+  return State::get().allocate(bytes, address);
+}
+int cuMemFree_v2(uint64_t address) {
+  LOCKED;
+  return State::get().release(address);
+}
+int cuMemcpyHtoD_v2(uint64_t to, const void *from, size_t bytes) {
+  LOCKED;
+  return State::get().copy(reinterpret_cast<void *>(to), from, bytes, to);
+}
+int cuMemcpyDtoH_v2(void *to, uint64_t from, size_t bytes) {
+  LOCKED;
+  return State::get().copy(to, reinterpret_cast<const void *>(from), bytes, from);
+}
+
+int cuModuleLoadData(void **handle, const void *image) {
+  LOCKED;
+  auto module = std::make_unique<Module>();
+  auto *bytes = static_cast<const char *>(image);
+  int r = std::memcmp(bytes, "\x7f" "ELF", 4) == 0 ? readCubin(image, *module)
+                                                   : readPtx(std::string(bytes), *module);
+  if (r != kSuccess)
+    return r;
+  *handle = State::get().addModule(std::move(module));
+  return kSuccess;
+}
+int cuModuleUnload(void *module) {
+  LOCKED;
+  return State::get().unloadModule(module);
+}
+int cuModuleGetFunction(void **function, void *module, const char *name) {
+  LOCKED;
+  if (!State::get().isModule(module))
+    return State::get().refuse(kInvalidHandle, "cuModuleGetFunction on no loaded module");
+  Kernel *k = static_cast<Module *>(module)->find(name);
+  if (!k)
+    return State::get().refuse(kNotFound, std::string("no kernel named ") + name);
+  *function = k;
+  return kSuccess;
+}
+int cuFuncSetAttribute(void *function, int attribute, int value) {
+  LOCKED;
+  State &state = State::get();
+  if (!state.isKernel(function))
+    return state.refuse(kInvalidHandle, "cuFuncSetAttribute on no loaded function");
+  auto *k = static_cast<Kernel *>(function);
+  constexpr int kMaxDynamicSharedSizeBytes = 8;
+  if (attribute != kMaxDynamicSharedSizeBytes)
+    return state.refuse(kInvalidValue, "function attribute " + std::to_string(attribute) +
+                                           " is not faked");
+  if (value < 0 || static_cast<unsigned>(value) + k->staticSharedBytes > kOptInSharedBytes)
+    return state.refuse(kInvalidValue, "kernel '" + k->name + "': " + std::to_string(value) +
+                                           " bytes of dynamic shared memory is past the limit");
+  k->dynamicSharedLimit = value;
+  return kSuccess;
+}
+
+int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                   unsigned by, unsigned bz, unsigned sharedBytes, void *stream, void **params,
+                   void **extra) {
+  LOCKED;
+  State &state = State::get();
+  if (extra)
+    return state.refuse(kInvalidValue, "the fake reads kernelParams, not extra");
+  if (stream && !state.streams.count(stream))
+    return state.refuse(kInvalidHandle, "launch on a stream that does not exist");
+  unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  return state.launch(static_cast<Kernel *>(function), kLimits, grid, block, sharedBytes,
+                      stream != nullptr, params);
+}
+
+int cuGetErrorString(int error, const char **text) {
+  static const std::map<int, const char *> names = {
+      {0, "no error"},
+      {1, "invalid argument"},
+      {2, "out of memory"},
+      {200, "device kernel image is invalid"},
+      {218, "a PTX JIT compilation failed"},
+      {222, "the provided PTX was compiled with an unsupported toolchain."},
+      {400, "invalid resource handle"},
+      {500, "named symbol not found"},
+      {700, "an illegal memory access was encountered"},
+      {701, "too many resources requested for launch"},
+      {710, "device-side assert triggered"},
+      {719, "unspecified launch failure"},
+  };
+  auto it = names.find(error);
+  *text = it == names.end() ? nullptr : it->second;
+  return it == names.end() ? kInvalidValue : kSuccess;
+}
+
+int cuStreamCreate(void **stream, unsigned) {
+  LOCKED;
+  *stream = State::get().createHandle(State::get().streams);
+  return kSuccess;
+}
+int cuStreamDestroy_v2(void *stream) {
+  LOCKED;
+  if (!State::get().streams.erase(stream))
+    return State::get().refuse(kInvalidHandle, "destroy of a stream that does not exist");
+  std::free(stream);
+  return kSuccess;
+}
+int cuStreamSynchronize(void *stream) {
+  LOCKED;
+  if (stream && !State::get().streams.count(stream))
+    return State::get().refuse(kInvalidHandle, "synchronize of a stream that does not exist");
+  return State::get().pendingFault();
+}
+
+int cuEventCreate(void **event, unsigned) {
+  LOCKED;
+  *event = State::get().createHandle(State::get().events);
+  return kSuccess;
+}
+int cuEventDestroy_v2(void *event) {
+  LOCKED;
+  if (!State::get().events.erase(event))
+    return State::get().refuse(kInvalidHandle, "destroy of an event that does not exist");
+  State::get().eventTimes.erase(event);
+  std::free(event);
+  return kSuccess;
+}
+int cuEventRecord(void *event, void *stream) {
+  LOCKED;
+  State &state = State::get();
+  if (!state.events.count(event) || (stream && !state.streams.count(stream)))
+    return state.refuse(kInvalidHandle, "record of an unknown event or on an unknown stream");
+  state.eventTimes[event] = nowMs();
+  return kSuccess;
+}
+int cuEventSynchronize(void *event) {
+  LOCKED;
+  if (!State::get().events.count(event))
+    return State::get().refuse(kInvalidHandle, "synchronize of an unknown event");
+  return State::get().pendingFault();
+}
+int cuEventElapsedTime(float *ms, void *start, void *end) {
+  LOCKED;
+  auto &times = State::get().eventTimes;
+  if (!times.count(start) || !times.count(end))
+    return State::get().refuse(kInvalidHandle, "elapsed time between unrecorded events");
+  *ms = static_cast<float>(times[end] - times[start]);
+  return kSuccess;
+}
+
+} // extern "C"
