@@ -397,7 +397,7 @@ TEST_F(DeviceAgreement, DoubleMathAgreesWithLibmOnEveryDevice) {
       {"cosh(A)", [](L a, L) { return coshl(a); }, 2, -30, 30},
       {"tanh(A)", [](L a, L) { return tanhl(a); }, 2, -5, 5},
       {"asinh(A)", [](L a, L) { return asinhl(a); }, 2.5, -4, 4},
-      {"acosh(A)", [](L a, L) { return acoshl(a); }, 2.5, 1, 5},
+      {"acosh(A)", [](L a, L) { return acoshl(a); }, 4, 1, 5},
       {"atanh(A)", [](L a, L) { return atanhl(a); }, 2.5, -1, 1},
       {"cbrt(A)", [](L a, L) { return cbrtl(a); }, 3, -8, 8},
       {"erf(A)", [](L a, L) { return erfl(a); }, 1.5, -6.5, 6.5},
@@ -415,7 +415,9 @@ TEST_F(DeviceAgreement, DoubleMathAgreesWithLibmOnEveryDevice) {
                                        // sin and cos: near multiples of pi/2, the
                                        // closest to one of all doubles, the largest
                                        1.5707963267948966, 3.141592653589793, 1e22,
-                                       kClosestToHalfPiMultiple, 1.7976931348623157e308};
+                                       kClosestToHalfPiMultiple, 1.7976931348623157e308,
+                                       // acosh just above 1: 3.7 ulps on Vulkan
+                                       1.000474286024139};
   expectMathAgreesWithLibm<double>(functions, special, {kClosestToHalfPiMultiple});
 }
 
@@ -447,10 +449,10 @@ TEST_F(DeviceAgreement, FloatMathAgreesWithLibmOnEveryDevice) {
       {"cosh(A)", [](L a, L) { return coshl(a); }, 1.5, -30, 30},
       {"tanh(A)", [](L a, L) { return tanhl(a); }, 2.5, -5, 5},
       {"asinh(A)", [](L a, L) { return asinhl(a); }, 3, -4, 4},
-      {"acosh(A)", [](L a, L) { return acoshl(a); }, 3, 1, 5},
+      {"acosh(A)", [](L a, L) { return acoshl(a); }, 3.5, 1, 5},
       {"atanh(A)", [](L a, L) { return atanhl(a); }, 3, -1, 1},
       {"cbrt(A)", [](L a, L) { return cbrtl(a); }, 2, -8, 8},
-      {"erf(A)", [](L a, L) { return erfl(a); }, 3.5, -4, 4},
+      {"erf(A)", [](L a, L) { return erfl(a); }, 4.5, -4, 4},
       {"sigmoid(A)", [](L a, L) { return 1 / (1 + expl(-a)); }, 2.5, -20, 20},
       // Bases near 1 to a large power (y log x large with log x small).
       {"pow(A, 16777215.0)", [](L a, L) { return powl(a, 16777215); }, 1.5, 0.999999, 1.000001},
@@ -466,7 +468,10 @@ TEST_F(DeviceAgreement, FloatMathAgreesWithLibmOnEveryDevice) {
                                       1.5707964f, 3.1415927f, 6433.9f, 6434.1f, 1e9f, 1e22f,
                                       FLT_MAX, 0x1.b079cap+111f,
                                       // pow: large exponents of bases near 1
-                                      0.99999988f, 1.0000001f, 16777215.0f};
+                                      0.99999988f, 1.0000001f, 16777215.0f,
+                                      // the largest errors a wider sweep found on
+                                      // Vulkan: erf 4.4 ulps, acosh 3.4
+                                      1.8647685f, 1.0018867f};
   expectMathAgreesWithLibm<float>(functions, special, {});
 }
 
