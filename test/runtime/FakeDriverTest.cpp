@@ -15,14 +15,13 @@
 #include "kiln/Runtime.h"
 #include "lib/Support/Half.h"
 
-#include "../fakes/FakeGPU.h"
+#include "test/fakes/FakeHooks.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -39,44 +38,6 @@ std::string slurp(const std::string &path) {
   return ss.str();
 }
 
-/// The test hooks of the fake library a driver loaded.
-struct FakeHooks {
-  decltype(&fakeGpuReset) reset = nullptr;
-  decltype(&fakeGpuLaunchCount) launchCount = nullptr;
-  decltype(&fakeGpuLaunch) launch = nullptr;
-  decltype(&fakeGpuLastRefusal) lastRefusal = nullptr;
-  decltype(&fakeGpuAllocationBytes) allocationBytes = nullptr;
-  decltype(&fakeGpuSetMemoryLimit) setMemoryLimit = nullptr;
-  decltype(&fakeGpuFaultNextLaunch) faultNextLaunch = nullptr;
-  decltype(&fakeGpuDynamicSharedLimit) dynamicSharedLimit = nullptr;
-
-  /// Loads the fake `library` from test/fakes; null members when that fails.
-  explicit FakeHooks(const char *library) {
-    // Never closed: the driver opens the same library by its bare name.
-    void *lib = dlopen((std::string(KILN_FAKES_DIR) + "/" + library).c_str(), RTLD_NOW);
-    if (!lib)
-      return;
-    auto sym = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    };
-    sym(reset, "fakeGpuReset");
-    sym(launchCount, "fakeGpuLaunchCount");
-    sym(launch, "fakeGpuLaunch");
-    sym(lastRefusal, "fakeGpuLastRefusal");
-    sym(allocationBytes, "fakeGpuAllocationBytes");
-    sym(setMemoryLimit, "fakeGpuSetMemoryLimit");
-    sym(faultNextLaunch, "fakeGpuFaultNextLaunch");
-    sym(dynamicSharedLimit, "fakeGpuDynamicSharedLimit");
-  }
-  bool ok() const { return reset && dynamicSharedLimit; }
-
-  FakeLaunch last() const {
-    FakeLaunch record{};
-    EXPECT_TRUE(launch(launchCount() - 1, &record)) << "no launch was recorded";
-    return record;
-  }
-};
-
 struct Backend {
   std::string device;    // as KILN_DEVICE spells it
   std::string target;    // what the device reports
@@ -92,16 +53,13 @@ const Backend kHIP = {"hip", "amdgpu:gfx942", "libamdhip64.so", ".hip.hsaco"};
 class FakeDriver : public ::testing::TestWithParam<Backend> {
 protected:
   void SetUp() override {
-    hooks = std::make_unique<FakeHooks>(GetParam().library);
-    ASSERT_TRUE(hooks->ok()) << "cannot load the fake " << KILN_FAKES_DIR << "/"
-                             << GetParam().library << ": " << dlerror();
+    hooks = std::make_unique<test::FakeHooks>(GetParam().library);
+    ASSERT_TRUE(hooks->ok()) << hooks->error;
     hooks->reset();
-    // The fake HIP device has no KFD topology to read its gfx target from.
-    setenv("KILN_HIP_ARCH", "gfx942", 1);
     auto opened = Device::open(GetParam().device);
     ASSERT_TRUE(opened.ok()) << opened.status().message();
     device = *opened;
-    EXPECT_EQ(FakeHooks(GetParam().library).launch, hooks->launch)
+    EXPECT_EQ(test::FakeHooks(GetParam().library).launch, hooks->launch)
         << "the driver loaded another " << GetParam().library;
   }
   void TearDown() override {
@@ -118,7 +76,7 @@ protected:
   }
 
   std::shared_ptr<Device> device;
-  std::unique_ptr<FakeHooks> hooks;
+  std::unique_ptr<test::FakeHooks> hooks;
 };
 
 /// A dense tensor argument of `dims` (size names become `named`).
@@ -164,7 +122,7 @@ uint64_t scalarBits(const Arg &arg) {
 }
 
 /// Checks `record` against the launch of `kernel` with `args` on `grid`.
-void expectLaunchMatches(const FakeHooks &hooks, const FakeLaunch &record, const KernelInfo &kernel,
+void expectLaunchMatches(const test::FakeHooks &hooks, const FakeLaunch &record, const KernelInfo &kernel,
                          const std::vector<Arg> &args, const std::array<int64_t, 3> &grid) {
   SCOPED_TRACE("kernel '" + kernel.name + "'");
   EXPECT_EQ(std::string(record.kernel), kernel.name);

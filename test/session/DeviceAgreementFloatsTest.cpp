@@ -204,8 +204,9 @@ kernel moves(x: tensor<bf16>[N], y: tensor<bf16>[N], z: tensor<bf16>[N], r: tens
       for (int64_t i = 0; i < n; ++i) {
         ASSERT_EQ(yo[i], codes[i]) << device << " B=" << block << " copy at " << i;
         ASSERT_EQ(go[i], codes[i] ^ 0x8000) << device << " B=" << block << " -v at " << i;
-        if (i > 0) // the NaN's |v| * 1 is some NaN
+        if (i > 0) { // the NaN's |v| * 1 is some NaN
           ASSERT_EQ(ao[i], codes[i] & 0x7fff) << device << " B=" << block << " |v| * 1 at " << i;
+        }
         ASSERT_EQ(zo[i], codes[i]) << device << " B=" << block << " select at " << i;
         int64_t start = i / block * block, mirrored = start + block - 1 - (i - start);
         ASSERT_EQ(ro[i], mirrored < n ? codes[mirrored] : 0)
