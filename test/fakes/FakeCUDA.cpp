@@ -165,8 +165,15 @@ int readCubin(const void *image, Module &module) {
 
 void *const kContext = reinterpret_cast<void *>(0x1000);
 bool initialized = false;
+thread_local void *currentContext = nullptr;
 
 #define LOCKED std::lock_guard<std::mutex> lock(State::get().mutex)
+/// Calls on a thread without the context current fail, as CUDA's do.
+#define IN_CONTEXT                                                                                 \
+  LOCKED;                                                                                          \
+  if (currentContext != kContext)                                                                  \
+  return State::get().refuse(kInvalidContext, std::string(__func__) +                             \
+                                                  " on a thread with no current context")
 
 } // namespace
 
@@ -222,32 +229,35 @@ int cuDevicePrimaryCtxRetain(void **context, int device) {
 }
 int cuDevicePrimaryCtxRelease_v2(int device) { return device == 0 ? kSuccess : kInvalidValue; }
 int cuCtxSetCurrent(void *context) {
-  return context == kContext ? kSuccess : kInvalidContext;
+  if (context != kContext && context != nullptr)
+    return kInvalidContext;
+  currentContext = context;
+  return kSuccess;
 }
 int cuCtxSynchronize() {
-  LOCKED;
+  IN_CONTEXT;
   return State::get().pendingFault();
 }
 
 int cuMemAlloc_v2(uint64_t *address, size_t bytes) {
-  LOCKED;
+  IN_CONTEXT;
   return State::get().allocate(bytes, address);
 }
 int cuMemFree_v2(uint64_t address) {
-  LOCKED;
+  IN_CONTEXT;
   return State::get().release(address);
 }
 int cuMemcpyHtoD_v2(uint64_t to, const void *from, size_t bytes) {
-  LOCKED;
+  IN_CONTEXT;
   return State::get().copy(reinterpret_cast<void *>(to), from, bytes, to);
 }
 int cuMemcpyDtoH_v2(void *to, uint64_t from, size_t bytes) {
-  LOCKED;
+  IN_CONTEXT;
   return State::get().copy(to, reinterpret_cast<const void *>(from), bytes, from);
 }
 
 int cuModuleLoadData(void **handle, const void *image) {
-  LOCKED;
+  IN_CONTEXT;
   auto module = std::make_unique<Module>();
   auto *bytes = static_cast<const char *>(image);
   int r = std::memcmp(bytes, "\x7f" "ELF", 4) == 0 ? readCubin(image, *module)
@@ -258,11 +268,11 @@ int cuModuleLoadData(void **handle, const void *image) {
   return kSuccess;
 }
 int cuModuleUnload(void *module) {
-  LOCKED;
+  IN_CONTEXT;
   return State::get().unloadModule(module);
 }
 int cuModuleGetFunction(void **function, void *module, const char *name) {
-  LOCKED;
+  IN_CONTEXT;
   if (!State::get().isModule(module))
     return State::get().refuse(kInvalidHandle, "cuModuleGetFunction on no loaded module");
   Kernel *k = static_cast<Module *>(module)->find(name);
@@ -272,7 +282,7 @@ int cuModuleGetFunction(void **function, void *module, const char *name) {
   return kSuccess;
 }
 int cuFuncSetAttribute(void *function, int attribute, int value) {
-  LOCKED;
+  IN_CONTEXT;
   State &state = State::get();
   if (!state.isKernel(function))
     return state.refuse(kInvalidHandle, "cuFuncSetAttribute on no loaded function");
@@ -291,14 +301,14 @@ int cuFuncSetAttribute(void *function, int attribute, int value) {
 int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                    unsigned by, unsigned bz, unsigned sharedBytes, void *stream, void **params,
                    void **extra) {
-  LOCKED;
+  IN_CONTEXT;
   State &state = State::get();
   if (extra)
     return state.refuse(kInvalidValue, "the fake reads kernelParams, not extra");
   if (stream && !state.streams.count(stream))
     return state.refuse(kInvalidHandle, "launch on a stream that does not exist");
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return state.launch(static_cast<Kernel *>(function), kLimits, grid, block, sharedBytes,
+  return state.launch(0, static_cast<Kernel *>(function), kLimits, grid, block, sharedBytes,
                       stream != nullptr, params);
 }
 
@@ -323,31 +333,31 @@ int cuGetErrorString(int error, const char **text) {
 }
 
 int cuStreamCreate(void **stream, unsigned) {
-  LOCKED;
+  IN_CONTEXT;
   *stream = State::get().createHandle(State::get().streams);
   return kSuccess;
 }
 int cuStreamDestroy_v2(void *stream) {
-  LOCKED;
+  IN_CONTEXT;
   if (!State::get().streams.erase(stream))
     return State::get().refuse(kInvalidHandle, "destroy of a stream that does not exist");
   std::free(stream);
   return kSuccess;
 }
 int cuStreamSynchronize(void *stream) {
-  LOCKED;
+  IN_CONTEXT;
   if (stream && !State::get().streams.count(stream))
     return State::get().refuse(kInvalidHandle, "synchronize of a stream that does not exist");
   return State::get().pendingFault();
 }
 
 int cuEventCreate(void **event, unsigned) {
-  LOCKED;
+  IN_CONTEXT;
   *event = State::get().createHandle(State::get().events);
   return kSuccess;
 }
 int cuEventDestroy_v2(void *event) {
-  LOCKED;
+  IN_CONTEXT;
   if (!State::get().events.erase(event))
     return State::get().refuse(kInvalidHandle, "destroy of an event that does not exist");
   State::get().eventTimes.erase(event);
@@ -355,7 +365,7 @@ int cuEventDestroy_v2(void *event) {
   return kSuccess;
 }
 int cuEventRecord(void *event, void *stream) {
-  LOCKED;
+  IN_CONTEXT;
   State &state = State::get();
   if (!state.events.count(event) || (stream && !state.streams.count(stream)))
     return state.refuse(kInvalidHandle, "record of an unknown event or on an unknown stream");
@@ -363,13 +373,13 @@ int cuEventRecord(void *event, void *stream) {
   return kSuccess;
 }
 int cuEventSynchronize(void *event) {
-  LOCKED;
+  IN_CONTEXT;
   if (!State::get().events.count(event))
     return State::get().refuse(kInvalidHandle, "synchronize of an unknown event");
   return State::get().pendingFault();
 }
 int cuEventElapsedTime(float *ms, void *start, void *end) {
-  LOCKED;
+  IN_CONTEXT;
   auto &times = State::get().eventTimes;
   if (!times.count(start) || !times.count(end))
     return State::get().refuse(kInvalidHandle, "elapsed time between unrecorded events");

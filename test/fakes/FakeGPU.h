@@ -10,6 +10,10 @@
 // allocation). Every launch is recorded with the parameter values the kernel
 // would read, so a test checks the launch ABI against the binary itself.
 //
+// As the real libraries, a fake keeps the current context (CUDA) or device
+// (HIP; the fake has two) per thread, and CUDA refuses calls on a thread with
+// no current context.
+//
 // Tests reach a fake through the C functions below (dlsym on the library the
 // driver loaded).
 //
@@ -22,6 +26,7 @@
 /// One launch as the kernel would see it.
 struct FakeLaunch {
   char kernel[128];
+  int device; // the calling thread's current device
   unsigned grid[3];
   unsigned block[3];
   unsigned dynamicSharedBytes;

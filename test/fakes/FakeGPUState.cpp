@@ -107,7 +107,7 @@ int State::unloadModule(void *handle) {
   return kSuccess;
 }
 
-int State::launch(Kernel *kernel, const Limits &limits, const unsigned grid[3],
+int State::launch(int device, Kernel *kernel, const Limits &limits, const unsigned grid[3],
                   const unsigned block[3], unsigned dynamicSharedBytes, bool onStream,
                   void **params) {
   if (fault_)
@@ -141,6 +141,7 @@ int State::launch(Kernel *kernel, const Limits &limits, const unsigned grid[3],
                                      std::to_string(dynamicLimit));
   FakeLaunch record{};
   std::snprintf(record.kernel, sizeof record.kernel, "%s", kernel->name.c_str());
+  record.device = device;
   for (int d = 0; d < 3; ++d) {
     record.grid[d] = grid[d];
     record.block[d] = block[d];

@@ -85,8 +85,8 @@ public:
   int unloadModule(void *handle);
 
   /// Checks a launch as the real API would and records it.
-  int launch(Kernel *kernel, const Limits &limits, const unsigned grid[3], const unsigned block[3],
-             unsigned dynamicSharedBytes, bool onStream, void **params);
+  int launch(int device, Kernel *kernel, const Limits &limits, const unsigned grid[3],
+             const unsigned block[3], unsigned dynamicSharedBytes, bool onStream, void **params);
 
   void *createHandle(std::set<void *> &handles);
   std::set<void *> streams, events;

@@ -185,8 +185,9 @@ int readCodeObject(const void *image, Module &module) {
   return kSuccess;
 }
 
+constexpr int kDevices = 2;
 bool initialized = false;
-int current = 0;
+thread_local int current = 0; // HIP's current device is per thread, 0 at first
 
 #define LOCKED std::lock_guard<std::mutex> lock(State::get().mutex)
 
@@ -202,19 +203,20 @@ int hipInit(unsigned flags) {
   return kSuccess;
 }
 int hipGetDeviceCount(int *count) {
-  *count = 1;
+  *count = kDevices;
   return kSuccess;
 }
 int hipSetDevice(int device) {
   LOCKED;
-  if (device != 0)
+  if (device < 0 || device >= kDevices)
     return State::get().refuse(kInvalidValue, "no HIP device " + std::to_string(device));
   current = device;
   return kSuccess;
 }
 int hipDeviceGetName(char *name, int length, int device) {
-  std::snprintf(name, static_cast<size_t>(length), "Kiln fake HIP device (gfx942, no GPU)");
-  return device == 0 ? kSuccess : kInvalidValue;
+  std::snprintf(name, static_cast<size_t>(length), "Kiln fake HIP device %d (gfx942, no GPU)",
+                device);
+  return device >= 0 && device < kDevices ? kSuccess : kInvalidValue;
 }
 
 int hipMalloc(void **address, size_t bytes) {
@@ -275,8 +277,8 @@ int hipModuleLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
       return state.refuse(kInvalidValue, "grid of " + std::to_string(grid[d]) +
                                              " blocks along dimension " + std::to_string(d) +
                                              " has more than 2^32 - 1 work-items");
-  return state.launch(static_cast<Kernel *>(function), kLimits, grid, block, sharedBytes,
-                      stream != nullptr, params);
+  return state.launch(current, static_cast<Kernel *>(function), kLimits, grid, block,
+                      sharedBytes, stream != nullptr, params);
 }
 
 int hipDeviceSynchronize() {

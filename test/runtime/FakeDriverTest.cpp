@@ -25,6 +25,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 using namespace kiln;
 using namespace kiln::rt;
@@ -315,6 +316,45 @@ TEST_P(FakeDriver, StreamsQueueLaunchesAndEventsTimeThem) {
   EXPECT_GE(end->since(*start), 0.0);
   EXPECT_TRUE(stream->synchronize().ok());
   EXPECT_TRUE(hooks->last().onStream);
+}
+
+TEST_P(FakeDriver, AnyThreadMayUseTheDevice) {
+  // A CUDA context, and HIP's current device, belong to one thread at a time:
+  // a device used from a thread other than the one that opened it must make
+  // itself current there (before, CUDA failed and HIP used device 0).
+  bool hip = GetParam().device == "hip";
+  auto opened = Device::open(hip ? "hip:1" : "cuda:0");
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  std::shared_ptr<Device> d = *opened;
+  std::string path = std::string(KILN_KERNELS_DIR) + "/vector_add" + GetParam().extension;
+  std::vector<std::string> failures;
+  std::thread worker([&] {
+    auto check = [&](const Status &s) {
+      if (!s.ok())
+        failures.push_back(s.message() + " (the fake: " + hooks->lastRefusal() + ")");
+      return s.ok();
+    };
+    auto module = d->load(slurp(path), slurp(path + ".json"));
+    auto buffer = d->allocate(1024 * sizeof(float));
+    if (!check(module.status()) || !check(buffer.status()))
+      return;
+    std::vector<float> in(1024, 1.5f), out(1024);
+    Arg v = Arg::tensor(*buffer, DType::F32, {1024});
+    check(d->write(*buffer, in.data(), in.size() * sizeof(float)));
+    check(d->launch(*module, "vector_add", {v, v, v}));
+    check(d->synchronize());
+    check(d->read(*buffer, out.data(), out.size() * sizeof(float)));
+    check(d->record().status());
+    auto stream = d->createStream();
+    if (check(stream.status())) {
+      check(stream->launch(*module, "vector_add", {v, v, v}));
+      check(stream->synchronize());
+    }
+  });
+  worker.join();
+  EXPECT_TRUE(failures.empty()) << failures.front();
+  ASSERT_GE(hooks->launchCount(), 2);
+  EXPECT_EQ(hooks->last().device, hip ? 1 : 0) << "the launch ran on another device";
 }
 
 TEST_P(FakeDriver, ABundleLoadsItsBinaryForThisDevice) {

@@ -3,7 +3,9 @@
 // libcuda.so.1 is opened at run time, so kiln-rt builds and runs on machines
 // without CUDA. Modules are cubins or PTX (which the driver JIT-compiles for the
 // device when no cubin matches). A tensor argument is passed as its device
-// pointer, then its sizes and strides as i32; i1 scalars as i32.
+// pointer, then its sizes and strides as i32; i1 scalars as i32. A context is
+// current on one thread at a time, so every call that needs the device's makes
+// it current first: any thread may use the device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,10 +115,11 @@ constexpr int kMultiprocessorCount = 16;
 
 struct CudaModule {
   CudaApi *api = nullptr;
+  CUcontext context = nullptr;
   CUmodule module = nullptr;
   std::map<std::string, CUfunction> functions;
   ~CudaModule() {
-    if (module)
+    if (module && api->cuCtxSetCurrent(context) == 0)
       api->cuModuleUnload(module);
   }
 };
@@ -124,7 +127,7 @@ struct CudaModule {
 class CUDADriver : public Driver {
 public:
   ~CUDADriver() override {
-    if (origin)
+    if (origin && makeCurrent())
       api.cuEventDestroy(origin);
     if (context)
       api.cuDevicePrimaryCtxRelease(device);
@@ -166,6 +169,9 @@ public:
     return true;
   }
 
+  /// Makes the device's context the calling thread's.
+  Status makeCurrent() { return check(api.cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
+
   Status check(CUresult r, const std::string &what) {
     if (r == 0)
       return Status::success();
@@ -181,6 +187,8 @@ public:
   int64_t processors() const override { return std::max(multiprocessors, 1); }
 
   Result<void *> allocate(size_t bytes) override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     CUdeviceptr ptr = 0;
     CUresult r = api.cuMemAlloc(&ptr, bytes);
     if (r == kGPUOutOfMemory)
@@ -189,20 +197,30 @@ public:
       return s;
     return reinterpret_cast<void *>(ptr);
   }
-  void release(void *buffer) override { api.cuMemFree(reinterpret_cast<CUdeviceptr>(buffer)); }
+  void release(void *buffer) override {
+    if (makeCurrent())
+      api.cuMemFree(reinterpret_cast<CUdeviceptr>(buffer));
+  }
   Status write(void *buffer, size_t offset, const void *data, size_t bytes) override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     return check(api.cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(buffer) + offset, data, bytes),
                  "cuMemcpyHtoD");
   }
   Status read(void *buffer, size_t offset, void *data, size_t bytes) override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     return check(api.cuMemcpyDtoH(data, reinterpret_cast<CUdeviceptr>(buffer) + offset, bytes),
                  "cuMemcpyDtoH");
   }
 
   Result<std::shared_ptr<void>> loadModule(const std::string &binary,
                                            const ModuleMetadata &metadata) override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     auto module = std::make_shared<CudaModule>();
     module->api = &api;
+    module->context = context;
     // PTX must be NUL-terminated; a cubin is taken as is.
     std::string image = binary;
     if (image.compare(0, 4, "\x7f" "ELF") != 0)
@@ -246,6 +264,8 @@ public:
                                std::to_string(grid[d]) + " programs along axis " +
                                std::to_string(d) + " exceeds the device limit " +
                                std::to_string(maxGrid[d]));
+    if (Status s = makeCurrent(); !s)
+      return s;
     std::vector<uint64_t> storage = packKernelParams(
         args, [](void *buffer) { return reinterpret_cast<CUdeviceptr>(buffer); });
     std::vector<void *> params = paramPointers(storage);
@@ -260,12 +280,18 @@ public:
                  "launch of '" + kernel.name + "'");
   }
 
-  Status synchronize() override { return check(api.cuCtxSynchronize(), "cuCtxSynchronize"); }
+  Status synchronize() override {
+    if (Status s = makeCurrent(); !s)
+      return s;
+    return check(api.cuCtxSynchronize(), "cuCtxSynchronize");
+  }
   Result<double> timestamp() override { return eventTime(nullptr); }
 
   /// Device time: an event recorded on `stream` once its work is done, in
   /// milliseconds since an origin event recorded when the device was opened.
   Result<double> eventTime(CUstream stream) {
+    if (Status s = makeCurrent(); !s)
+      return s;
     CUevent event = nullptr;
     if (Status s = check(api.cuEventCreate(&event, 0), "cuEventCreate"); !s)
       return s;
@@ -282,21 +308,27 @@ public:
   }
 
   struct CudaStream : DriverStream {
-    CudaStream(CudaApi &api, CUstream stream) : api(api), stream(stream) {}
+    CudaStream(CudaApi &api, CUcontext context, CUstream stream)
+        : api(api), context(context), stream(stream) {}
     ~CudaStream() override {
+      if (api.cuCtxSetCurrent(context) != 0)
+        return;
       api.cuStreamSynchronize(stream);
       api.cuStreamDestroy(stream);
     }
     CudaApi &api;
+    CUcontext context;
     CUstream stream;
     std::vector<std::shared_ptr<void>> keepAlive; // until the next synchronize
   };
 
   Result<std::shared_ptr<DriverStream>> createStream() override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     CUstream stream = nullptr;
     if (Status s = check(api.cuStreamCreate(&stream, 0), "cuStreamCreate"); !s)
       return s;
-    return std::shared_ptr<DriverStream>(std::make_shared<CudaStream>(api, stream));
+    return std::shared_ptr<DriverStream>(std::make_shared<CudaStream>(api, context, stream));
   }
   Status launchOn(DriverStream &stream, void *module, const KernelInfo &kernel,
                   const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
@@ -307,7 +339,9 @@ public:
   }
   Status synchronize(DriverStream &stream) override {
     auto &cs = static_cast<CudaStream &>(stream);
-    Status s = check(api.cuStreamSynchronize(cs.stream), "cuStreamSynchronize");
+    Status s = makeCurrent();
+    if (s)
+      s = check(api.cuStreamSynchronize(cs.stream), "cuStreamSynchronize");
     cs.keepAlive.clear();
     return s;
   }

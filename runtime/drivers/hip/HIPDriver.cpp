@@ -2,7 +2,9 @@
 //
 // libamdhip64 is opened at run time. Modules are hsaco code objects from
 // `kilnc --target=amdgpu:gfxNNN --emit=hsaco`. The device's gfx target comes from
-// the KFD topology in sysfs (KILN_HIP_ARCH overrides it).
+// the KFD topology in sysfs (KILN_HIP_ARCH overrides it). HIP's current
+// device is per thread, so every call that needs the device selects it first:
+// any thread may use the device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,10 +144,11 @@ KfdGpu kfdGpu(int index) {
 
 struct HipModule {
   HipApi *api = nullptr;
+  int device = 0;
   void *module = nullptr;
   std::map<std::string, void *> functions;
   ~HipModule() {
-    if (module)
+    if (module && api->hipSetDevice(device) == 0)
       api->hipModuleUnload(module);
   }
 };
@@ -165,7 +168,11 @@ public:
             " does not exist";
       return false;
     }
-    api.hipSetDevice(index);
+    this->index = index;
+    if (api.hipSetDevice(index) != 0) {
+      why = "cannot select HIP device " + std::to_string(index);
+      return false;
+    }
     char buf[256] = {0};
     api.hipDeviceGetName(buf, sizeof buf, index);
     deviceName = buf;
@@ -179,6 +186,9 @@ public:
     }
     return true;
   }
+
+  /// Makes the device the calling thread's current one.
+  Status makeCurrent() { return check(api.hipSetDevice(index), "hipSetDevice"); }
 
   Status check(hipError r, const std::string &what) {
     if (r == 0)
@@ -194,6 +204,8 @@ public:
   int64_t processors() const override { return computeUnits; }
 
   Result<void *> allocate(size_t bytes) override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     void *ptr = nullptr;
     hipError r = api.hipMalloc(&ptr, bytes);
     if (r == kGPUOutOfMemory)
@@ -202,12 +214,19 @@ public:
       return s;
     return ptr;
   }
-  void release(void *buffer) override { api.hipFree(buffer); }
+  void release(void *buffer) override {
+    if (makeCurrent())
+      api.hipFree(buffer);
+  }
   Status write(void *buffer, size_t offset, const void *data, size_t bytes) override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     return check(api.hipMemcpyHtoD(static_cast<char *>(buffer) + offset, data, bytes),
                  "hipMemcpyHtoD");
   }
   Status read(void *buffer, size_t offset, void *data, size_t bytes) override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     return check(api.hipMemcpyDtoH(data, static_cast<char *>(buffer) + offset, bytes),
                  "hipMemcpyDtoH");
   }
@@ -216,8 +235,11 @@ public:
                                            const ModuleMetadata &metadata) override {
     if (binary.compare(0, 4, "\x7f" "ELF") != 0)
       return Status::failure("not an AMDGPU code object (expected an hsaco ELF)");
+    if (Status s = makeCurrent(); !s)
+      return s;
     auto module = std::make_shared<HipModule>();
     module->api = &api;
+    module->device = index;
     if (Status s = check(api.hipModuleLoadData(&module->module, binary.data()),
                          "hipModuleLoadData");
         !s)
@@ -252,6 +274,8 @@ public:
                                std::to_string(d) + " exceeds the device limit " +
                                std::to_string(limit) + " (2^32 - 1 threads along an axis)");
     }
+    if (Status s = makeCurrent(); !s)
+      return s;
     std::vector<uint64_t> storage = packKernelParams(
         args, [](void *buffer) { return reinterpret_cast<uint64_t>(buffer); });
     std::vector<void *> params = paramPointers(storage);
@@ -265,6 +289,8 @@ public:
   }
 
   Status synchronize() override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     return check(api.hipDeviceSynchronize(), "hipDeviceSynchronize");
   }
   Result<double> timestamp() override { return eventTime(nullptr); }
@@ -272,6 +298,8 @@ public:
   /// Device time: an event recorded on `stream` once its work is done, in
   /// milliseconds since an origin event recorded when the device was opened.
   Result<double> eventTime(void *stream) {
+    if (Status s = makeCurrent(); !s)
+      return s;
     if (!origin) {
       if (Status s = check(api.hipEventCreate(&origin), "hipEventCreate"); !s)
         return s;
@@ -294,21 +322,26 @@ public:
   }
 
   struct HipStream : DriverStream {
-    HipStream(HipApi &api, void *stream) : api(api), stream(stream) {}
+    HipStream(HipApi &api, int device, void *stream) : api(api), device(device), stream(stream) {}
     ~HipStream() override {
+      if (api.hipSetDevice(device) != 0)
+        return;
       api.hipStreamSynchronize(stream);
       api.hipStreamDestroy(stream);
     }
     HipApi &api;
+    int device;
     void *stream;
     std::vector<std::shared_ptr<void>> keepAlive; // until the next synchronize
   };
 
   Result<std::shared_ptr<DriverStream>> createStream() override {
+    if (Status s = makeCurrent(); !s)
+      return s;
     void *stream = nullptr;
     if (Status s = check(api.hipStreamCreate(&stream), "hipStreamCreate"); !s)
       return s;
-    return std::shared_ptr<DriverStream>(std::make_shared<HipStream>(api, stream));
+    return std::shared_ptr<DriverStream>(std::make_shared<HipStream>(api, index, stream));
   }
   Status launchOn(DriverStream &stream, void *module, const KernelInfo &kernel,
                   const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
@@ -319,7 +352,9 @@ public:
   }
   Status synchronize(DriverStream &stream) override {
     auto &hs = static_cast<HipStream &>(stream);
-    Status s = check(api.hipStreamSynchronize(hs.stream), "hipStreamSynchronize");
+    Status s = makeCurrent();
+    if (s)
+      s = check(api.hipStreamSynchronize(hs.stream), "hipStreamSynchronize");
     hs.keepAlive.clear();
     return s;
   }
@@ -332,6 +367,7 @@ public:
 
 private:
   HipApi api;
+  int index = 0;
   void *origin = nullptr; // the zero of the device clock timestamp() reports
   std::string deviceName, arch;
   int64_t computeUnits = 1;
