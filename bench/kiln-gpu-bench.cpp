@@ -6,7 +6,10 @@
 // JSON object per line; bench/peers/gpu_peers.py measures torch and Triton on
 // the same shapes and bench/gpu_report.py turns both into ratios.
 //
-//   kiln-gpu-bench KERNELS_DIR [--device cuda] [--small]
+//   kiln-gpu-bench KERNELS_DIR [--device cuda] [--small] [--require-device]
+//
+// Without the device it prints why and succeeds (nothing to measure), unless
+// --require-device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,22 +124,28 @@ int main(int argc, char **argv) {
   Bench bench;
   bench.dir = argv[1];
   std::string spec = "cuda";
-  bool small = false;
+  bool small = false, requireDevice = false;
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc)
       spec = argv[++i];
     else if (!std::strcmp(argv[i], "--small"))
       small = true;
+    else if (!std::strcmp(argv[i], "--require-device"))
+      requireDevice = true;
   }
   auto device = Device::open(spec);
   if (!device) {
     std::fprintf(stderr, "kiln-gpu-bench: no %s device: %s\n", spec.c_str(),
                  device.status().message().c_str());
-    return 0; // nothing to measure here: not an error
+    return requireDevice ? 1 : 0;
   }
   bench.device = *device;
-  bench.ext = spec.rfind("vulkan", 0) == 0 ? "vulkan.spv" : spec.rfind("cpu", 0) == 0 ? "cpu.so"
-                                                                                     : "cuda.ptx";
+  switch (bench.device->backend()) {
+  case rt::Backend::CPU: bench.ext = "cpu.so"; break;
+  case rt::Backend::CUDA: bench.ext = "cuda.ptx"; break;
+  case rt::Backend::HIP: bench.ext = "hip.hsaco"; break;
+  case rt::Backend::Vulkan: bench.ext = "vulkan.spv"; break;
+  }
   if (small)
     bench.repeats = 3;
   std::fprintf(stderr, "kiln-gpu-bench on %s\n", bench.device->name().c_str());

@@ -24,7 +24,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$here/out"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>/dev/null || true
-"$here/kiln-gpu-bench" "$here/kernels" "$@" | tee "$here/out/kiln.jsonl"
+"$here/kiln-gpu-bench" "$here/kernels" --require-device "$@" | tee "$here/out/kiln.jsonl"
 python3 "$here/gpu_peers.py" "$@" | tee "$here/out/peers.jsonl"
 python3 "$here/gpu_report.py" "$here/out/kiln.jsonl" "$here/out/peers.jsonl"
 RUN
