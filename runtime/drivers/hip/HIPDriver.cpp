@@ -155,6 +155,11 @@ struct HipModule {
 
 class HIPDriver : public Driver {
 public:
+  ~HIPDriver() override {
+    if (origin && makeCurrent())
+      api.hipEventDestroy(origin);
+  }
+
   bool init(int index, std::string &why) {
     if (!api.load(why))
       return false;
