@@ -262,10 +262,7 @@ int cuModuleLoadData(void **handle, const void *image) {
   auto *bytes = static_cast<const char *>(image);
   int r = std::memcmp(bytes, "\x7f" "ELF", 4) == 0 ? readCubin(image, *module)
                                                    : readPtx(std::string(bytes), *module);
-  if (r != kSuccess)
-    return r;
-  *handle = State::get().addModule(std::move(module));
-  return kSuccess;
+  return r != kSuccess ? r : State::get().loadModule(handle, std::move(module));
 }
 int cuModuleUnload(void *module) {
   IN_CONTEXT;
@@ -273,13 +270,7 @@ int cuModuleUnload(void *module) {
 }
 int cuModuleGetFunction(void **function, void *module, const char *name) {
   IN_CONTEXT;
-  if (!State::get().isModule(module))
-    return State::get().refuse(kInvalidHandle, "cuModuleGetFunction on no loaded module");
-  Kernel *k = static_cast<Module *>(module)->find(name);
-  if (!k)
-    return State::get().refuse(kNotFound, std::string("no kernel named ") + name);
-  *function = k;
-  return kSuccess;
+  return State::get().getFunction(function, module, name);
 }
 int cuFuncSetAttribute(void *function, int attribute, int value) {
   IN_CONTEXT;
@@ -303,10 +294,8 @@ int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsign
                    void **extra) {
   IN_CONTEXT;
   State &state = State::get();
-  if (extra)
-    return state.refuse(kInvalidValue, "the fake reads kernelParams, not extra");
-  if (stream && !state.streams.count(stream))
-    return state.refuse(kInvalidHandle, "launch on a stream that does not exist");
+  if (int r = state.checkLaunch(stream, extra); r != kSuccess)
+    return r;
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   return state.launch(0, static_cast<Kernel *>(function), kLimits, grid, block, sharedBytes,
                       stream != nullptr, params);
@@ -334,57 +323,35 @@ int cuGetErrorString(int error, const char **text) {
 
 int cuStreamCreate(void **stream, unsigned) {
   IN_CONTEXT;
-  *stream = State::get().createHandle(State::get().streams);
-  return kSuccess;
+  return State::get().createStream(stream);
 }
 int cuStreamDestroy_v2(void *stream) {
   IN_CONTEXT;
-  if (!State::get().streams.erase(stream))
-    return State::get().refuse(kInvalidHandle, "destroy of a stream that does not exist");
-  std::free(stream);
-  return kSuccess;
+  return State::get().destroyStream(stream);
 }
 int cuStreamSynchronize(void *stream) {
   IN_CONTEXT;
-  if (stream && !State::get().streams.count(stream))
-    return State::get().refuse(kInvalidHandle, "synchronize of a stream that does not exist");
-  return State::get().pendingFault();
+  return State::get().synchronizeStream(stream);
 }
-
 int cuEventCreate(void **event, unsigned) {
   IN_CONTEXT;
-  *event = State::get().createHandle(State::get().events);
-  return kSuccess;
+  return State::get().createEvent(event);
 }
 int cuEventDestroy_v2(void *event) {
   IN_CONTEXT;
-  if (!State::get().events.erase(event))
-    return State::get().refuse(kInvalidHandle, "destroy of an event that does not exist");
-  State::get().eventTimes.erase(event);
-  std::free(event);
-  return kSuccess;
+  return State::get().destroyEvent(event);
 }
 int cuEventRecord(void *event, void *stream) {
   IN_CONTEXT;
-  State &state = State::get();
-  if (!state.events.count(event) || (stream && !state.streams.count(stream)))
-    return state.refuse(kInvalidHandle, "record of an unknown event or on an unknown stream");
-  state.eventTimes[event] = nowMs();
-  return kSuccess;
+  return State::get().recordEvent(event, stream);
 }
 int cuEventSynchronize(void *event) {
   IN_CONTEXT;
-  if (!State::get().events.count(event))
-    return State::get().refuse(kInvalidHandle, "synchronize of an unknown event");
-  return State::get().pendingFault();
+  return State::get().synchronizeEvent(event);
 }
 int cuEventElapsedTime(float *ms, void *start, void *end) {
   IN_CONTEXT;
-  auto &times = State::get().eventTimes;
-  if (!times.count(start) || !times.count(end))
-    return State::get().refuse(kInvalidHandle, "elapsed time between unrecorded events");
-  *ms = static_cast<float>(times[end] - times[start]);
-  return kSuccess;
+  return State::get().elapsedTime(ms, start, end);
 }
 
 } // extern "C"

@@ -73,12 +73,6 @@ int State::copy(void *to, const void *from, size_t bytes, uint64_t deviceAddress
   return kSuccess;
 }
 
-Module *State::addModule(std::unique_ptr<Module> module) {
-  Module *m = module.get();
-  modules_.insert(m);
-  owned_.push_back(std::move(module));
-  return m;
-}
 
 bool State::isKernel(void *handle) const {
   for (Module *m : modules_)
@@ -170,10 +164,82 @@ int State::launch(int device, Kernel *kernel, const Limits &limits, const unsign
   return kSuccess;
 }
 
-void *State::createHandle(std::set<void *> &handles) {
-  void *h = std::malloc(1);
-  handles.insert(h);
-  return h;
+int State::loadModule(void **handle, std::unique_ptr<Module> module) {
+  *handle = module.get();
+  modules_.insert(module.get());
+  owned_.push_back(std::move(module));
+  return kSuccess;
+}
+
+int State::getFunction(void **function, void *module, const char *name) {
+  if (!isModule(module))
+    return refuse(kInvalidHandle, "a function looked up in no loaded module");
+  Kernel *k = static_cast<Module *>(module)->find(name);
+  if (!k)
+    return refuse(kNotFound, std::string("no kernel named ") + name);
+  *function = k;
+  return kSuccess;
+}
+
+int State::checkLaunch(void *stream, void **extra) {
+  if (extra)
+    return refuse(kInvalidValue, "the fake reads kernelParams, not extra");
+  if (!isStream(stream))
+    return refuse(kInvalidHandle, "launch on a stream that does not exist");
+  return kSuccess;
+}
+
+int State::createStream(void **stream) {
+  *stream = std::malloc(1);
+  streams_.insert(*stream);
+  return kSuccess;
+}
+
+int State::destroyStream(void *stream) {
+  if (!streams_.erase(stream))
+    return refuse(kInvalidHandle, "destroy of a stream that does not exist");
+  std::free(stream);
+  return kSuccess;
+}
+
+int State::synchronizeStream(void *stream) {
+  if (!isStream(stream))
+    return refuse(kInvalidHandle, "synchronize of a stream that does not exist");
+  return fault_;
+}
+
+int State::createEvent(void **event) {
+  *event = std::malloc(1);
+  events_.insert(*event);
+  return kSuccess;
+}
+
+int State::destroyEvent(void *event) {
+  if (!events_.erase(event))
+    return refuse(kInvalidHandle, "destroy of an event that does not exist");
+  eventTimes_.erase(event);
+  std::free(event);
+  return kSuccess;
+}
+
+int State::recordEvent(void *event, void *stream) {
+  if (!events_.count(event) || !isStream(stream))
+    return refuse(kInvalidHandle, "record of an unknown event or on an unknown stream");
+  eventTimes_[event] = nowMs();
+  return kSuccess;
+}
+
+int State::synchronizeEvent(void *event) {
+  if (!events_.count(event))
+    return refuse(kInvalidHandle, "synchronize of an unknown event");
+  return fault_;
+}
+
+int State::elapsedTime(float *ms, void *start, void *end) {
+  if (!eventTimes_.count(start) || !eventTimes_.count(end))
+    return refuse(kInvalidHandle, "elapsed time between unrecorded events");
+  *ms = static_cast<float>(eventTimes_[end] - eventTimes_[start]);
+  return kSuccess;
 }
 
 void State::reset() {

@@ -77,7 +77,6 @@ public:
   size_t allocationBytes(uint64_t address) const;
   int copy(void *to, const void *from, size_t bytes, uint64_t deviceAddress);
 
-  Module *addModule(std::unique_ptr<Module> module);
   bool isModule(void *handle) const { return modules_.count(static_cast<Module *>(handle)); }
   bool isKernel(void *handle) const;
   /// The most recently loaded kernel of this name; null when none is loaded.
@@ -88,9 +87,22 @@ public:
   int launch(int device, Kernel *kernel, const Limits &limits, const unsigned grid[3],
              const unsigned block[3], unsigned dynamicSharedBytes, bool onStream, void **params);
 
-  void *createHandle(std::set<void *> &handles);
-  std::set<void *> streams, events;
-  std::map<void *, double> eventTimes;
+  /// The module calls both APIs share.
+  int loadModule(void **handle, std::unique_ptr<Module> module);
+  int getFunction(void **function, void *module, const char *name);
+  /// A launch's checks before the kernel's own: no `extra` (the fake reads
+  /// `kernelParams`) and a stream that exists (null: the default one).
+  int checkLaunch(void *stream, void **extra);
+
+  /// Streams and events.
+  int createStream(void **stream);
+  int destroyStream(void *stream);
+  int synchronizeStream(void *stream);
+  int createEvent(void **event);
+  int destroyEvent(void *event);
+  int recordEvent(void *event, void *stream);
+  int synchronizeEvent(void *event);
+  int elapsedTime(float *ms, void *start, void *end);
 
   // The test hooks.
   void reset();
@@ -105,6 +117,9 @@ private:
   std::set<Module *> modules_;
   std::vector<std::unique_ptr<Module>> owned_;
   int fault_ = 0;
+  std::set<void *> streams_, events_;
+  std::map<void *, double> eventTimes_;
+  bool isStream(void *stream) const { return !stream || streams_.count(stream); }
 };
 
 /// The named sections and function symbols of an ELF64 image; empty when

@@ -242,10 +242,8 @@ int hipMemcpyDtoH(void *to, void *from, size_t bytes) {
 int hipModuleLoadData(void **handle, const void *image) {
   LOCKED;
   auto module = std::make_unique<Module>();
-  if (int r = readCodeObject(image, *module); r != kSuccess)
-    return r;
-  *handle = State::get().addModule(std::move(module));
-  return kSuccess;
+  int r = readCodeObject(image, *module);
+  return r != kSuccess ? r : State::get().loadModule(handle, std::move(module));
 }
 int hipModuleUnload(void *module) {
   LOCKED;
@@ -253,13 +251,7 @@ int hipModuleUnload(void *module) {
 }
 int hipModuleGetFunction(void **function, void *module, const char *name) {
   LOCKED;
-  if (!State::get().isModule(module))
-    return State::get().refuse(kInvalidHandle, "hipModuleGetFunction on no loaded module");
-  Kernel *k = static_cast<Module *>(module)->find(name);
-  if (!k)
-    return State::get().refuse(kNotFound, std::string("no kernel named ") + name);
-  *function = k;
-  return kSuccess;
+  return State::get().getFunction(function, module, name);
 }
 
 int hipModuleLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -267,10 +259,8 @@ int hipModuleLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
                           void **params, void **extra) {
   LOCKED;
   State &state = State::get();
-  if (extra)
-    return state.refuse(kInvalidValue, "the fake reads kernelParams, not extra");
-  if (stream && !state.streams.count(stream))
-    return state.refuse(kInvalidHandle, "launch on a stream that does not exist");
+  if (int r = state.checkLaunch(stream, extra); r != kSuccess)
+    return r;
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   for (int d = 0; d < 3; ++d)
     if (static_cast<uint64_t>(grid[d]) * block[d] > UINT32_MAX)
@@ -303,57 +293,35 @@ const char *hipGetErrorString(int error) {
 
 int hipStreamCreate(void **stream) {
   LOCKED;
-  *stream = State::get().createHandle(State::get().streams);
-  return kSuccess;
+  return State::get().createStream(stream);
 }
 int hipStreamDestroy(void *stream) {
   LOCKED;
-  if (!State::get().streams.erase(stream))
-    return State::get().refuse(kInvalidHandle, "destroy of a stream that does not exist");
-  std::free(stream);
-  return kSuccess;
+  return State::get().destroyStream(stream);
 }
 int hipStreamSynchronize(void *stream) {
   LOCKED;
-  if (stream && !State::get().streams.count(stream))
-    return State::get().refuse(kInvalidHandle, "synchronize of a stream that does not exist");
-  return State::get().pendingFault();
+  return State::get().synchronizeStream(stream);
 }
-
 int hipEventCreate(void **event) {
   LOCKED;
-  *event = State::get().createHandle(State::get().events);
-  return kSuccess;
+  return State::get().createEvent(event);
 }
 int hipEventDestroy(void *event) {
   LOCKED;
-  if (!State::get().events.erase(event))
-    return State::get().refuse(kInvalidHandle, "destroy of an event that does not exist");
-  State::get().eventTimes.erase(event);
-  std::free(event);
-  return kSuccess;
+  return State::get().destroyEvent(event);
 }
 int hipEventRecord(void *event, void *stream) {
   LOCKED;
-  State &state = State::get();
-  if (!state.events.count(event) || (stream && !state.streams.count(stream)))
-    return state.refuse(kInvalidHandle, "record of an unknown event or on an unknown stream");
-  state.eventTimes[event] = nowMs();
-  return kSuccess;
+  return State::get().recordEvent(event, stream);
 }
 int hipEventSynchronize(void *event) {
   LOCKED;
-  if (!State::get().events.count(event))
-    return State::get().refuse(kInvalidHandle, "synchronize of an unknown event");
-  return State::get().pendingFault();
+  return State::get().synchronizeEvent(event);
 }
 int hipEventElapsedTime(float *ms, void *start, void *end) {
   LOCKED;
-  auto &times = State::get().eventTimes;
-  if (!times.count(start) || !times.count(end))
-    return State::get().refuse(kInvalidHandle, "elapsed time between unrecorded events");
-  *ms = static_cast<float>(times[end] - times[start]);
-  return kSuccess;
+  return State::get().elapsedTime(ms, start, end);
 }
 
 } // extern "C"

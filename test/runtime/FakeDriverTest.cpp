@@ -15,6 +15,7 @@
 #include "kiln/Runtime.h"
 #include "lib/Support/Half.h"
 
+#include "test/Common/ReadFile.h"
 #include "test/fakes/FakeHooks.h"
 
 #include <gtest/gtest.h>
@@ -22,22 +23,13 @@
 #include <algorithm>
 #include <cstring>
 #include <dirent.h>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <thread>
 
 using namespace kiln;
 using namespace kiln::rt;
+using test::readFile;
 
 namespace {
-
-std::string slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct Backend {
   std::string device;    // as KILN_DEVICE spells it
@@ -70,7 +62,7 @@ protected:
 
   Module load(const std::string &dir, const std::string &example) {
     std::string path = dir + "/" + example + GetParam().extension;
-    auto module = device->load(slurp(path), slurp(path + ".json"));
+    auto module = device->load(readFile(path), readFile(path + ".json"));
     EXPECT_TRUE(module.ok()) << path << ": " << module.status().message()
                              << " (the fake: " << hooks->lastRefusal() << ")";
     return module.ok() ? *module : Module();
@@ -334,7 +326,7 @@ TEST_P(FakeDriver, AnyThreadMayUseTheDevice) {
         failures.push_back(s.message() + " (the fake: " + hooks->lastRefusal() + ")");
       return s.ok();
     };
-    auto module = d->load(slurp(path), slurp(path + ".json"));
+    auto module = d->load(readFile(path), readFile(path + ".json"));
     auto buffer = d->allocate(1024 * sizeof(float));
     if (!check(module.status()) || !check(buffer.status()))
       return;
@@ -358,7 +350,7 @@ TEST_P(FakeDriver, AnyThreadMayUseTheDevice) {
 }
 
 TEST_P(FakeDriver, ABundleLoadsItsBinaryForThisDevice) {
-  auto module = device->loadBundle(slurp(std::string(KILN_KERNELS_DIR) + "/cpp_names.kbin"));
+  auto module = device->loadBundle(readFile(std::string(KILN_KERNELS_DIR) + "/cpp_names.kbin"));
   ASSERT_TRUE(module.ok()) << module.status().message();
   EXPECT_EQ(module->target(), GetParam().target);
   EXPECT_FALSE(module->kernels().empty());

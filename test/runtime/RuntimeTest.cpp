@@ -14,6 +14,7 @@
 #include "lib/Support/GridRule.h"
 #include "runtime/Metadata.h"
 #include "test/Common/Compare.h"
+#include "test/Common/ReadFile.h"
 
 #include <gtest/gtest.h>
 
@@ -43,14 +44,8 @@ std::string kernelsDir() {
   return env ? env : KILN_KERNELS_DIR;
 }
 
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 using test::allClose;
+using test::readFile;
 using test::randomVector;
 
 /// A device of one kind, with helpers to move float vectors in and out.

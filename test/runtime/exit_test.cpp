@@ -7,25 +7,18 @@
 // handler must still run ahead of the driver's. Exit status 0 is the test; 77
 // (ctest's skip) when the device is not present.
 #include "kiln/Runtime.h"
+#include "test/Common/ReadFile.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 using namespace kiln;
 using namespace kiln::rt;
+using kiln::test::readFile;
 
 std::shared_ptr<Device> device;
 Module module;
 Buffer x, y, z;
 Stream stream;
-
-static std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 int main(int argc, char **argv) {
   std::string spec = argc > 1 ? argv[1] : "vulkan";
