@@ -4,7 +4,9 @@
 // PTX is read for what the driver's JIT would check: the .target (sm_90a runs
 // only on sm_90, sm_XX on sm_XX and newer), each .entry's parameters (their
 // sizes, so a launch records what the kernel reads), its .maxntid/.reqntid
-// and the static .shared it uses. A cubin gives its kernels' names only.
+// and the static .shared it uses. A cubin gives the same from its
+// .nv.info.<kernel> attributes (each parameter's ordinal and size, the
+// .maxntid) and its .nv.shared.<kernel> section.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +153,37 @@ int readPtx(const std::string &ptx, Module &module) {
   return kSuccess;
 }
 
+/// Reads a kernel's .nv.info attributes: records of a format byte, an
+/// attribute byte and (for format 4) a 16-bit size and that many bytes; the
+/// other formats hold a 16-bit value or nothing.
+void readKernelInfo(const ElfImage::Section &info, Kernel &kernel) {
+  constexpr unsigned char kSizedValue = 4, kMaxThreads = 0x05, kParamInfo = 0x17;
+  std::map<unsigned, unsigned> params; // ordinal -> bytes
+  for (size_t at = 0; at + 4 <= info.size;) {
+    unsigned char format = info.data[at], attribute = info.data[at + 1];
+    uint16_t bytes = 0;
+    std::memcpy(&bytes, info.data + at + 2, 2);
+    const unsigned char *data = info.data + at + 4;
+    at += 4 + (format == kSizedValue ? bytes : 0);
+    if (format != kSizedValue || at > info.size)
+      continue;
+    if (attribute == kParamInfo && bytes >= 12) {
+      // u32 index, u16 ordinal, u16 offset, u32 whose bits 18-31 are the size
+      uint16_t ordinal;
+      uint32_t flags;
+      std::memcpy(&ordinal, data + 4, 2);
+      std::memcpy(&flags, data + 8, 4);
+      params[ordinal] = (flags >> 18) & 0x3fff;
+    } else if (attribute == kMaxThreads && bytes >= 12) {
+      std::memcpy(kernel.maxBlock.data(), data, 12);
+      kernel.maxThreads = kernel.maxBlock[0] * kernel.maxBlock[1] * kernel.maxBlock[2];
+    }
+  }
+  kernel.paramsKnown = true;
+  for (auto [ordinal, bytes] : params)
+    kernel.paramBytes.push_back(bytes);
+}
+
 int readCubin(const void *image, Module &module) {
   ElfImage elf = readElf(image);
   if (!elf.valid)
@@ -158,6 +191,10 @@ int readCubin(const void *image, Module &module) {
   for (const std::string &name : elf.functions) {
     auto kernel = std::make_unique<Kernel>();
     kernel->name = name;
+    if (const ElfImage::Section *info = elf.section(".nv.info." + name))
+      readKernelInfo(*info, *kernel);
+    if (const ElfImage::Section *shared = elf.section(".nv.shared." + name))
+      kernel->staticSharedBytes = static_cast<unsigned>(shared->memorySize);
     module.kernels.push_back(std::move(kernel));
   }
   return kSuccess;

@@ -32,7 +32,7 @@ struct FakeLaunch {
   unsigned dynamicSharedBytes;
   bool onStream; // queued on a created stream, not the default one
   /// The parameters, each read at the size the binary declares for it; -1 when
-  /// the binary does not say (a cubin).
+  /// the binary does not say (a cubin without .nv.info).
   int paramCount;
   uint64_t params[64];
   unsigned paramBytes[64];

@@ -270,7 +270,7 @@ ElfImage fakegpu::readElf(const void *image) {
   const char *names = reinterpret_cast<const char *>(bytes + headers[header.e_shstrndx].sh_offset);
   for (const Elf64_Shdr &h : headers)
     out.sections.push_back({names + h.sh_name, h.sh_type, bytes + h.sh_offset,
-                            h.sh_type == SHT_NOBITS ? 0 : h.sh_size});
+                            h.sh_type == SHT_NOBITS ? 0 : h.sh_size, h.sh_size});
   for (const Elf64_Shdr &h : headers) {
     if (h.sh_type != SHT_SYMTAB || h.sh_link >= headers.size())
       continue;

@@ -129,8 +129,15 @@ struct ElfImage {
     std::string name;
     uint32_t type = 0;
     const unsigned char *data = nullptr;
-    size_t size = 0;
+    size_t size = 0;       // bytes in the file
+    size_t memorySize = 0; // bytes it takes when loaded (.bss-like sections have no data)
   };
+  const Section *section(const std::string &name) const {
+    for (const Section &s : sections)
+      if (s.name == name)
+        return &s;
+    return nullptr;
+  }
   std::vector<Section> sections;
   std::vector<std::string> functions; // global STT_FUNC symbols
   std::vector<std::string> objects;   // global STT_OBJECT symbols
