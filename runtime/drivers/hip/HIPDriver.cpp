@@ -289,7 +289,10 @@ public:
                                            static_cast<unsigned>(grid[1]),
                                            static_cast<unsigned>(grid[2]),
                                            static_cast<unsigned>(kernel.threadsPerBlock), 1, 1,
-                                           0, stream, params.data(), nullptr),
+                                           kernel.dynamicSharedMemory
+                                               ? static_cast<unsigned>(kernel.sharedMemoryBytes)
+                                               : 0u,
+                                           stream, params.data(), nullptr),
                  "launch of '" + kernel.name + "'");
   }
 
