@@ -52,8 +52,8 @@ protected:
     auto opened = Device::open(GetParam().device);
     ASSERT_TRUE(opened.ok()) << opened.status().message();
     device = *opened;
-    EXPECT_EQ(test::FakeHooks(GetParam().library).launch, hooks->launch)
-        << "the driver loaded another " << GetParam().library;
+    ASSERT_NE(device->name().find("fake"), std::string::npos)
+        << "the driver opened another " << GetParam().library << ": " << device->name();
   }
   void TearDown() override {
     if (hooks && hooks->ok())
@@ -196,10 +196,7 @@ std::vector<std::string> examplesIn(const std::string &dir, const std::string &e
   return out;
 }
 
-TEST_P(FakeDriver, OpensWithTheFakesTarget) {
-  EXPECT_EQ(device->target(), GetParam().target);
-  EXPECT_NE(device->name().find("fake"), std::string::npos) << device->name();
-}
+TEST_P(FakeDriver, OpensWithTheFakesTarget) { EXPECT_EQ(device->target(), GetParam().target); }
 
 TEST_P(FakeDriver, EveryTestKernelLaunchesWithTheParametersItsBinaryDeclares) {
   int launched = 0;
