@@ -255,6 +255,13 @@ bool rewriteMatmul(linalg::MatmulOp op, int64_t registerBits, int64_t registers,
 struct MatmulMicroKernel : kiln::impl::KilnCPUMatmulMicroKernelBase<MatmulMicroKernel> {
   using Base::Base;
   void runOnOperation() override {
+    if (registerBits <= 0 || registerBits % 8 != 0 || registers <= 0) {
+      getOperation().emitError() << "kiln-cpu-matmul-microkernel: register-bits must be a "
+                                    "positive multiple of 8 and registers positive (got "
+                                 << static_cast<int64_t>(registerBits) << " and "
+                                 << static_cast<int64_t>(registers) << ")";
+      return signalPassFailure();
+    }
     SmallVector<linalg::MatmulOp> matmuls;
     getOperation().walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
     for (linalg::MatmulOp op : matmuls)

@@ -320,6 +320,7 @@ def KilnGPUCoalesce : Pass<"kiln-gpu-coalesce", "mlir::ModuleOp"> {
     Option<"accessBits", "access-bits", "unsigned", /*default=*/"128",
            "Widest memory access per thread, in bits">
   ];
+  let dependentDialects = ["kiln::gpu::KilnGPUDialect"];
 }
 
 def KilnGPUAllocateSharedMemory : Pass<"kiln-gpu-allocate-shared-memory", "mlir::ModuleOp"> {
@@ -348,6 +349,7 @@ def KilnGPUAllocateSharedMemory : Pass<"kiln-gpu-allocate-shared-memory", "mlir:
            "With integer-atomics-only: the device adds f32 atomically, so f32 "
            "tensors that atomics only add to need no swaps">
   ];
+  let dependentDialects = ["kiln::gpu::KilnGPUDialect"];
 }
 
 def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
@@ -415,7 +417,7 @@ def ConvertKilnGPUToGPU : Pass<"convert-kiln-gpu-to-gpu", "mlir::ModuleOp"> {
            "may run longer records in each loop whether it reached its end and fails "
            "the launch through the debug buffer when one was cut; 0: no limit">
   ];
-  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
+  let dependentDialects = ["kiln::gpu::KilnGPUDialect", "mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::spirv::SPIRVDialect", "mlir::ROCDL::ROCDLDialect"];

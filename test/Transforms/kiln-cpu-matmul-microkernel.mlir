@@ -2,6 +2,10 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-cpu-matmul-microkernel{register-bits=256 registers=16}))" | FileCheck %s --check-prefix=AVX2
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-cpu-matmul-microkernel{x86-pmaddwd=1}))" | FileCheck %s --check-prefix=PAIRS
 // RUN: kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-cpu-matmul-microkernel))" | FileCheck %s --check-prefix=NOPAIRS
+// An option that leaves no register to block with is an error (register-bits=0
+// divided by zero).
+// RUN: not kiln-opt %s -split-input-file --pass-pipeline="builtin.module(func.func(kiln-cpu-matmul-microkernel{register-bits=0}))" 2>&1 | FileCheck %s --check-prefix=BADBITS
+// BADBITS: error: kiln-cpu-matmul-microkernel: register-bits must be a positive multiple of 8 and registers positive (got 0 and 32)
 
 // 512-bit registers: 8 x 32 blocks, 16 accumulators carried through the K loop,
 // one B row as two vectors, eight broadcasts of A.
