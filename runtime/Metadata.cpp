@@ -5,11 +5,23 @@
 #include "runtime/Json.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
 using namespace kiln;
 using namespace kiln::rt;
+
+/// A name as the language spells kernels and arguments: a letter or `_`, then
+/// letters, digits and `_`.
+static bool isIdentifier(const std::string &name) {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  return !name.empty() && letter(name[0]) &&
+         std::all_of(name.begin(), name.end(), [&](char c) {
+           return letter(c) || std::isdigit(static_cast<unsigned char>(c));
+         });
+}
 
 bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::string &error) {
   JsonValue root;
@@ -39,6 +51,8 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
         !grid || grid->kind != JsonValue::Array || grid->array.size() != 3)
       return bad("a kernel needs name, args and a 3-entry grid");
     info.name = name->string;
+    if (!isIdentifier(info.name))
+      return bad("kernel name '" + info.name + "' is not an identifier");
     for (const KernelInfo &earlier : out.kernels)
       if (earlier.name == info.name)
         return bad("two kernels named '" + info.name + "'");
@@ -53,6 +67,13 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
       if (!dt)
         return bad("unknown dtype '" + dtype->string + "'");
       arg.name = an->string;
+      // Tools name files after arguments (kiln-run --save DIR writes DIR/NAME.npy).
+      if (!isIdentifier(arg.name))
+        return bad("argument name '" + arg.name + "' of '" + info.name +
+                   "' is not an identifier");
+      for (const ArgInfo &earlier : info.args)
+        if (earlier.name == arg.name)
+          return bad("two arguments of '" + info.name + "' named '" + arg.name + "'");
       arg.dtype = *dt;
       arg.isTensor = kind->string == "tensor";
       for (const JsonValue &d : dims->array) {
@@ -68,8 +89,17 @@ bool kiln::rt::parseMetadata(const std::string &json, ModuleMetadata &out, std::
       info.grid.push_back(g.string);
     }
     if (const JsonValue *params = k.get("params"))
-      for (auto &[pname, value] : params->object)
-        info.params.push_back({pname, DType::I32, value.number, {}});
+      for (auto &[pname, value] : params->object) {
+        double v = value.number;
+        if (value.kind == JsonValue::String) { // the values JSON has no numbers for
+          if (value.string != "inf" && value.string != "-inf" && value.string != "nan")
+            return bad("param '" + pname + "' is '" + value.string + "', not a number");
+          v = value.string == "nan" ? NAN : value.string == "inf" ? INFINITY : -INFINITY;
+        } else if (value.kind != JsonValue::Number) {
+          return bad("param '" + pname + "' is not a number");
+        }
+        info.params.push_back({pname, DType::I32, v, {}});
+      }
     if (const JsonValue *tune = k.get("tune"))
       for (auto &[pname, values] : tune->object) {
         auto param = std::find_if(info.params.begin(), info.params.end(),

@@ -17,6 +17,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <cmath>
+
 using namespace kiln;
 
 static llvm::Error targetError(const llvm::Twine &message) {
@@ -488,7 +490,11 @@ std::string kiln::kernelMetadataJSON(const std::vector<KernelInfo> &kernels,
     }
     llvm::json::Object params, tune;
     for (const ParamValue &p : k.params) {
-      params[p.name] = p.value;
+      // JSON has no infinities or NaN: those values are written as strings.
+      if (std::isfinite(p.value))
+        params[p.name] = p.value;
+      else
+        params[p.name] = std::isnan(p.value) ? "nan" : p.value > 0 ? "inf" : "-inf";
       if (!p.tune.empty())
         tune[p.name] = llvm::json::Array(p.tune);
     }

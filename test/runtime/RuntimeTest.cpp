@@ -1363,6 +1363,51 @@ TEST(Metadata, KernelNamesAreUnique) {
   EXPECT_NE(error.find("two kernels named 'k'"), std::string::npos) << error;
 }
 
+TEST(Metadata, NamesAreIdentifiersAndArgumentNamesUnique) {
+  // Tools name files after arguments (kiln-run --save DIR writes DIR/NAME.npy):
+  // a bundle's "../escaped" wrote outside DIR, two "x" wrote one file twice.
+  auto parse = [](const std::string &kernelName, const std::string &argNames) {
+    std::string args;
+    std::stringstream names(argNames + ",");
+    for (std::string name; std::getline(names, name, ',');)
+      args += std::string(args.empty() ? "" : ", ") + R"({"name": ")" + name +
+              R"(", "kind": "tensor", "dtype": "f32", "dims": ["N"]})";
+    std::string json = R"({"target": "cpu", "kernels": [{"name": ")" + kernelName +
+                       R"(", "args": [)" + args + R"(], "grid": ["1", "1", "1"]}]})";
+    ModuleMetadata meta;
+    std::string error;
+    return parseMetadata(json, meta, error) ? std::string() : error;
+  };
+  EXPECT_EQ(parse("k", "x,y_2,_z"), "");
+  EXPECT_NE(parse("k", "x,../escaped").find("argument name '../escaped' of 'k' is not an "
+                                            "identifier"),
+            std::string::npos);
+  EXPECT_NE(parse("k", "x,x").find("two arguments of 'k' named 'x'"), std::string::npos);
+  EXPECT_NE(parse("k", "x,").find("argument name '' of 'k'"), std::string::npos);
+  EXPECT_NE(parse("k/../j", "x").find("kernel name 'k/../j' is not an identifier"),
+            std::string::npos);
+}
+
+TEST(Metadata, NonFiniteParamsRoundTrip) {
+  // JSON has no inf or NaN: kilnc writes those params as strings (it wrote a
+  // bare inf, which no reader took).
+  std::string json = R"({"target": "cpu", "kernels": [{"name": "k", "args": [],
+      "grid": ["1", "1", "1"], "params": {"A": "inf", "B": "-inf", "C": "nan", "D": 2.5}}]})";
+  ModuleMetadata meta;
+  std::string error;
+  ASSERT_TRUE(parseMetadata(json, meta, error)) << error;
+  const auto &params = meta.kernels.at(0).params;
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_EQ(params[0].value, INFINITY);
+  EXPECT_EQ(params[1].value, -INFINITY);
+  EXPECT_TRUE(std::isnan(params[2].value));
+  EXPECT_EQ(params[3].value, 2.5);
+  std::string wrong = json;
+  wrong.replace(wrong.find("\"nan\""), 5, "\"big\"");
+  EXPECT_FALSE(parseMetadata(wrong, meta, error));
+  EXPECT_NE(error.find("param 'C' is 'big', not a number"), std::string::npos) << error;
+}
+
 TEST(Metadata, AssertReports) {
   // A Vulkan kernel's asserts come from its metadata; the report's flat index
   // reads back as coordinates in the tile (row-major).

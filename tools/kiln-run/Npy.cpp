@@ -15,8 +15,10 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 
+#include <cctype>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 using namespace kiln;
 
@@ -48,47 +50,134 @@ std::vector<std::string> descrs(DType dt) {
   return {};
 }
 
-/// The value of `key` in the header dict: the text after "'key':" up to the
-/// end of that value (a quoted string, a tuple or a word); empty if absent.
-llvm::StringRef field(llvm::StringRef header, llvm::StringRef key) {
-  size_t at = header.find(("'" + key + "'").str());
-  if (at == llvm::StringRef::npos)
-    return {};
-  llvm::StringRef rest = header.drop_front(at + key.size() + 2).ltrim();
-  if (!rest.consume_front(":"))
-    return {};
-  rest = rest.ltrim();
-  if (rest.starts_with("'")) {
-    size_t end = rest.find('\'', 1);
-    return end == llvm::StringRef::npos ? llvm::StringRef() : rest.slice(1, end);
-  }
-  if (rest.starts_with("(")) {
-    size_t end = rest.find(')');
-    return end == llvm::StringRef::npos ? llvm::StringRef() : rest.slice(0, end + 1);
-  }
-  return rest.take_until([](char c) { return c == ',' || c == '}'; }).trim();
-}
+/// The header dict, read as NumPy reads it (a Python literal): keys and
+/// strings in single or double quotes, True/False, and tuples of sizes;
+/// spaces anywhere; a trailing comma allowed; nothing but spaces and the
+/// newline after the closing brace.
+struct Header {
+  std::map<std::string, std::string> strings, words; // 'descr', 'fortran_order'
+  std::map<std::string, std::vector<int64_t>> tuples; // 'shape'
+  std::map<std::string, std::string> lists;           // a structured array's 'descr'
+};
 
-/// "(3, 4)", "(5,)" or "()" as sizes; false if it is not such a tuple.
-bool parseShape(llvm::StringRef text, std::vector<int64_t> &shape) {
-  if (!text.consume_front("(") || !text.consume_back(")"))
-    return false;
-  text = text.trim();
-  if (text.empty())
+class HeaderParser {
+public:
+  explicit HeaderParser(llvm::StringRef text) : rest(text) {}
+
+  /// Parses the whole header; the error says what was found where.
+  bool parse(Header &out, std::string &error) {
+    if (!consume('{'))
+      return fail("it does not start with '{'", error);
+    while (!consume('}')) {
+      std::string key;
+      if (!string(key))
+        return fail("expected a quoted key", error);
+      if (out.strings.count(key) || out.words.count(key) || out.tuples.count(key) ||
+          out.lists.count(key)) {
+        error = "its header gives '" + key + "' twice";
+        return false;
+      }
+      if (!consume(':'))
+        return fail("expected ':' after '" + key + "'", error);
+      std::string text;
+      std::vector<int64_t> sizes;
+      if (list(text))
+        out.lists[key] = text;
+      else if (string(text))
+        out.strings[key] = text;
+      else if (tuple(sizes, error))
+        out.tuples[key] = sizes;
+      else if (!error.empty())
+        return false;
+      else if (word(text))
+        out.words[key] = text;
+      else
+        return fail("cannot read the value of '" + key + "'", error);
+      if (!consume(',') && !peek('}'))
+        return fail("expected ',' or '}' after the value of '" + key + "'", error);
+    }
+    if (!rest.trim(" \n").empty())
+      return fail("text follows the closing '}'", error);
     return true;
-  llvm::SmallVector<llvm::StringRef> items;
-  text.split(items, ',');
-  for (size_t i = 0; i < items.size(); ++i) {
-    llvm::StringRef item = items[i].trim();
-    if (item.empty() && i + 1 == items.size() && i > 0) // "(5,)"
-      break;
-    long long v;
-    if (item.getAsInteger(10, v) || v < 0)
-      return false;
-    shape.push_back(v);
   }
-  return true;
-}
+
+private:
+  llvm::StringRef rest;
+
+  bool peek(char c) {
+    rest = rest.ltrim(' ');
+    return rest.starts_with(llvm::StringRef(&c, 1));
+  }
+  bool consume(char c) {
+    if (!peek(c))
+      return false;
+    rest = rest.drop_front();
+    return true;
+  }
+  bool fail(const std::string &what, std::string &error) {
+    error = "cannot parse its header: " + what;
+    return false;
+  }
+  bool string(std::string &out) {
+    rest = rest.ltrim(' ');
+    if (rest.empty() || (rest[0] != '\'' && rest[0] != '"'))
+      return false;
+    size_t end = rest.find(rest[0], 1);
+    if (end == llvm::StringRef::npos)
+      return false;
+    out = rest.slice(1, end).str();
+    rest = rest.drop_front(end + 1);
+    return true;
+  }
+  /// A bracketed list, kept as text (only its presence matters).
+  bool list(std::string &out) {
+    if (!peek('['))
+      return false;
+    int depth = 0;
+    for (size_t i = 0; i < rest.size(); ++i) {
+      depth += rest[i] == '[' ? 1 : rest[i] == ']' ? -1 : 0;
+      if (depth == 0) {
+        out = rest.take_front(i + 1).str();
+        rest = rest.drop_front(i + 1);
+        return true;
+      }
+    }
+    return false;
+  }
+  bool word(std::string &out) {
+    rest = rest.ltrim(' ');
+    llvm::StringRef w = rest.take_while([](char c) { return std::isalnum((unsigned char)c); });
+    if (w.empty())
+      return false;
+    out = w.str();
+    rest = rest.drop_front(w.size());
+    return true;
+  }
+  /// "(3, 4)", "(5,)" or "()"; "(5)" is a number in parentheses, not a tuple.
+  /// False with `error` empty when no '(' starts the value.
+  bool tuple(std::vector<int64_t> &out, std::string &error) {
+    if (!consume('('))
+      return false;
+    bool comma = false;
+    while (!consume(')')) {
+      rest = rest.ltrim(' ');
+      llvm::StringRef digits = rest.take_while([](char c) { return std::isdigit((unsigned char)c); });
+      unsigned long long v;
+      if (digits.empty() || digits.getAsInteger(10, v) || v > uint64_t(INT64_MAX))
+        return fail("the shape holds something other than sizes", error);
+      out.push_back(static_cast<int64_t>(v));
+      rest = rest.drop_front(digits.size());
+      comma = consume(',');
+      if (!comma && !peek(')'))
+        return fail("expected ',' or ')' in the shape", error);
+    }
+    if (out.size() == 1 && !comma)
+      return fail("the shape (" + std::to_string(out[0]) + ") is not a tuple; write (" +
+                      std::to_string(out[0]) + ",)",
+                  error);
+    return true;
+  }
+};
 
 } // namespace
 
@@ -132,63 +221,63 @@ bool npy::read(const std::string &path, DType dtype, Array &out, std::string &er
     error = "the file ends inside its header";
     return false;
   }
-  llvm::StringRef header = bytes.substr(headerAt, headerBytes);
-  for (llvm::StringRef key : {"descr", "fortran_order", "shape"}) {
-    std::string quoted = ("'" + key + "'").str();
-    size_t at = header.find(quoted);
-    if (at != llvm::StringRef::npos && header.find(quoted, at + 1) != llvm::StringRef::npos) {
-      error = "its header gives " + quoted + " twice";
-      return false;
-    }
-  }
+  Header header;
+  if (!HeaderParser(bytes.substr(headerAt, headerBytes)).parse(header, error))
+    return false;
   // NumPy's own reader takes these three keys and no others.
-  for (size_t at = header.find('\''); at != llvm::StringRef::npos;) {
-    size_t end = header.find('\'', at + 1);
-    if (end == llvm::StringRef::npos)
-      break;
-    llvm::StringRef key = header.slice(at + 1, end);
-    if (header.drop_front(end + 1).ltrim().starts_with(":") &&
-        !llvm::is_contained({"descr", "fortran_order", "shape"}, key)) {
-      error = "its header has the key '" + key.str() +
+  for (const auto *keys : {&header.strings, &header.words, &header.lists})
+    for (auto &[key, value] : *keys)
+      if (!llvm::is_contained({"descr", "fortran_order", "shape"}, key)) {
+        error = "its header has the key '" + key +
+                "'; a .npy header holds 'descr', 'fortran_order' and 'shape' only";
+        return false;
+      }
+  for (auto &[key, value] : header.tuples)
+    if (key != "shape") {
+      error = "its header has the key '" + key +
               "'; a .npy header holds 'descr', 'fortran_order' and 'shape' only";
       return false;
     }
-    at = header.find('\'', end + 1);
-  }
-  llvm::StringRef descr = field(header, "descr"), order = field(header, "fortran_order");
-  if (descr.starts_with("[")) {
+  if (header.lists.count("descr")) {
     error = "the file holds a structured array (named fields); save one plain array per tensor";
     return false;
   }
-  if (descr.empty() || descr.contains('\0')) {
+  if (header.words.count("descr") || header.tuples.count("descr")) {
+    error = "its header's 'descr' is not a string (the element type)";
+    return false;
+  }
+  std::string descr = header.strings.count("descr") ? header.strings["descr"] : "";
+  if (descr.empty() || descr.find('\0') != std::string::npos) {
     error = "its header has no readable 'descr' (the element type)";
     return false;
   }
   std::vector<std::string> accepted = descrs(dtype);
-  if (!llvm::is_contained(accepted, descr.str())) {
-    error = "the file holds '" + descr.str() + "' elements; " + dtypeName(dtype) +
+  if (!llvm::is_contained(accepted, descr)) {
+    error = "the file holds '" + descr + "' elements; " + dtypeName(dtype) +
             " tensors read '" + llvm::join(accepted, "' or '") + "'";
     if (dtype == DType::BF16 || isF8(dtype))
       error += std::string(" (NumPy has no ") + dtypeName(dtype) +
                ": save its bits, e.g. a.view(np.uint" + (isF8(dtype) ? "8" : "16") + "))";
     return false;
   }
-  if (order.empty()) {
+  if (!header.words.count("fortran_order")) {
     error = "its header has no 'fortran_order'";
     return false;
   }
+  const std::string &order = header.words["fortran_order"];
   if (order == "True") {
     error = "the array is in Fortran order; save a C-order one (np.ascontiguousarray)";
     return false;
   }
   if (order != "False") {
-    error = "its header's 'fortran_order' is '" + order.str() + "', not True or False";
+    error = "its header's 'fortran_order' is '" + order + "', not True or False";
     return false;
   }
-  if (!parseShape(field(header, "shape"), out.shape)) {
+  if (!header.tuples.count("shape")) {
     error = "cannot read the shape in its header";
     return false;
   }
+  out.shape = header.tuples["shape"];
   // The product of the sizes, checked before each step so that it cannot wrap.
   const uint64_t kMaxElements = uint64_t(1) << 40;
   uint64_t elements = 1;

@@ -20,6 +20,7 @@
 #include "lib/Support/Tolerance.h"
 #include "tools/kiln-run/Npy.h"
 
+#include "llvm/ADT/APInt.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -633,18 +634,28 @@ int main(int argc, char **argv) {
   if (!flopsSpec.empty()) {
     flopsPerLaunch = 1;
     for (llvm::StringRef factor : llvm::split(flopsSpec, '*')) {
-      long long v;
-      if (!factor.getAsInteger(10, v) && v <= 0)
+      if (factor.empty())
+        return fail("--flops " + flopsSpec + ": an empty factor (write the product as " +
+                    "2*M*N*K)");
+      llvm::APInt number;
+      if (!factor.getAsInteger(10, number)) {
+        if (number.isZero() || number.getActiveBits() > 63)
+          return fail("--flops " + flopsSpec + ": the factor " + factor +
+                      (number.isZero() ? " is not positive" : " is past 2^63") +
+                      " (FLOPs are a product of positive numbers and sizes)");
+        flopsPerLaunch *= static_cast<double>(number.getZExtValue());
+      } else if (factor.starts_with("-")) {
         return fail("--flops " + flopsSpec + ": the factor " + factor +
                     " is not positive (FLOPs are a product of positive numbers and sizes)");
-      if (!factor.getAsInteger(10, v))
-        flopsPerLaunch *= v;
-      else if (auto it = sizes.find(factor.str()); it != sizes.end())
+      } else if (auto it = sizes.find(factor.str()); it != sizes.end()) {
         flopsPerLaunch *= it->second;
-      else
+      } else {
         return fail("--flops " + flopsSpec + ": '" + factor +
                     "' is neither a number nor a size given with --shape or --load");
+      }
     }
+    if (!std::isfinite(flopsPerLaunch))
+      return fail("--flops " + flopsSpec + ": the product is past the range of a double");
   }
   std::mt19937 gen(seed);
   HostArgs in;

@@ -214,14 +214,26 @@ int readSource(std::string &source) {
   return 0;
 }
 
+/// Where a final output's metadata goes: --metadata, else OUT.json beside a
+/// regular -o; empty beside a device or a pipe (-o /dev/null makes no
+/// /dev/null.json).
+std::string metadataPath() {
+  if (!metadataFile.empty())
+    return metadataFile;
+  if (outputFile == "-" ||
+      (llvm::sys::fs::exists(outputFile) && !llvm::sys::fs::is_regular_file(outputFile)))
+    return "";
+  return outputFile + ".json";
+}
+
 /// Writes an artifact to -o, and its metadata beside binary outputs; both or
 /// neither are kept.
 int writeArtifact(const Artifact &artifact, llvm::ToolOutputFile &output) {
   if (!artifact.isText && outputFile == "-")
     return fail("binary output needs -o FILE");
   std::unique_ptr<llvm::ToolOutputFile> metadata;
-  std::string path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
-  if (!artifact.isText || !metadataFile.empty()) {
+  std::string path = metadataPath();
+  if (!path.empty() && (!artifact.isText || !metadataFile.empty())) {
     std::string error;
     if (!(metadata = mlir::openOutputFile(path, &error)))
       return fail(error);
@@ -423,6 +435,10 @@ int main(int argc, char **argv) {
                     emit == Emit::Hsaco || emit == Emit::SPIRV;
   if (binaryEmit && outputFile == "-")
     return fail("--emit=" + emitName + " writes a binary file; give -o FILE");
+  if (binaryEmit && metadataFile.empty() && inputFile != "-" && !metadataPath().empty() &&
+      samePath(inputFile, metadataPath()))
+    return fail("the metadata file '" + metadataPath() + "' (-o's name with .json) is the " +
+                "same file as the input; give --metadata FILE");
   if (optLevel > 3)
     return fail("-O must be 0 to 3");
 
@@ -451,7 +467,7 @@ int main(int argc, char **argv) {
     }
   } stale;
   if ((binaryEmit || !metadataFile.empty()) && outputFile != "-")
-    stale.path = metadataFile.empty() ? outputFile + ".json" : std::string(metadataFile);
+    stale.path = metadataPath();
 
   if (emit == Emit::AST) {
     if (!defines.empty() || kernelName.getNumOccurrences())
