@@ -132,6 +132,10 @@ static std::string parseTolerances(llvm::StringRef flag, const std::vector<std::
                                    const KernelInfo &info, std::map<std::string, double> &out) {
   for (llvm::StringRef spec : specs) {
     auto [name, text] = spec.contains('=') ? spec.split('=') : std::make_pair("", spec);
+    if (spec.contains('=') && name.empty())
+      return (flag + " " + spec + ": an empty tensor name (write VALUE for every float " +
+              "tensor, NAME=VALUE for one)")
+          .str();
     double value;
     if (text.getAsDouble(value) || !(value >= 0) || std::isinf(value))
       return (flag + " " + spec + ": expected VALUE or NAME=VALUE, VALUE a finite number >= 0")
@@ -565,6 +569,8 @@ int main(int argc, char **argv) {
       return fail(problem);
   std::set<std::string> zeroed;
   for (const std::string &name : zeroTensors) {
+    if (name.empty())
+      return fail("--zero: an empty item (names are separated by commas)");
     if (!isTensorArg(name))
       return fail("--zero " + name + ": kernel '" + info.name + "' has no tensor argument '" +
                   name + "'");
