@@ -73,6 +73,8 @@ bool kiln::rt::readBundle(const std::string &bytes, Bundle &out, std::string &er
     if (!getString(uint32_t(), e.target) || !getString(uint64_t(), e.binary) ||
         !getString(uint64_t(), e.metadata))
       return fail("entry " + std::to_string(i) + " runs past the end");
+    if (e.target.empty())
+      return fail("entry " + std::to_string(i) + " has no target");
     // Which of two entries for one target would run is nobody's guess.
     for (const BundleEntry &earlier : out.entries)
       if (earlier.target == e.target)
@@ -90,9 +92,9 @@ static bool hasOption(const std::string &target, const char *option) {
   return target.find(option) != std::string::npos;
 }
 
-bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
+std::string kiln::rt::whyTargetDoesNotRun(const std::string &built, const std::string &device) {
   if (built == device)
-    return true;
+    return "";
   auto split = [](const std::string &t, std::string &kind, std::string &rest) {
     size_t colon = t.find(':');
     kind = t.substr(0, colon);
@@ -102,7 +104,7 @@ bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
   split(built, bk, bv);
   split(device, dk, dv);
   if (bk != dk)
-    return false;
+    return "it is for another kind of device";
   if (bk == "vulkan") {
     // "1.1" < "1.2" < "1.3"; code for a CPU or GPU device runs on both; code that
     // uses more shared memory than Vulkan's 16 KiB needs a device with as much.
@@ -115,15 +117,24 @@ bool kiln::rt::targetRuns(const std::string &built, const std::string &device) {
     // adds floats atomically needs a device that does.
     const char *loose = "loose-specials", *floatAdds = "float-atomic-add";
     bool asksForSpecials = bv.substr(0, 3) >= "1.2" && !hasOption(bv, loose);
-    return bv.substr(0, 3) <= dv.substr(0, 3) && shared(bv) <= shared(dv) &&
-           !(asksForSpecials && hasOption(dv, loose)) &&
-           (!hasOption(bv, floatAdds) || hasOption(dv, floatAdds));
+    if (bv.substr(0, 3) > dv.substr(0, 3))
+      return "it needs Vulkan " + bv.substr(0, 3) + ", the device has " + dv.substr(0, 3);
+    if (shared(bv) > shared(dv))
+      return "it needs " + std::to_string(shared(bv)) + " bytes of shared memory, the device has " +
+             std::to_string(shared(dv));
+    if (asksForSpecials && hasOption(dv, loose))
+      return "it asks for IEEE infinities and NaN, which the device does not keep";
+    if (hasOption(bv, floatAdds) && !hasOption(dv, floatAdds))
+      return "it adds floats atomically, which the device cannot";
+    return "";
   }
   if (bk == "cuda" && bv.size() > 3 && dv.size() > 3) {
     int b = std::atoi(bv.c_str() + 3), d = std::atoi(dv.c_str() + 3);
-    return b / 10 == d / 10 && b <= d; // cubins run within one major architecture
+    if (b / 10 == d / 10 && b <= d) // cubins run within one major architecture
+      return "";
+    return "a cubin for " + bv + " does not run on " + dv;
   }
-  return false;
+  return "it is for " + bv + ", the device is " + dv;
 }
 
 const BundleEntry *Bundle::find(const std::string &deviceTarget) const {

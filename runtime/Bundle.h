@@ -36,7 +36,14 @@ struct Bundle {
 std::string writeBundle(const Bundle &bundle);
 bool readBundle(const std::string &bytes, Bundle &out, std::string &error);
 
+/// Why code built for `built` does not run on a device whose target is
+/// `device`, e.g. "it needs 65536 bytes of shared memory, the device has
+/// 32768"; empty when it runs.
+std::string whyTargetDoesNotRun(const std::string &built, const std::string &device);
+
 /// Whether code built for `built` runs on a device whose target is `device`.
-bool targetRuns(const std::string &built, const std::string &device);
+inline bool targetRuns(const std::string &built, const std::string &device) {
+  return whyTargetDoesNotRun(built, device).empty();
+}
 
 } // namespace kiln::rt

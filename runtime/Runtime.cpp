@@ -281,9 +281,9 @@ Result<Module> Device::load(const std::string &binary, const std::string &metada
   std::string error;
   if (!parseMetadata(metadataJson, impl->metadata, error))
     return Status::failure(error);
-  if (!targetRuns(impl->metadata.target, target()))
+  if (std::string why = whyTargetDoesNotRun(impl->metadata.target, target()); !why.empty())
     return Status::failure("module was compiled for " + impl->metadata.target +
-                           " but the device is " + target() + " (" + name() + ")");
+                           " but the device is " + target() + " (" + name() + "): " + why);
   // A damaged binary can crash the loader that reads it (ld.so, a Vulkan
   // driver's compiler) rather than fail; its checksum is checked first.
   if (!impl->metadata.checksum.empty() && impl->metadata.checksum != binaryChecksum(binary))
@@ -309,10 +309,11 @@ Result<Module> Device::loadBundle(const std::string &bytes) {
   if (!entry) {
     std::string targets;
     for (const BundleEntry &e : bundle.entries)
-      targets += (targets.empty() ? "" : ", ") + e.target;
+      targets += (targets.empty() ? "" : "; ") + e.target + ": " +
+                 whyTargetDoesNotRun(e.target, target());
     return Status::failure("the bundle has no code for " + target() +
                            (targets.empty() ? std::string(" (it has no entries)")
-                                            : " (it has: " + targets + ")"));
+                                            : " (it has " + targets + ")"));
   }
   return load(entry->binary, entry->metadata);
 }
