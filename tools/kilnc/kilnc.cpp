@@ -435,10 +435,10 @@ int main(int argc, char **argv) {
                     emit == Emit::Hsaco || emit == Emit::SPIRV;
   if (binaryEmit && outputFile == "-")
     return fail("--emit=" + emitName + " writes a binary file; give -o FILE");
-  if (binaryEmit && metadataFile.empty() && inputFile != "-" && !metadataPath().empty() &&
-      samePath(inputFile, metadataPath()))
-    return fail("the metadata file '" + metadataPath() + "' (-o's name with .json) is the " +
-                "same file as the input; give --metadata FILE");
+  if (std::string beside = metadataFile.empty() ? metadataPath() : "";
+      binaryEmit && inputFile != "-" && !beside.empty() && samePath(inputFile, beside))
+    return fail("the metadata file '" + beside + "' (-o's name with .json) is the same file " +
+                "as the input; give --metadata FILE");
   if (optLevel > 3)
     return fail("-O must be 0 to 3");
 
