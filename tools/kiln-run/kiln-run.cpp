@@ -15,6 +15,7 @@
 #include "kiln/kiln.h"
 #include "lib/Frontend/Lexer.h"
 #include "lib/Frontend/Sema.h"
+#include "lib/Support/CommandLine.h"
 #include "lib/Support/Half.h"
 #include "lib/Support/ReadFile.h"
 #include "lib/Support/Tolerance.h"
@@ -457,7 +458,9 @@ static int printDevices() {
 
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv, "Run a Kiln kernel on a device\n");
+  std::deque<std::string> storage;
+  std::vector<const char *> args = kiln::literalAtArguments(argc, argv, storage);
+  cl::ParseCommandLineOptions(argc, args.data(), "Run a Kiln kernel on a device\n");
   if (listDevices)
     return printDevices();
   if (inputFile.empty())

@@ -17,6 +17,7 @@
 #include "runtime/Metadata.h"
 #include "lib/Compiler/Compiler.h"
 #include "lib/Frontend/Parser.h"
+#include "lib/Support/CommandLine.h"
 #include "lib/Support/ReadFile.h"
 
 #include "mlir/IR/AsmState.h"
@@ -392,7 +393,9 @@ int main(int argc, char **argv) {
        << "built with LLVM/MLIR " << KILN_LLVM_VERSION_STRING << "\n";
   });
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv, "Kiln tile-kernel compiler\n");
+  std::deque<std::string> storage;
+  std::vector<const char *> args = kiln::literalAtArguments(argc, argv, storage);
+  cl::ParseCommandLineOptions(argc, args.data(), "Kiln tile-kernel compiler\n");
   if (int rc = checkOptions())
     return rc;
 
