@@ -54,15 +54,23 @@ static bool vectorizableBody(linalg::GenericOp op) {
   });
 }
 
+/// The ops in `op`'s body, or 0 for an op that is not a linalg.generic.
+static int64_t bodySize(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  return generic ? static_cast<int64_t>(generic.getRegion().front().getOperations().size()) : 0;
+}
+
 namespace {
 struct FuseElementwise : kiln::impl::KilnFuseElementwiseBase<FuseElementwise> {
   using Base::Base;
   void runOnOperation() override {
     MLIRContext *context = &getContext();
-    int64_t limit = maxRecomputedOps;
-    linalg::ControlFusionFn control = [limit](OpOperand *fused) {
+    int64_t limit = maxRecomputedOps, maxSize = maxFusedOps;
+    linalg::ControlFusionFn control = [limit, maxSize](OpOperand *fused) {
       Operation *producer = fused->get().getDefiningOp();
-      if (!producer)
+      // Each fusion clones both bodies: fusing a chain of n steps into one op
+      // would cost n^2 / 2 clones, and a body this large gains nothing more.
+      if (!producer || bodySize(producer) + bodySize(fused->getOwner()) > maxSize)
         return false;
       if (producer->hasOneUse())
         return true;

@@ -67,10 +67,16 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
     reads). Index tiles, the masks compared from them and broadcasts are cheaper
     to recompute than to store and reload, and a shared `i1` mask would keep
     every consumer from being vectorized.
+
+    A fusion whose body would exceed `max-fused-ops` ops is not made: each
+    fusion clones both bodies, so fusing a chain of n steps (an unrolled
+    `static_range` accumulation) into one op would cost n^2 / 2 clones.
   }];
   let options = [
     Option<"maxRecomputedOps", "max-recomputed-ops", "int64_t", /*default=*/"4",
-           "Largest producer body (in ops) recomputed by each of several consumers">
+           "Largest producer body (in ops) recomputed by each of several consumers">,
+    Option<"maxFusedOps", "max-fused-ops", "int64_t", /*default=*/"256",
+           "Largest body (in ops) a fusion may make">
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
                            "mlir::affine::AffineDialect"];

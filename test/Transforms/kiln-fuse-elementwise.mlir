@@ -93,3 +93,42 @@ func.func @kept(%a: tensor<64xf32>, %i: tensor<64xi32>, %m: memref<64xf32>)
   } -> tensor<64xf32>
   return %r1, %r2, %r3, %at : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xi32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// A chain of elementwise steps fuses up to max-fused-ops ops per body (each
+// fusion clones both bodies: a long unrolled chain made one body at n^2 cost).
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-fuse-elementwise{max-fused-ops=4}))' | FileCheck %s --check-prefix=CAPPED
+// CHECK-LABEL: func @chain
+// CHECK-COUNT-3: arith.addf
+// CHECK-NOT: linalg.generic
+// CAPPED-LABEL: func @chain
+// CAPPED: linalg.generic
+// CAPPED-COUNT-2: arith.addf
+// CAPPED: linalg.generic
+// CAPPED: arith.addf
+// CAPPED-NOT: linalg.generic
+func.func @chain(%a: tensor<64xf32>) -> tensor<64xf32> {
+  %e = tensor.empty() : tensor<64xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %x, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%1 : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %x, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%2 : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %x, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  return %3 : tensor<64xf32>
+}
