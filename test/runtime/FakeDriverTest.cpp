@@ -315,8 +315,21 @@ TEST_P(FakeDriver, AnyThreadMayUseTheDevice) {
   auto opened = Device::open(hip ? "hip:1" : "cuda:0");
   ASSERT_TRUE(opened.ok()) << opened.status().message();
   std::shared_ptr<Device> d = *opened;
+  // HIP: the worker also uses device 0 just before each launch on device 1, so
+  // a launch that does not select its own device runs on device 0.
+  std::shared_ptr<Device> other;
+  if (hip) {
+    auto zero = Device::open("hip:0");
+    ASSERT_TRUE(zero.ok()) << zero.status().message();
+    other = *zero;
+  }
+  auto useOther = [&] {
+    if (other)
+      (void)other->allocate(16);
+  };
   std::string path = std::string(KILN_KERNELS_DIR) + "/vector_add" + GetParam().extension;
   std::vector<std::string> failures;
+  std::vector<int> launchDevices;
   std::thread worker([&] {
     auto check = [&](const Status &s) {
       if (!s.ok())
@@ -330,20 +343,24 @@ TEST_P(FakeDriver, AnyThreadMayUseTheDevice) {
     std::vector<float> in(1024, 1.5f), out(1024);
     Arg v = Arg::tensor(*buffer, DType::F32, {1024});
     check(d->write(*buffer, in.data(), in.size() * sizeof(float)));
+    useOther();
     check(d->launch(*module, "vector_add", {v, v, v}));
+    launchDevices.push_back(hooks->last().device);
     check(d->synchronize());
     check(d->read(*buffer, out.data(), out.size() * sizeof(float)));
     check(d->record().status());
     auto stream = d->createStream();
     if (check(stream.status())) {
+      useOther();
       check(stream->launch(*module, "vector_add", {v, v, v}));
+      launchDevices.push_back(hooks->last().device);
       check(stream->synchronize());
     }
   });
   worker.join();
   EXPECT_TRUE(failures.empty()) << failures.front();
   ASSERT_GE(hooks->launchCount(), 2);
-  EXPECT_EQ(hooks->last().device, hip ? 1 : 0) << "the launch ran on another device";
+  EXPECT_EQ(launchDevices, std::vector<int>(2, hip ? 1 : 0)) << "a launch ran on another device";
 }
 
 TEST_P(FakeDriver, ABundleLoadsItsBinaryForThisDevice) {

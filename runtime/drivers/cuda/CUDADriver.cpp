@@ -3,21 +3,15 @@
 // libcuda.so.1 is opened at run time, so kiln-rt builds and runs on machines
 // without CUDA. Modules are cubins or PTX (which the driver JIT-compiles for the
 // device when no cubin matches). A tensor argument is passed as its device
-// pointer, then its sizes and strides as i32; i1 scalars as i32. A context is
-// current on one thread at a time, so every call that needs the device's makes
-// it current first: any thread may use the device.
+// pointer, then its sizes and strides as i32; i1 scalars as i32. The device's
+// context is current per thread; GPUDriver makes it current for every call.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Driver.h"
-#include "runtime/drivers/GPUErrors.h"
-#include "runtime/drivers/KernelParams.h"
+#include "runtime/drivers/GPUDriver.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
 #include <dlfcn.h>
-#include <map>
 
 using namespace kiln;
 using namespace kiln::rt;
@@ -107,29 +101,70 @@ struct CudaApi {
       why = "libcuda.so.1 lacks a driver API entry point Kiln needs (driver too old?)";
     return ok;
   }
+
+  // The shape GPUDriver calls (runtime/drivers/GPUDriver.h).
+  using Current = CUcontext;
+  GPUCall setCurrent(CUcontext c) { return {cuCtxSetCurrent(c), "cuCtxSetCurrent"}; }
+  const char *errorText(CUresult r) {
+    const char *text = nullptr;
+    cuGetErrorString(r, &text);
+    return text;
+  }
+  GPUCall allocate(void **ptr, size_t bytes) {
+    CUdeviceptr address = 0;
+    CUresult r = cuMemAlloc(&address, bytes);
+    *ptr = reinterpret_cast<void *>(address);
+    return {r, "cuMemAlloc"};
+  }
+  GPUCall deallocate(void *ptr) { return {cuMemFree(address(ptr)), "cuMemFree"}; }
+  GPUCall copyToDevice(void *dst, const void *src, size_t bytes) {
+    return {cuMemcpyHtoD(address(dst), src, bytes), "cuMemcpyHtoD"};
+  }
+  GPUCall copyToHost(void *dst, void *src, size_t bytes) {
+    return {cuMemcpyDtoH(dst, address(src), bytes), "cuMemcpyDtoH"};
+  }
+  GPUCall loadModule(void **module, const void *image) {
+    return {cuModuleLoadData(module, image), "cuModuleLoadData"};
+  }
+  GPUCall unloadModule(void *module) { return {cuModuleUnload(module), "cuModuleUnload"}; }
+  GPUCall getFunction(void **fn, void *module, const char *name) {
+    return {cuModuleGetFunction(fn, module, name), "cuModuleGetFunction"};
+  }
+  GPUCall launch(void *fn, const unsigned grid[3], unsigned threads, unsigned sharedBytes,
+                 void *stream, void **params) {
+    return {cuLaunchKernel(fn, grid[0], grid[1], grid[2], threads, 1, 1, sharedBytes, stream,
+                           params, nullptr),
+            "cuLaunchKernel"};
+  }
+  GPUCall synchronizeDevice() { return {cuCtxSynchronize(), "cuCtxSynchronize"}; }
+  GPUCall createStream(void **stream) { return {cuStreamCreate(stream, 0), "cuStreamCreate"}; }
+  GPUCall destroyStream(void *stream) { return {cuStreamDestroy(stream), "cuStreamDestroy"}; }
+  GPUCall synchronizeStream(void *stream) {
+    return {cuStreamSynchronize(stream), "cuStreamSynchronize"};
+  }
+  GPUCall createEvent(void **event) { return {cuEventCreate(event, 0), "cuEventCreate"}; }
+  GPUCall destroyEvent(void *event) { return {cuEventDestroy(event), "cuEventDestroy"}; }
+  GPUCall recordEvent(void *event, void *stream) {
+    return {cuEventRecord(event, stream), "cuEventRecord"};
+  }
+  GPUCall synchronizeEvent(void *event) {
+    return {cuEventSynchronize(event), "cuEventSynchronize"};
+  }
+  GPUCall elapsedTime(float *ms, void *start, void *end) {
+    return {cuEventElapsedTime(ms, start, end), "cuEventElapsedTime"};
+  }
+  static CUdeviceptr address(const void *ptr) { return reinterpret_cast<CUdeviceptr>(ptr); }
 };
 
 constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;
 constexpr int kMaxGridDimX = 5, kMaxGridDimY = 6, kMaxGridDimZ = 7;
 constexpr int kMultiprocessorCount = 16;
 
-struct CudaModule {
-  CudaApi *api = nullptr;
-  CUcontext context = nullptr;
-  CUmodule module = nullptr;
-  std::map<std::string, CUfunction> functions;
-  ~CudaModule() {
-    if (module && api->cuCtxSetCurrent(context) == 0)
-      api->cuModuleUnload(module);
-  }
-};
-
-class CUDADriver : public Driver {
+class CUDADriver : public GPUDriver<CudaApi> {
 public:
   ~CUDADriver() override {
-    if (origin && makeCurrent())
-      api.cuEventDestroy(origin);
-    if (context)
+    releaseOrigin(); // while the context is still ours
+    if (current)
       api.cuDevicePrimaryCtxRelease(device);
   }
 
@@ -157,28 +192,15 @@ public:
     for (int d = 0; d < 3; ++d)
       api.cuDeviceGetAttribute(&maxGrid[d], kMaxGridDimX + d, device);
     api.cuDeviceGetAttribute(&multiprocessors, kMultiprocessorCount, device);
-    if (api.cuDevicePrimaryCtxRetain(&context, device) != 0 || api.cuCtxSetCurrent(context) != 0) {
+    if (api.cuDevicePrimaryCtxRetain(&current, device) != 0 || !makeCurrent()) {
       why = "cannot create a CUDA context";
       return false;
     }
-    if (api.cuEventCreate(&origin, 0) != 0 || api.cuEventRecord(origin, nullptr) != 0 ||
-        api.cuEventSynchronize(origin) != 0) {
+    if (!recordOrigin()) {
       why = "cannot record a CUDA event";
       return false;
     }
     return true;
-  }
-
-  /// Makes the device's context the calling thread's.
-  Status makeCurrent() { return check(api.cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
-
-  Status check(CUresult r, const std::string &what) {
-    if (r == 0)
-      return Status::success();
-    const char *text = nullptr;
-    api.cuGetErrorString(r, &text);
-    return Status::failure(what + ": " + (text ? text : "CUDA error " + std::to_string(r)) +
-                           gpuErrorNote(r));
   }
 
   Backend backend() const override { return Backend::CUDA; }
@@ -186,181 +208,40 @@ public:
   std::string target() const override { return "cuda:sm_" + std::to_string(sm); }
   int64_t processors() const override { return std::max(multiprocessors, 1); }
 
-  Result<void *> allocate(size_t bytes) override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    CUdeviceptr ptr = 0;
-    CUresult r = api.cuMemAlloc(&ptr, bytes);
-    if (r == kGPUOutOfMemory)
-      return Status::failure("out of device memory");
-    if (Status s = check(r, "cuMemAlloc"); !s)
-      return s;
-    return reinterpret_cast<void *>(ptr);
-  }
-  void release(void *buffer) override {
-    if (makeCurrent())
-      api.cuMemFree(reinterpret_cast<CUdeviceptr>(buffer));
-  }
-  Status write(void *buffer, size_t offset, const void *data, size_t bytes) override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    return check(api.cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(buffer) + offset, data, bytes),
-                 "cuMemcpyHtoD");
-  }
-  Status read(void *buffer, size_t offset, void *data, size_t bytes) override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    return check(api.cuMemcpyDtoH(data, reinterpret_cast<CUdeviceptr>(buffer) + offset, bytes),
-                 "cuMemcpyDtoH");
-  }
-
-  Result<std::shared_ptr<void>> loadModule(const std::string &binary,
-                                           const ModuleMetadata &metadata) override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    auto module = std::make_shared<CudaModule>();
-    module->api = &api;
-    module->context = context;
-    // PTX must be NUL-terminated; a cubin is taken as is.
-    std::string image = binary;
-    if (image.compare(0, 4, "\x7f" "ELF") != 0)
-      image.push_back('\0');
-    if (Status s = check(api.cuModuleLoadData(&module->module, image.data()), "cuModuleLoadData");
-        !s)
-      return s;
-    for (const KernelInfo &k : metadata.kernels) {
-      CUfunction fn = nullptr;
-      if (Status s = check(api.cuModuleGetFunction(&fn, module->module, k.name.c_str()),
-                           "cuModuleGetFunction(" + k.name + ")");
-          !s)
-        return s;
-      // Dynamic shared memory above the default 48 KiB needs the function's opt-in.
-      constexpr int kMaxDynamicSharedSizeBytes = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-      if (k.dynamicSharedMemory)
-        if (Status s = check(api.cuFuncSetAttribute(fn, kMaxDynamicSharedSizeBytes,
-                                                    static_cast<int>(k.sharedMemoryBytes)),
-                             "kernel '" + k.name + "' needs " +
-                                 std::to_string(k.sharedMemoryBytes) +
-                                 " bytes of shared memory; cuFuncSetAttribute");
-            !s)
-          return s;
-      module->functions[k.name] = fn;
-    }
-    return std::shared_ptr<void>(module);
-  }
-
-  Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
-                const std::vector<LaunchArg> &args) override {
-    return launchIn(nullptr, moduleHandle, kernel, grid, args);
-  }
-
-  /// Queues the launch on `stream` (null: the context's default stream).
-  Status launchIn(CUstream stream, void *moduleHandle, const KernelInfo &kernel,
-                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args) {
-    auto *module = static_cast<CudaModule *>(moduleHandle);
+protected:
+  Status checkGrid(const KernelInfo &kernel, const std::array<int64_t, 3> &grid) override {
     for (int d = 0; d < 3; ++d)
       if (grid[d] > maxGrid[d])
         return Status::failure("kernel '" + kernel.name + "': grid of " +
                                std::to_string(grid[d]) + " programs along axis " +
                                std::to_string(d) + " exceeds the device limit " +
                                std::to_string(maxGrid[d]));
-    if (Status s = makeCurrent(); !s)
-      return s;
-    std::vector<uint64_t> storage = packKernelParams(
-        args, [](void *buffer) { return reinterpret_cast<CUdeviceptr>(buffer); });
-    std::vector<void *> params = paramPointers(storage);
-    return check(api.cuLaunchKernel(module->functions.at(kernel.name),
-                                    static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
-                                    static_cast<unsigned>(grid[2]),
-                                    static_cast<unsigned>(kernel.threadsPerBlock), 1, 1,
-                                    kernel.dynamicSharedMemory
-                                        ? static_cast<unsigned>(kernel.sharedMemoryBytes)
-                                        : 0u,
-                                    stream, params.data(), nullptr),
-                 "launch of '" + kernel.name + "'");
+    return Status::success();
   }
-
-  Status synchronize() override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    return check(api.cuCtxSynchronize(), "cuCtxSynchronize");
+  /// PTX must be NUL-terminated; a cubin is taken as is.
+  Status prepareImage(std::string &image) override {
+    if (image.compare(0, 4, "\x7f" "ELF") != 0)
+      image.push_back('\0');
+    return Status::success();
   }
-  Result<double> timestamp() override { return eventTime(nullptr); }
-
-  /// Device time: an event recorded on `stream` once its work is done, in
-  /// milliseconds since an origin event recorded when the device was opened.
-  Result<double> eventTime(CUstream stream) {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    CUevent event = nullptr;
-    if (Status s = check(api.cuEventCreate(&event, 0), "cuEventCreate"); !s)
-      return s;
-    float ms = 0;
-    Status s = check(api.cuEventRecord(event, stream), "cuEventRecord");
-    if (s)
-      s = check(api.cuEventSynchronize(event), "cuEventSynchronize");
-    if (s)
-      s = check(api.cuEventElapsedTime(&ms, origin, event), "cuEventElapsedTime");
-    api.cuEventDestroy(event);
-    if (!s)
-      return s;
-    return static_cast<double>(ms);
-  }
-
-  struct CudaStream : DriverStream {
-    CudaStream(CudaApi &api, CUcontext context, CUstream stream)
-        : api(api), context(context), stream(stream) {}
-    ~CudaStream() override {
-      if (api.cuCtxSetCurrent(context) != 0)
-        return;
-      api.cuStreamSynchronize(stream);
-      api.cuStreamDestroy(stream);
-    }
-    CudaApi &api;
-    CUcontext context;
-    CUstream stream;
-    std::vector<std::shared_ptr<void>> keepAlive; // until the next synchronize
-  };
-
-  Result<std::shared_ptr<DriverStream>> createStream() override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    CUstream stream = nullptr;
-    if (Status s = check(api.cuStreamCreate(&stream, 0), "cuStreamCreate"); !s)
-      return s;
-    return std::shared_ptr<DriverStream>(std::make_shared<CudaStream>(api, context, stream));
-  }
-  Status launchOn(DriverStream &stream, void *module, const KernelInfo &kernel,
-                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
-                  std::shared_ptr<void> keepAlive) override {
-    auto &cs = static_cast<CudaStream &>(stream);
-    cs.keepAlive.push_back(std::move(keepAlive));
-    return launchIn(cs.stream, module, kernel, grid, args);
-  }
-  Status synchronize(DriverStream &stream) override {
-    auto &cs = static_cast<CudaStream &>(stream);
-    Status s = makeCurrent();
-    if (s)
-      s = check(api.cuStreamSynchronize(cs.stream), "cuStreamSynchronize");
-    cs.keepAlive.clear();
-    return s;
-  }
-  Result<double> timestamp(DriverStream &stream) override {
-    auto &cs = static_cast<CudaStream &>(stream);
-    auto t = eventTime(cs.stream);
-    cs.keepAlive.clear();
-    return t;
+  /// Dynamic shared memory above the default 48 KiB needs the function's opt-in.
+  Status prepareFunction(void *fn, const KernelInfo &k) override {
+    constexpr int kMaxDynamicSharedSizeBytes = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    if (!k.dynamicSharedMemory)
+      return Status::success();
+    return check({api.cuFuncSetAttribute(fn, kMaxDynamicSharedSizeBytes,
+                                         static_cast<int>(k.sharedMemoryBytes)),
+                  "cuFuncSetAttribute"},
+                 "kernel '" + k.name + "' needs " + std::to_string(k.sharedMemoryBytes) +
+                     " bytes of shared memory; cuFuncSetAttribute");
   }
 
 private:
-  CudaApi api;
   CUdevice device = 0;
-  CUcontext context = nullptr;
   std::string deviceName;
   int sm = 0;
   int maxGrid[3] = {0, 0, 0};
   int multiprocessors = 0;
-  CUevent origin = nullptr; // the zero of the device clock timestamp() reports
 };
 
 } // namespace

@@ -3,22 +3,17 @@
 // libamdhip64 is opened at run time. Modules are hsaco code objects from
 // `kilnc --target=amdgpu:gfxNNN --emit=hsaco`. The device's gfx target comes from
 // the KFD topology in sysfs (KILN_HIP_ARCH overrides it). HIP's current
-// device is per thread, so every call that needs the device selects it first:
-// any thread may use the device.
+// device is per thread; GPUDriver selects it for every call.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Driver.h"
-#include "runtime/drivers/GPUErrors.h"
-#include "runtime/drivers/KernelParams.h"
+#include "runtime/drivers/GPUDriver.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 using namespace kiln;
@@ -93,6 +88,49 @@ struct HipApi {
       why = "libamdhip64 lacks a HIP entry point Kiln needs";
     return ok;
   }
+
+  // The shape GPUDriver calls (runtime/drivers/GPUDriver.h).
+  using Current = int; // the device's index
+  GPUCall setCurrent(int device) { return {hipSetDevice(device), "hipSetDevice"}; }
+  const char *errorText(hipError r) { return hipGetErrorString(r); }
+  GPUCall allocate(void **ptr, size_t bytes) { return {hipMalloc(ptr, bytes), "hipMalloc"}; }
+  GPUCall deallocate(void *ptr) { return {hipFree(ptr), "hipFree"}; }
+  GPUCall copyToDevice(void *dst, const void *src, size_t bytes) {
+    return {hipMemcpyHtoD(dst, src, bytes), "hipMemcpyHtoD"};
+  }
+  GPUCall copyToHost(void *dst, void *src, size_t bytes) {
+    return {hipMemcpyDtoH(dst, src, bytes), "hipMemcpyDtoH"};
+  }
+  GPUCall loadModule(void **module, const void *image) {
+    return {hipModuleLoadData(module, image), "hipModuleLoadData"};
+  }
+  GPUCall unloadModule(void *module) { return {hipModuleUnload(module), "hipModuleUnload"}; }
+  GPUCall getFunction(void **fn, void *module, const char *name) {
+    return {hipModuleGetFunction(fn, module, name), "hipModuleGetFunction"};
+  }
+  GPUCall launch(void *fn, const unsigned grid[3], unsigned threads, unsigned sharedBytes,
+                 void *stream, void **params) {
+    return {hipModuleLaunchKernel(fn, grid[0], grid[1], grid[2], threads, 1, 1, sharedBytes,
+                                  stream, params, nullptr),
+            "hipModuleLaunchKernel"};
+  }
+  GPUCall synchronizeDevice() { return {hipDeviceSynchronize(), "hipDeviceSynchronize"}; }
+  GPUCall createStream(void **stream) { return {hipStreamCreate(stream), "hipStreamCreate"}; }
+  GPUCall destroyStream(void *stream) { return {hipStreamDestroy(stream), "hipStreamDestroy"}; }
+  GPUCall synchronizeStream(void *stream) {
+    return {hipStreamSynchronize(stream), "hipStreamSynchronize"};
+  }
+  GPUCall createEvent(void **event) { return {hipEventCreate(event), "hipEventCreate"}; }
+  GPUCall destroyEvent(void *event) { return {hipEventDestroy(event), "hipEventDestroy"}; }
+  GPUCall recordEvent(void *event, void *stream) {
+    return {hipEventRecord(event, stream), "hipEventRecord"};
+  }
+  GPUCall synchronizeEvent(void *event) {
+    return {hipEventSynchronize(event), "hipEventSynchronize"};
+  }
+  GPUCall elapsedTime(float *ms, void *start, void *end) {
+    return {hipEventElapsedTime(ms, start, end), "hipEventElapsedTime"};
+  }
 };
 
 /// What the KFD topology says of the `index`-th GPU: its gfx name (KILN_HIP_ARCH
@@ -142,24 +180,8 @@ KfdGpu kfdGpu(int index) {
   return out;
 }
 
-struct HipModule {
-  HipApi *api = nullptr;
-  int device = 0;
-  void *module = nullptr;
-  std::map<std::string, void *> functions;
-  ~HipModule() {
-    if (module && api->hipSetDevice(device) == 0)
-      api->hipModuleUnload(module);
-  }
-};
-
-class HIPDriver : public Driver {
+class HIPDriver : public GPUDriver<HipApi> {
 public:
-  ~HIPDriver() override {
-    if (origin && makeCurrent())
-      api.hipEventDestroy(origin);
-  }
-
   bool init(int index, std::string &why) {
     if (!api.load(why))
       return false;
@@ -173,8 +195,8 @@ public:
             " does not exist";
       return false;
     }
-    this->index = index;
-    if (api.hipSetDevice(index) != 0) {
+    current = index;
+    if (!makeCurrent()) {
       why = "cannot select HIP device " + std::to_string(index);
       return false;
     }
@@ -189,18 +211,11 @@ public:
       why = "cannot tell the GPU's gfx target (set KILN_HIP_ARCH, e.g. gfx942)";
       return false;
     }
+    if (!recordOrigin()) {
+      why = "cannot record a HIP event";
+      return false;
+    }
     return true;
-  }
-
-  /// Makes the device the calling thread's current one.
-  Status makeCurrent() { return check(api.hipSetDevice(index), "hipSetDevice"); }
-
-  Status check(hipError r, const std::string &what) {
-    if (r == 0)
-      return Status::success();
-    const char *text = api.hipGetErrorString(r);
-    return Status::failure(what + ": " + (text ? text : "HIP error " + std::to_string(r)) +
-                           gpuErrorNote(r));
   }
 
   Backend backend() const override { return Backend::HIP; }
@@ -208,69 +223,10 @@ public:
   std::string target() const override { return "amdgpu:" + arch; }
   int64_t processors() const override { return computeUnits; }
 
-  Result<void *> allocate(size_t bytes) override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    void *ptr = nullptr;
-    hipError r = api.hipMalloc(&ptr, bytes);
-    if (r == kGPUOutOfMemory)
-      return Status::failure("out of device memory");
-    if (Status s = check(r, "hipMalloc"); !s)
-      return s;
-    return ptr;
-  }
-  void release(void *buffer) override {
-    if (makeCurrent())
-      api.hipFree(buffer);
-  }
-  Status write(void *buffer, size_t offset, const void *data, size_t bytes) override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    return check(api.hipMemcpyHtoD(static_cast<char *>(buffer) + offset, data, bytes),
-                 "hipMemcpyHtoD");
-  }
-  Status read(void *buffer, size_t offset, void *data, size_t bytes) override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    return check(api.hipMemcpyDtoH(data, static_cast<char *>(buffer) + offset, bytes),
-                 "hipMemcpyDtoH");
-  }
-
-  Result<std::shared_ptr<void>> loadModule(const std::string &binary,
-                                           const ModuleMetadata &metadata) override {
-    if (binary.compare(0, 4, "\x7f" "ELF") != 0)
-      return Status::failure("not an AMDGPU code object (expected an hsaco ELF)");
-    if (Status s = makeCurrent(); !s)
-      return s;
-    auto module = std::make_shared<HipModule>();
-    module->api = &api;
-    module->device = index;
-    if (Status s = check(api.hipModuleLoadData(&module->module, binary.data()),
-                         "hipModuleLoadData");
-        !s)
-      return s;
-    for (const KernelInfo &k : metadata.kernels) {
-      void *fn = nullptr;
-      if (Status s = check(api.hipModuleGetFunction(&fn, module->module, k.name.c_str()),
-                           "hipModuleGetFunction(" + k.name + ")");
-          !s)
-        return s;
-      module->functions[k.name] = fn;
-    }
-    return std::shared_ptr<void>(module);
-  }
-
-  Status launch(void *moduleHandle, const KernelInfo &kernel, const std::array<int64_t, 3> &grid,
-                const std::vector<LaunchArg> &args) override {
-    return launchIn(nullptr, moduleHandle, kernel, grid, args);
-  }
-
-  /// Queues the launch on `stream` (null: the default stream).
-  Status launchIn(void *stream, void *moduleHandle, const KernelInfo &kernel,
-                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args) {
-    auto *module = static_cast<HipModule *>(moduleHandle);
-    // The dispatch packet holds the grid in work-items, 32 bits per axis; a
-    // larger one would be cut to its low bits, and most programs never run.
+protected:
+  /// The dispatch packet holds the grid in work-items, 32 bits per axis; a
+  /// larger one would be cut to its low bits, and most programs never run.
+  Status checkGrid(const KernelInfo &kernel, const std::array<int64_t, 3> &grid) override {
     for (int d = 0; d < 3; ++d) {
       int64_t limit = int64_t(UINT32_MAX) / (d == 0 ? kernel.threadsPerBlock : 1);
       if (grid[d] > limit)
@@ -279,104 +235,15 @@ public:
                                std::to_string(d) + " exceeds the device limit " +
                                std::to_string(limit) + " (2^32 - 1 threads along an axis)");
     }
-    if (Status s = makeCurrent(); !s)
-      return s;
-    std::vector<uint64_t> storage = packKernelParams(
-        args, [](void *buffer) { return reinterpret_cast<uint64_t>(buffer); });
-    std::vector<void *> params = paramPointers(storage);
-    return check(api.hipModuleLaunchKernel(module->functions.at(kernel.name),
-                                           static_cast<unsigned>(grid[0]),
-                                           static_cast<unsigned>(grid[1]),
-                                           static_cast<unsigned>(grid[2]),
-                                           static_cast<unsigned>(kernel.threadsPerBlock), 1, 1,
-                                           kernel.dynamicSharedMemory
-                                               ? static_cast<unsigned>(kernel.sharedMemoryBytes)
-                                               : 0u,
-                                           stream, params.data(), nullptr),
-                 "launch of '" + kernel.name + "'");
+    return Status::success();
   }
-
-  Status synchronize() override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    return check(api.hipDeviceSynchronize(), "hipDeviceSynchronize");
-  }
-  Result<double> timestamp() override { return eventTime(nullptr); }
-
-  /// Device time: an event recorded on `stream` once its work is done, in
-  /// milliseconds since an origin event recorded when the device was opened.
-  Result<double> eventTime(void *stream) {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    if (!origin) {
-      if (Status s = check(api.hipEventCreate(&origin), "hipEventCreate"); !s)
-        return s;
-      if (Status s = check(api.hipEventRecord(origin, nullptr), "hipEventRecord"); !s)
-        return s;
-    }
-    void *event = nullptr;
-    if (Status s = check(api.hipEventCreate(&event), "hipEventCreate"); !s)
-      return s;
-    float ms = 0;
-    Status s = check(api.hipEventRecord(event, stream), "hipEventRecord");
-    if (s)
-      s = check(api.hipEventSynchronize(event), "hipEventSynchronize");
-    if (s)
-      s = check(api.hipEventElapsedTime(&ms, origin, event), "hipEventElapsedTime");
-    api.hipEventDestroy(event);
-    if (!s)
-      return s;
-    return static_cast<double>(ms);
-  }
-
-  struct HipStream : DriverStream {
-    HipStream(HipApi &api, int device, void *stream) : api(api), device(device), stream(stream) {}
-    ~HipStream() override {
-      if (api.hipSetDevice(device) != 0)
-        return;
-      api.hipStreamSynchronize(stream);
-      api.hipStreamDestroy(stream);
-    }
-    HipApi &api;
-    int device;
-    void *stream;
-    std::vector<std::shared_ptr<void>> keepAlive; // until the next synchronize
-  };
-
-  Result<std::shared_ptr<DriverStream>> createStream() override {
-    if (Status s = makeCurrent(); !s)
-      return s;
-    void *stream = nullptr;
-    if (Status s = check(api.hipStreamCreate(&stream), "hipStreamCreate"); !s)
-      return s;
-    return std::shared_ptr<DriverStream>(std::make_shared<HipStream>(api, index, stream));
-  }
-  Status launchOn(DriverStream &stream, void *module, const KernelInfo &kernel,
-                  const std::array<int64_t, 3> &grid, const std::vector<LaunchArg> &args,
-                  std::shared_ptr<void> keepAlive) override {
-    auto &hs = static_cast<HipStream &>(stream);
-    hs.keepAlive.push_back(std::move(keepAlive));
-    return launchIn(hs.stream, module, kernel, grid, args);
-  }
-  Status synchronize(DriverStream &stream) override {
-    auto &hs = static_cast<HipStream &>(stream);
-    Status s = makeCurrent();
-    if (s)
-      s = check(api.hipStreamSynchronize(hs.stream), "hipStreamSynchronize");
-    hs.keepAlive.clear();
-    return s;
-  }
-  Result<double> timestamp(DriverStream &stream) override {
-    auto &hs = static_cast<HipStream &>(stream);
-    auto t = eventTime(hs.stream);
-    hs.keepAlive.clear();
-    return t;
+  Status prepareImage(std::string &image) override {
+    if (image.compare(0, 4, "\x7f" "ELF") != 0)
+      return Status::failure("not an AMDGPU code object (expected an hsaco ELF)");
+    return Status::success();
   }
 
 private:
-  HipApi api;
-  int index = 0;
-  void *origin = nullptr; // the zero of the device clock timestamp() reports
   std::string deviceName, arch;
   int64_t computeUnits = 1;
 };
