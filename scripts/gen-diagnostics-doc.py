@@ -66,8 +66,12 @@ def render():
            "Source errors read `FILE:LINE:COL: error: message`, then the source line and a",
            "caret under the offending token; the exit status is 1 and nothing crashes.",
            "Errors about the file as a whole read `FILE: error: message`; command-line",
-           "mistakes read `kilnc: error: message`. MLIR verifier errors inside a pipeline are",
-           "reported at the .kiln location too, without IR dumps.", "",
+           "mistakes read `kilnc: error: message`, except those LLVM's option parser finds",
+           "first: `kilnc: Unknown command line argument '--bogus'.`, `kilnc: for the --emit",
+           "option: Cannot find option named 'foo'!` (exit status 1 too). Without an input",
+           "file kilnc reads the source from standard input (`<stdin>` in messages). MLIR",
+           "verifier errors inside a pipeline are reported at the .kiln location too, without",
+           "IR dumps.", "",
            "## The language (kilnc, kiln::Session)", "",
            "| test | what | message | at |", "|---|---|---|---|"]
     for name, what, message, source in frontend_entries():

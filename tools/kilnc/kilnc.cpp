@@ -227,14 +227,22 @@ std::string metadataPath() {
   return outputFile + ".json";
 }
 
-/// Writes an artifact to -o, and its metadata beside binary outputs; both or
-/// neither are kept.
+/// Whether -o's metadata goes beside it without --metadata: for every output
+/// kiln-rt loads (PTX and MSL text too), not for assembly and LLVM IR, which are
+/// for reading.
+bool metadataByDefault() {
+  return emit == Emit::Obj || emit == Emit::SO || emit == Emit::PTX || emit == Emit::Cubin ||
+         emit == Emit::Hsaco || emit == Emit::SPIRV || emit == Emit::MSL;
+}
+
+/// Writes an artifact to -o, and its metadata (metadataByDefault() or
+/// --metadata); both or neither are kept.
 int writeArtifact(const Artifact &artifact, llvm::ToolOutputFile &output) {
   if (!artifact.isText && outputFile == "-")
     return fail("binary output needs -o FILE");
   std::unique_ptr<llvm::ToolOutputFile> metadata;
   std::string path = metadataPath();
-  if (!path.empty() && (!artifact.isText || !metadataFile.empty())) {
+  if (!path.empty() && (metadataByDefault() || !metadataFile.empty())) {
     std::string error;
     if (!(metadata = mlir::openOutputFile(path, &error)))
       return fail(error);
@@ -439,7 +447,7 @@ int main(int argc, char **argv) {
   if (binaryEmit && outputFile == "-")
     return fail("--emit=" + emitName + " writes a binary file; give -o FILE");
   if (std::string beside = metadataFile.empty() ? metadataPath() : "";
-      binaryEmit && inputFile != "-" && !beside.empty() && samePath(inputFile, beside))
+      metadataByDefault() && inputFile != "-" && !beside.empty() && samePath(inputFile, beside))
     return fail("the metadata file '" + beside + "' (-o's name with .json) is the same file " +
                 "as the input; give --metadata FILE");
   if (optLevel > 3)
@@ -469,7 +477,7 @@ int main(int argc, char **argv) {
         llvm::sys::fs::remove(path);
     }
   } stale;
-  if ((binaryEmit || !metadataFile.empty()) && outputFile != "-")
+  if ((metadataByDefault() || !metadataFile.empty()) && outputFile != "-")
     stale.path = metadataPath();
 
   if (emit == Emit::AST) {
