@@ -192,6 +192,10 @@ MaybeValue Generator::genCall(const CallExpr &e) {
                  "itself; there is nothing to assume"},
       {"div_rn", "Kiln's '/' on floats rounds to nearest, as div_rn does: write 'x / y'"},
       {"fdiv", "write 'x / y' (float division is IEEE's, correctly rounded)"},
+      {"fmod", "'%' on floats is C's fmod (the result takes the dividend's sign): write "
+               "'x % y'"},
+      {"rint", "Kiln spells it 'round' (to nearest, halves to even, as rint)"},
+      {"nearbyint", "Kiln spells it 'round' (to nearest, halves to even)"},
       {"make_block_ptr", "a block of a tensor is a view: 'x.tile([rows, cols], [r0, c0])'"},
       {"advance", "a block of a tensor is a view: 'x.tile([rows, cols], [r0, c0])' with "
                   "the offsets moved"}};

@@ -338,14 +338,19 @@ static std::string fillSequence(std::vector<char> &bytes, DType dt, int64_t n,
   return "";
 }
 
-/// The scalar argument `text` gives for type `dt`, or nothing when it is not a
-/// number of that type (garbage, trailing characters, an integer out of range). A
+/// The scalar argument `text` gives for type `dt`, or nothing, with `why`, when it
+/// is not a number of that type: not a number at all (garbage, trailing
+/// characters), an integer out of range, a nonzero float that rounds to 0. A
 /// float the type would make infinite is the launch's error (validateArgs).
-static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt) {
+static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt, std::string &why) {
   llvm::StringRef ref(text);
   if (isFloat(dt)) {
     double v;
-    if (ref.getAsDouble(v) || !floatTextLoss(ref, v, dt).empty())
+    if (ref.getAsDouble(v)) {
+      why = "not a number";
+      return std::nullopt;
+    }
+    if (why = floatTextLoss(ref, v, dt); !why.empty())
       return std::nullopt;
     return rt::Arg::floating(v, dt);
   }
@@ -355,19 +360,28 @@ static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt) {
   // Decimal, or 0x hexadecimal / 0b binary (a leading 0 is not octal).
   unsigned radix = ref.starts_with_insensitive("0x") || ref.starts_with_insensitive("0b") ? 0
                                                                                           : 10;
+  llvm::StringRef digits = ref;
+  bool negative = digits.consume_front("-");
+  llvm::APInt magnitude;
+  if (digits.getAsInteger(radix, magnitude)) {
+    why = "not an integer";
+    return std::nullopt;
+  }
+  auto outOfRange = [&]() -> std::optional<rt::Arg> {
+    why = "does not fit in " + std::string(dtypeName(dt));
+    return std::nullopt;
+  };
   if (isUnsigned(dt)) {
     uint64_t v;
-    if (ref.getAsInteger(radix, v) || (bits < 64 && v >> bits))
-      return std::nullopt;
+    if (negative || ref.getAsInteger(radix, v) || (bits < 64 && v >> bits))
+      return outOfRange();
     return rt::Arg::integer(int64_t(v), dt);
   }
   int64_t v;
-  if (ref.getAsInteger(radix, v))
-    return std::nullopt;
   int64_t lo = bits == 1 ? 0 : bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
   int64_t hi = bits == 1 ? 1 : bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1;
-  if (v < lo || v > hi)
-    return std::nullopt;
+  if (ref.getAsInteger(radix, v) || v < lo || v > hi)
+    return outOfRange();
   return rt::Arg::integer(v, dt);
 }
 
@@ -702,12 +716,10 @@ int main(int argc, char **argv) {
       if (it == scalarValues.end()) // a convenience, said out loud
         llvm::errs() << "kiln-run: note: scalar '" << a.name << "' is not given; using " << text
                      << " (--arg " << a.name << "=VALUE)\n";
-      auto value = parseScalar(text, a.dtype);
+      std::string why;
+      auto value = parseScalar(text, a.dtype, why);
       if (!value)
-        return fail("--arg " + a.name + "=" + text + ": not " +
-                    (isFloat(a.dtype) ? "a number that " : "an integer that fits in ") +
-                    dtypeName(a.dtype) + (isFloat(a.dtype) ? " holds without rounding it to 0 or "
-                                                             "infinity" : ""));
+        return fail("--arg " + a.name + "=" + text + ": " + why);
       in.scalars[i] = *value;
       continue;
     }
