@@ -159,6 +159,8 @@ private:
 /// Where compiled kernels came from, for tests and tuning.
 struct CacheStats {
   int memoryHits = 0, diskHits = 0, compiles = 0, damagedEntries = 0;
+  /// Entries this session removed to keep the disk cache under its size limit.
+  int evictedEntries = 0;
   /// Autotuning: runs that timed candidates, and runs answered by a stored choice.
   int tuneRuns = 0, tuneHits = 0;
 };
@@ -276,7 +278,12 @@ private:
 
   std::shared_ptr<rt::Device> device_;
   rt::Status status_;
+  /// Removes the least recently used binaries until the disk cache is within
+  /// cacheLimit_, sparing `keep` (the entry just written).
+  void pruneCache(const std::string &keep);
+
   std::string cacheDir_;
+  uint64_t cacheLimit_ = 0;          // KILN_CACHE_MAX_SIZE in bytes; 0: no limit
   std::string matrixUnits_ = "auto"; // KILN_MATRIX_UNITS
   CacheStats stats_;
   std::map<std::string, rt::Module> memory_;

@@ -11,9 +11,12 @@
 #include "lib/Support/ReadFile.h"
 #include "runtime/Bundle.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -66,6 +69,33 @@ std::string defaultCacheDir() {
   if (const char *home = get("HOME"))
     return std::string(home) + "/.cache/kiln";
   return "";
+}
+
+/// The disk cache's size limit in bytes: KILN_CACHE_MAX_SIZE, a whole number of
+/// bytes with an optional K, M or G (binary) suffix, 0 for none; 1G when unset.
+/// A value Kiln cannot read is said once, and the default holds.
+uint64_t cacheSizeLimit() {
+  constexpr uint64_t kDefault = uint64_t(1) << 30;
+  const char *env = std::getenv("KILN_CACHE_MAX_SIZE");
+  if (!env || !*env)
+    return kDefault;
+  llvm::StringRef text(env);
+  unsigned shift = 0;
+  if (char unit = llvm::toUpper(text.back()); unit == 'K' || unit == 'M' || unit == 'G') {
+    shift = unit == 'K' ? 10 : unit == 'M' ? 20 : 30;
+    text = text.drop_back();
+  }
+  uint64_t value;
+  if (text.getAsInteger(10, value) || value > (UINT64_MAX >> shift)) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      std::fprintf(stderr,
+                   "kiln: warning: KILN_CACHE_MAX_SIZE='%s' is not a size (bytes, or a number "
+                   "with K, M or G; 0 for no limit); using 1G\n",
+                   env);
+    return kDefault;
+  }
+  return value << shift;
 }
 
 } // namespace
@@ -197,6 +227,7 @@ Session &Session::operator=(Session &&other) noexcept {
   device_ = std::move(other.device_);
   status_ = std::move(other.status_);
   cacheDir_ = std::move(other.cacheDir_);
+  cacheLimit_ = other.cacheLimit_;
   matrixUnits_ = std::move(other.matrixUnits_);
   stats_ = other.stats_;
   memory_ = std::move(other.memory_);
@@ -220,6 +251,7 @@ Session::Session(const std::string &device) {
   if (const char *units = std::getenv("KILN_MATRIX_UNITS"); units && *units)
     matrixUnits_ = units;
   cacheDir_ = defaultCacheDir();
+  cacheLimit_ = cacheSizeLimit();
   // A cache folder that cannot be written falls back to memory, with one warning
   // per process.
   std::string probe = cacheDir_ + "/.kiln-write-test-" + std::to_string(getpid());
@@ -294,6 +326,10 @@ bool Session::findCached(const std::string &key, const std::string &kernel, rt::
                     : rt::Result<rt::Module>(rt::Status::failure("damaged"));
   if (module && module->find(kernel)) {
     ++stats_.diskHits;
+    // The entry's time is its last use: the size limit removes the oldest.
+    std::error_code ignored;
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(),
+                                     ignored);
     memory_[key] = *module;
     out = *module;
     return true;
@@ -314,9 +350,61 @@ rt::Result<rt::Module> Session::addToCache(const std::string &key, const std::st
     rt::Bundle bundle;
     bundle.entries.push_back(
         {device_->target(), binary, "{" + keyRecord(key) + ", " + metadata.substr(1)});
-    writeAtomically(path, rt::writeBundle(bundle)); // a full disk only costs the entry
+    // A full disk only costs the entry.
+    if (writeAtomically(path, rt::writeBundle(bundle)) && cacheLimit_ > 0)
+      pruneCache(path);
   }
   return *module;
+}
+
+void Session::pruneCache(const std::string &keep) {
+  namespace fs = std::filesystem;
+  struct Entry {
+    fs::path path;
+    uint64_t bytes;
+    fs::file_time_type used;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code error;
+  auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(cacheDir_, error), end; !error && it != end;
+       it.increment(error)) {
+    std::error_code ignored;
+    if (!it->is_regular_file(ignored))
+      continue;
+    std::string name = it->path().filename().string();
+    auto used = it->last_write_time(ignored);
+    // A temporary an hour old was left by a process that died mid-write.
+    if (name.find(".tmp.") != std::string::npos) {
+      if (!ignored && now - used > std::chrono::hours(1))
+        fs::remove(it->path(), ignored);
+      continue;
+    }
+    // Binaries only: an autotuning choice (.tune) is small and costly to redo.
+    if (it->path().extension() != ".kbin")
+      continue;
+    uint64_t bytes = it->file_size(ignored);
+    if (ignored)
+      continue;
+    total += bytes;
+    if (it->path() != fs::path(keep))
+      entries.push_back({it->path(), bytes, used});
+  }
+  if (total <= cacheLimit_)
+    return;
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry &a, const Entry &b) { return a.used < b.used; });
+  for (const Entry &e : entries) {
+    if (total <= cacheLimit_)
+      break;
+    // Another process may have removed it first, or may still be reading it
+    // (its open file stays readable): either way the bytes are going.
+    std::error_code ignored;
+    if (fs::remove(e.path, ignored))
+      ++stats_.evictedEntries;
+    total -= e.bytes;
+  }
 }
 
 bool Session::writeAtomically(const std::string &path, const std::string &bytes) {

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -346,6 +348,72 @@ TEST_F(SessionTest, ConcurrentProcessesShareTheCache) {
   Session s("cpu");
   ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());
   EXPECT_EQ(s.cacheStats().diskHits, 1);
+}
+
+TEST_F(SessionTest, TheCacheKeepsUnderItsSizeLimitByDroppingTheLeastRecentlyUsed) {
+  // Three binaries of one kernel; the limit holds two and a half of them.
+  auto compileBlock = [](Session &s, int block) {
+    return s.compile(kSoftmax, "softmax", {{"BLOCK", std::to_string(block)}}).ok();
+  };
+  auto sizeOf = [](const std::string &path) { return std::filesystem::file_size(path); };
+  std::string a, b;
+  {
+    Session s("cpu");
+    ASSERT_TRUE(compileBlock(s, 64));
+    a = cacheFiles().at(0);
+    ASSERT_TRUE(compileBlock(s, 128));
+    for (const std::string &f : cacheFiles())
+      if (f != a)
+        b = f;
+  }
+  ASSERT_FALSE(b.empty());
+  uint64_t limit = sizeOf(a) + sizeOf(b) + std::min(sizeOf(a), sizeOf(b)) / 2;
+  setenv("KILN_CACHE_MAX_SIZE", std::to_string(limit).c_str(), 1);
+  // Make `a` the older entry on disk, then use it: a disk hit makes it the newer.
+  auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(a, old);
+  std::filesystem::last_write_time(b, old + std::chrono::minutes(1));
+  Session s("cpu");
+  ASSERT_TRUE(compileBlock(s, 64));
+  EXPECT_EQ(s.cacheStats().diskHits, 1);
+  ASSERT_TRUE(compileBlock(s, 256)); // past the limit: `b` goes
+  unsetenv("KILN_CACHE_MAX_SIZE");
+  EXPECT_EQ(s.cacheStats().evictedEntries, 1);
+  auto files = cacheFiles();
+  EXPECT_EQ(files.size(), 2u);
+  EXPECT_TRUE(std::filesystem::exists(a)) << "the entry just used was removed";
+  EXPECT_FALSE(std::filesystem::exists(b)) << "the least recently used entry stayed";
+  uint64_t total = 0;
+  for (const std::string &f : files)
+    total += sizeOf(f);
+  EXPECT_LE(total, limit);
+  // A removed entry is only a miss.
+  Session t("cpu");
+  ASSERT_TRUE(compileBlock(t, 128));
+  EXPECT_EQ(t.cacheStats().compiles, 1);
+  EXPECT_EQ(t.cacheStats().damagedEntries, 0);
+}
+
+TEST_F(SessionTest, NoCacheSizeLimitKeepsEverything) {
+  setenv("KILN_CACHE_MAX_SIZE", "0", 1);
+  Session s("cpu");
+  for (int block : {64, 128, 256})
+    ASSERT_TRUE(s.compile(kSoftmax, "softmax", {{"BLOCK", std::to_string(block)}}).ok());
+  unsetenv("KILN_CACHE_MAX_SIZE");
+  EXPECT_EQ(s.cacheStats().evictedEntries, 0);
+  EXPECT_EQ(cacheFiles().size(), 3u);
+}
+
+TEST_F(SessionTest, ACacheSizeKilnCannotReadIsSaidAndTheDefaultHolds) {
+  setenv("KILN_CACHE_MAX_SIZE", "2TB", 1);
+  testing::internal::CaptureStderr();
+  Session s("cpu");
+  std::string said = testing::internal::GetCapturedStderr();
+  unsetenv("KILN_CACHE_MAX_SIZE");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NE(said.find("KILN_CACHE_MAX_SIZE='2TB' is not a size"), std::string::npos) << said;
+  ASSERT_TRUE(s.compile(kSoftmax, "softmax").ok());
+  EXPECT_EQ(cacheFiles().size(), 1u);
 }
 
 TEST_F(SessionTest, UnwritableCacheFallsBackToMemory) {
