@@ -48,7 +48,14 @@ bool Generator::checkArity(const CallExpr &e, size_t min, size_t max,
                          : kw.name == "allow_tf32" ? spelled("tf32")
                          : kw.name == "keep_dims" || kw.name == "keepdim" ? spelled("keepdims")
                          : kw.name == "dim" ? spelled("axis")
-                                            : "";
+                         : kw.name == "propagate_nan"
+                             ? "; Kiln's min, max and clamp always propagate NaN (Triton's "
+                               "propagate_nan=ALL); to drop NaN operands as the hardware's "
+                               "fmin/fmax do, replace them first: where(isnan(x), -inf, x)"
+                         : kw.name == "fp_downcast_rounding" || kw.name == "rounding"
+                             ? "; casts round to nearest, ties to even (other rounding modes "
+                               "are not offered)"
+                             : "";
       error(kw.loc, "'" + e.callee + "' has no keyword argument '" + kw.name + "'" + hint);
       return false;
     }

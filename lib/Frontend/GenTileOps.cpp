@@ -280,7 +280,7 @@ MaybeValue Generator::genMinMax(const CallExpr &e, bool isMax) {
   // Triton's tl.max(t, 1) reduces along axis 1; here two operands are the
   // elementwise maximum, and a reduction names its axis.
   std::string reduction = e.callee + "(t, axis = A)";
-  if (e.args.size() == 2 && !e.kwargs.empty())
+  if (e.args.size() == 2 && !e.kwargs.empty() && e.kwargs.front().name != "propagate_nan")
     return error(e.args[1]->loc, "'" + e.callee + "' of two operands is elementwise and takes no "
                                  "keywords; a reduction names its axis: " + reduction);
   if (!checkArity(e, 2, 2))
