@@ -97,6 +97,14 @@ public:
     return s;
   }
   rt::Arg arg() const { return rt::Arg::tensor(buffer_, dtype_, shape_); }
+  /// An argument that views this tensor's memory with other sizes and element
+  /// strides, `offset` elements in: a transposed (`{1, M}`), padded or broadcast
+  /// (stride 0) view, as torch's as_strided. The launch checks that the view
+  /// stays inside the tensor, naming the argument otherwise.
+  rt::Arg view(std::vector<int64_t> sizes, std::vector<int64_t> strides,
+               int64_t offset = 0) const {
+    return rt::Arg::strided(buffer_, dtype_, std::move(sizes), std::move(strides), offset);
+  }
 
 private:
   friend class Session;

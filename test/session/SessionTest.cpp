@@ -416,6 +416,30 @@ TEST_F(SessionTest, ACacheSizeKilnCannotReadIsSaidAndTheDefaultHolds) {
   EXPECT_EQ(cacheFiles().size(), 1u);
 }
 
+TEST_F(SessionTest, ATensorPassesAsAStridedView) {
+  // x.view(...) hands a kernel the tensor's memory with other sizes and strides,
+  // as torch's as_strided: here a [2, 3] tensor read as its [3, 2] transpose.
+  test::forEachDevice([](Session &s, const std::string &device) {
+    Kernel k = s.compile(R"(
+kernel scale(x: tensor<f32>[M, N], y: tensor<f32>[M, N]) grid(M) {
+  let r = program_id(0);
+  let c = arange(0, 4);
+  store(y[r, c], 2.0 * load(x[r, c], mask = c < N), mask = c < N);
+})", "scale");
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    Tensor x = s.upload(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+    Tensor y = s.empty<float>({3, 2});
+    ASSERT_TRUE(k(x.view({3, 2}, {1, 3}), y).ok()) << device;
+    std::vector<float> out;
+    ASSERT_TRUE(y.download(out).ok());
+    EXPECT_EQ(out, (std::vector<float>{2, 8, 4, 10, 6, 12})) << device;
+    // A view past the tensor's end is refused, naming the argument.
+    rt::Status past = k(x.view({3, 2}, {2, 1}, 1), y);
+    EXPECT_FALSE(past.ok()) << device;
+    EXPECT_NE(past.message().find("'x'"), std::string::npos) << past.message();
+  });
+}
+
 TEST_F(SessionTest, UnwritableCacheFallsBackToMemory) {
   std::string file = dir + "/not-a-folder";
   std::ofstream(file) << "x";

@@ -74,6 +74,12 @@ static cl::list<std::string> loadSpecs(
     cl::desc("Read tensor NAME from a NumPy .npy file: NAME=FILE.npy (its shape gives the "
              "tensor's sizes); repeatable"),
     cl::cat(category));
+static cl::list<std::string> strideSpecs(
+    "strides",
+    cl::desc("Pass tensor NAME as a strided view of a larger buffer: NAME=S0,S1,...[+OFFSET] "
+             "(element strides, one per dimension: 1,M transposes an [M, N] tensor, 0 "
+             "broadcasts an input; OFFSET elements in); repeatable"),
+    cl::cat(category));
 static cl::opt<std::string> saveDir(
     "save",
     cl::desc("Write every tensor after the launch to DIR/NAME.npy (with --check, the CPU's "
@@ -385,10 +391,36 @@ static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt, std
   return rt::Arg::integer(v, dt);
 }
 
+/// A tensor passed as a strided view (--strides): its element strides, and the
+/// offset of its first element in the buffer that holds it.
+struct View {
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+/// Where each element of a `shape` tensor (row-major) lies in the buffer of `view`.
+static std::vector<int64_t> viewPositions(const std::vector<int64_t> &shape, const View &view) {
+  std::vector<int64_t> positions = {view.offset};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::vector<int64_t> next;
+    next.reserve(positions.size() * shape[d]);
+    for (int64_t p : positions)
+      for (int64_t i = 0; i < shape[d]; ++i)
+        next.push_back(p + i * view.strides[d]);
+    positions = std::move(next);
+  }
+  return positions;
+}
+
+/// The byte every buffer element outside a view holds: a launch that changes one
+/// wrote outside its view.
+constexpr char kOutsideView = char(0xA5);
+
 /// One launch's host data: tensors (with shapes) and scalars, in argument order.
 struct HostArgs {
   std::vector<std::vector<char>> tensors;
   std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::optional<View>> views; // --strides
   std::vector<rt::Arg> scalars; // isTensor = false entries; tensor slots unused
 };
 
@@ -400,12 +432,57 @@ static rt::Status upload(Session &s, const KernelInfo &info, const HostArgs &in,
       args.push_back(in.scalars[i]);
       continue;
     }
-    Tensor t = s.upload(in.tensors[i].data(), info.args[i].dtype, in.shapes[i]);
+    DType dt = info.args[i].dtype;
+    if (!in.views[i]) {
+      Tensor t = s.upload(in.tensors[i].data(), dt, in.shapes[i]);
+      if (!t.ok())
+        return t.status();
+      args.push_back(t.arg());
+      tensors.push_back(t);
+      continue;
+    }
+    // The view's elements in a buffer that reaches its last one; the rest of the
+    // buffer holds kOutsideView. Where elements share a place (a stride of 0), the
+    // first one's value is the one there (--save shows what the kernel read).
+    size_t width = dtypeBytes(dt);
+    std::vector<int64_t> positions = viewPositions(in.shapes[i], *in.views[i]);
+    int64_t extent = positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end()) + 1;
+    std::vector<char> buffer(std::max<int64_t>(extent, 1) * width, kOutsideView);
+    for (size_t e = positions.size(); e-- > 0;)
+      std::memcpy(buffer.data() + positions[e] * width, in.tensors[i].data() + e * width, width);
+    Tensor t = s.upload(buffer.data(), dt, {static_cast<int64_t>(buffer.size() / width)});
     if (!t.ok())
       return t.status();
-    args.push_back(t.arg());
+    args.push_back(t.view(in.shapes[i], in.views[i]->strides, in.views[i]->offset));
     tensors.push_back(t);
   }
+  return rt::Status::success();
+}
+
+/// Reads tensor `i` of `in` back from `t` into `bytes`, row-major; a view's
+/// elements come from their places, and a buffer element outside the view that
+/// the launch changed is an error.
+static rt::Status download(const Tensor &t, const KernelInfo &info, const HostArgs &in, size_t i,
+                           std::vector<char> &bytes) {
+  bytes.resize(in.tensors[i].size());
+  if (!in.views[i])
+    return t.download(bytes.data());
+  size_t width = dtypeBytes(info.args[i].dtype);
+  std::vector<char> buffer(t.numel() * width);
+  if (rt::Status st = t.download(buffer.data()); !st)
+    return st;
+  std::vector<int64_t> positions = viewPositions(in.shapes[i], *in.views[i]);
+  std::vector<bool> inside(t.numel(), false);
+  for (size_t e = 0; e < positions.size(); ++e) {
+    std::memcpy(bytes.data() + e * width, buffer.data() + positions[e] * width, width);
+    inside[positions[e]] = true;
+  }
+  for (int64_t p = 0; p < t.numel(); ++p)
+    for (size_t b = 0; b < width && !inside[p]; ++b)
+      if (buffer[p * width + b] != kOutsideView)
+        return rt::Status::failure("kernel '" + info.name + "' wrote outside the view of '" +
+                                   info.args[i].name + "' (--strides): buffer element " +
+                                   std::to_string(p) + " changed");
   return rt::Status::success();
 }
 
@@ -427,8 +504,8 @@ static rt::Status runOn(Session &s, const Kernel &k, const KernelInfo &info, con
       out.emplace_back();
       continue;
     }
-    std::vector<char> bytes(in.tensors[i].size());
-    if (rt::Status st = tensors[t++].download(bytes.data()); !st)
+    std::vector<char> bytes;
+    if (rt::Status st = download(tensors[t++], info, in, i, bytes); !st)
       return st;
     out.push_back(std::move(bytes));
   }
@@ -684,6 +761,7 @@ int main(int argc, char **argv) {
   HostArgs in;
   in.tensors.resize(info.args.size());
   in.shapes.resize(info.args.size());
+  in.views.resize(info.args.size());
   in.scalars.resize(info.args.size());
   double bytesMoved = 0;
   std::vector<double> elements(info.args.size(), 0.0); // as doubles: no overflow
@@ -738,11 +816,54 @@ int main(int argc, char **argv) {
     }
     elements[i] = n;
   }
+  std::vector<double> bufferElements = elements; // a view's buffer may be larger
+  for (const std::string &spec : strideSpecs) {
+    auto [name, rest] = llvm::StringRef(spec).split('=');
+    auto [stridesText, offsetText] = rest.split('+');
+    auto arg = llvm::find_if(info.args,
+                             [&](const ArgInfo &a) { return a.isTensor && a.name == name; });
+    if (name.empty() || rest.empty())
+      return fail("--strides expects NAME=S0,S1,...[+OFFSET], got '" + spec + "'");
+    if (arg == info.args.end())
+      return fail("--strides " + spec + ": kernel '" + info.name +
+                  "' has no tensor argument '" + name + "'");
+    size_t i = arg - info.args.begin();
+    if (in.views[i])
+      return fail("--strides " + spec + ": '" + name + "' is given twice");
+    View view;
+    for (llvm::StringRef s : llvm::split(stridesText, ',')) {
+      int64_t stride;
+      if (s.getAsInteger(10, stride) || stride < 0 || stride >= (int64_t(1) << 31))
+        return fail("--strides " + spec + ": '" + s + "' is not a stride (an element count " +
+                    "from 0 to 2^31 - 1)");
+      view.strides.push_back(stride);
+    }
+    if (view.strides.size() != in.shapes[i].size())
+      return fail("--strides " + spec + ": tensor '" + name + "' has " +
+                  std::to_string(in.shapes[i].size()) + " dimensions, given " +
+                  std::to_string(view.strides.size()) + " strides");
+    if (rest.contains('+') &&
+        (offsetText.getAsInteger(10, view.offset) || view.offset < 0 ||
+         view.offset >= (int64_t(1) << 31)))
+      return fail("--strides " + spec + ": '" + offsetText + "' is not an offset (an element " +
+                  "count from 0 to 2^31 - 1)");
+    // The buffer the view lies in: past 2^31 elements Kiln's indices do not reach.
+    double extent = double(view.offset) + 1;
+    for (size_t d = 0; d < view.strides.size(); ++d)
+      extent += double(std::max<int64_t>(in.shapes[i][d] - 1, 0)) * double(view.strides[d]);
+    if (extent > double(int64_t(1) << 31))
+      return fail("--strides " + spec + ": the view reaches element " +
+                  llvm::formatv("{0:F0}", extent - 1).str() +
+                  " of its buffer, past Kiln's 32-bit indices");
+    bufferElements[i] = std::max(elements[i], extent);
+    in.views[i] = std::move(view);
+  }
   // Each tensor lives on the host and on the device (host memory too for the CPU
   // device, and for lavapipe), and once more as the CPU's result under --check.
   double needed = 0;
   for (size_t i = 0; i < info.args.size(); ++i)
-    needed += elements[i] * dtypeBytes(info.args[i].dtype) * (check ? 3 : 2);
+    needed += (elements[i] + bufferElements[i]) * dtypeBytes(info.args[i].dtype) *
+              (check ? 1.5 : 1);
   double physical = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   if (needed > physical)
     return fail(llvm::formatv("the tensors need about {0:F1} GiB of memory (host and device"
