@@ -196,6 +196,33 @@ inline std::vector<double> rmsnorm(const float *x, const float *w, int64_t m, in
   return y;
 }
 
+/// Cross-entropy of row-major [m, n] logits against class indices, as torch's
+/// cross_entropy(reduction="none", ignore_index=-100): per row the loss and the
+/// logsumexp, and the gradient (softmax - onehot) * dloss.
+struct CrossEntropy {
+  std::vector<double> loss, lse, dx;
+};
+inline CrossEntropy crossEntropy(const float *x, const int64_t *target, const float *dloss,
+                                 int64_t m, int64_t n) {
+  CrossEntropy out{std::vector<double>(m), std::vector<double>(m), std::vector<double>(m * n)};
+  for (int64_t r = 0; r < m; ++r) {
+    const float *row = x + r * n;
+    double top = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < n; ++c)
+      top = std::max(top, double(row[c]));
+    for (int64_t c = 0; c < n; ++c)
+      sum += std::exp(double(row[c]) - top);
+    out.lse[r] = top + std::log(sum);
+    bool ignored = target[r] == -100;
+    out.loss[r] = ignored ? 0.0 : out.lse[r] - row[target[r]];
+    for (int64_t c = 0; c < n; ++c)
+      out.dx[r * n + c] = ignored ? 0.0
+                                  : (std::exp(double(row[c]) - out.lse[r]) -
+                                     (c == target[r] ? 1.0 : 0.0)) * dloss[r];
+  }
+  return out;
+}
+
 /// c[z] = a[z] * b[z] for row-major a [batch, m, k], b [batch, k, n].
 inline std::vector<double> bmm(const float *a, const float *b, int64_t batch, int64_t m,
                                int64_t n, int64_t k) {

@@ -572,6 +572,41 @@ INSTANTIATE_TEST_SUITE_P(Sizes, LayerNormBackward,
                                            std::tuple<int64_t, int64_t, int64_t>{64, 77, 33}));
 
 //===----------------------------------------------------------------------===//
+// cross_entropy (online logsumexp forward, backward from the saved logsumexp)
+//===----------------------------------------------------------------------===//
+
+class CrossEntropy : public ::testing::TestWithParam<Shape2> {};
+
+TEST_P(CrossEntropy, MatchesReference) {
+  auto [m, n] = GetParam();
+  auto forward = compileExample("cross_entropy.kiln", "cross_entropy", {{"BLOCK", "256"}});
+  auto backward =
+      compileExample("cross_entropy.kiln", "cross_entropy_backward", {{"BLOCK", "256"}});
+  ASSERT_TRUE(forward && backward);
+  auto x = randomVector(m * n, 51, -30, 30), dloss = randomVector(m, 52);
+  std::vector<int64_t> target(m);
+  for (int64_t r = 0; r < m; ++r) // every third row ignored, the others all over the row
+    target[r] = r % 3 == 2 ? -100 : (r * 7919) % n;
+  std::vector<float> loss(m, NAN), lse(m, NAN), dx(m * n, NAN);
+  auto tx = KernelArg::of(TensorRef::contiguous(x.data(), DType::F32, {m, n}));
+  auto tt = KernelArg::of(TensorRef::contiguous(target.data(), DType::I64, {m}));
+  auto tlse = KernelArg::of(TensorRef::contiguous(lse.data(), DType::F32, {m}));
+  launchOrFail(*forward, "cross_entropy",
+               {tx, tt, KernelArg::of(TensorRef::contiguous(loss.data(), DType::F32, {m})), tlse});
+  launchOrFail(*backward, "cross_entropy_backward",
+               {tx, tt, tlse, KernelArg::of(TensorRef::contiguous(dloss.data(), DType::F32, {m})),
+                KernelArg::of(TensorRef::contiguous(dx.data(), DType::F32, {m, n}))});
+  auto want = reference::crossEntropy(x.data(), target.data(), dloss.data(), m, n);
+  EXPECT_TRUE(allClose(loss, want.loss, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(lse, want.lse, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(dx, want.dx, 1e-5, 1e-6));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, CrossEntropy,
+                         ::testing::Values(Shape2{1, 1}, Shape2{7, 255}, Shape2{5, 256},
+                                           Shape2{4, 1000}, Shape2{3, 4097}));
+
+//===----------------------------------------------------------------------===//
 // searchsorted (a while loop)
 //===----------------------------------------------------------------------===//
 

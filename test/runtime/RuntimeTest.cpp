@@ -757,6 +757,32 @@ TEST_P(OnDevice, SearchSortedBisectsInAWhileLoop) {
   EXPECT_EQ(got, reference::searchsorted(sorted.data(), n, queries.data(), q));
 }
 
+TEST_P(OnDevice, CrossEntropyForwardAndBackward) {
+  // examples/cross_entropy.kiln: rows longer than BLOCK (the online logsumexp
+  // carries across chunks), large logits, and ignored rows (-100).
+  Module m = load("cross_entropy");
+  int64_t rows = 9, n = 3001;
+  auto x = randomVector(rows * n, 41, -20, 20);
+  x[5 * n + 17] = 80; // one dominant logit: exp overflows without the running max
+  auto dloss = randomVector(rows, 42);
+  std::vector<int64_t> target = {0, 3000, 1024, -100, 7, 17, -100, 2999, 1};
+  Buffer bx = upload(x), bd = upload(dloss);
+  auto bt = device->allocate(rows * sizeof(int64_t));
+  auto loss = device->allocate(rows * sizeof(float)), lse = device->allocate(rows * sizeof(float));
+  auto dx = device->allocate(rows * n * sizeof(float));
+  ASSERT_TRUE(bt.ok() && loss.ok() && lse.ok() && dx.ok());
+  ASSERT_TRUE(device->write(*bt, target.data(), rows * sizeof(int64_t)).ok());
+  Arg tx = Arg::tensor(bx, DType::F32, {rows, n}), tt = Arg::tensor(*bt, DType::I64, {rows}),
+      tlse = Arg::tensor(*lse, DType::F32, {rows});
+  run(m, "cross_entropy", {tx, tt, Arg::tensor(*loss, DType::F32, {rows}), tlse});
+  run(m, "cross_entropy_backward", {tx, tt, tlse, Arg::tensor(bd, DType::F32, {rows}),
+                                    Arg::tensor(*dx, DType::F32, {rows, n})});
+  auto want = reference::crossEntropy(x.data(), target.data(), dloss.data(), rows, n);
+  EXPECT_TRUE(allClose(download(*loss, rows), want.loss, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(download(*lse, rows), want.lse, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(download(*dx, rows * n), want.dx, 1e-5, 1e-6));
+}
+
 TEST_P(OnDevice, LinearRecurrenceScansAcrossChunks) {
   // associative_scan with a combine function that does not commute, carried
   // across 7 chunks of 16 steps, in 2 programs of 128 channels (the second

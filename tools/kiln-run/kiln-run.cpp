@@ -446,8 +446,10 @@ static rt::Status upload(Session &s, const KernelInfo &info, const HostArgs &in,
     // first one's value is the one there (--save shows what the kernel read).
     size_t width = dtypeBytes(dt);
     std::vector<int64_t> positions = viewPositions(in.shapes[i], *in.views[i]);
-    int64_t extent = positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end()) + 1;
-    std::vector<char> buffer(std::max<int64_t>(extent, 1) * width, kOutsideView);
+    int64_t extent = 1;
+    for (int64_t p : positions)
+      extent = std::max(extent, p + 1);
+    std::vector<char> buffer(extent * width, kOutsideView);
     for (size_t e = positions.size(); e-- > 0;)
       std::memcpy(buffer.data() + positions[e] * width, in.tensors[i].data() + e * width, width);
     Tensor t = s.upload(buffer.data(), dt, {static_cast<int64_t>(buffer.size() / width)});
@@ -477,12 +479,14 @@ static rt::Status download(const Tensor &t, const KernelInfo &info, const HostAr
     std::memcpy(bytes.data() + e * width, buffer.data() + positions[e] * width, width);
     inside[positions[e]] = true;
   }
-  for (int64_t p = 0; p < t.numel(); ++p)
-    for (size_t b = 0; b < width && !inside[p]; ++b)
-      if (buffer[p * width + b] != kOutsideView)
-        return rt::Status::failure("kernel '" + info.name + "' wrote outside the view of '" +
-                                   info.args[i].name + "' (--strides): buffer element " +
-                                   std::to_string(p) + " changed");
+  for (int64_t p = 0; p < t.numel(); ++p) {
+    const char *element = buffer.data() + p * width;
+    if (!inside[p] && std::any_of(element, element + width,
+                                  [](char byte) { return byte != kOutsideView; }))
+      return rt::Status::failure("kernel '" + info.name + "' wrote outside the view of '" +
+                                 info.args[i].name + "' (--strides): buffer element " +
+                                 std::to_string(p) + " changed");
+  }
   return rt::Status::success();
 }
 
