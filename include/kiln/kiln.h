@@ -286,12 +286,14 @@ private:
 
   std::shared_ptr<rt::Device> device_;
   rt::Status status_;
-  /// Removes the least recently used binaries until the disk cache is within
-  /// cacheLimit_, sparing `keep` (the entry just written).
+  /// Counts the disk cache's binaries and removes the least recently used until
+  /// they are within cacheLimit_, sparing `keep` (the entry just written).
   void pruneCache(const std::string &keep);
 
   std::string cacheDir_;
   uint64_t cacheLimit_ = 0;          // KILN_CACHE_MAX_SIZE in bytes; 0: no limit
+  uint64_t cacheBytes_ = 0;          // the binaries' size as last counted, plus writes since
+  bool cacheCounted_ = false;        // whether this session has counted them
   std::string matrixUnits_ = "auto"; // KILN_MATRIX_UNITS
   CacheStats stats_;
   std::map<std::string, rt::Module> memory_;

@@ -228,6 +228,8 @@ Session &Session::operator=(Session &&other) noexcept {
   status_ = std::move(other.status_);
   cacheDir_ = std::move(other.cacheDir_);
   cacheLimit_ = other.cacheLimit_;
+  cacheBytes_ = other.cacheBytes_;
+  cacheCounted_ = other.cacheCounted_;
   matrixUnits_ = std::move(other.matrixUnits_);
   stats_ = other.stats_;
   memory_ = std::move(other.memory_);
@@ -350,11 +352,25 @@ rt::Result<rt::Module> Session::addToCache(const std::string &key, const std::st
     rt::Bundle bundle;
     bundle.entries.push_back(
         {device_->target(), binary, "{" + keyRecord(key) + ", " + metadata.substr(1)});
-    // A full disk only costs the entry.
-    if (writeAtomically(path, rt::writeBundle(bundle)) && cacheLimit_ > 0)
-      pruneCache(path);
+    // A full disk only costs the entry. The cache's size is counted at this
+    // session's first write and again when its own writes may have passed the
+    // limit (other processes' writes are seen then).
+    std::string bytes = rt::writeBundle(bundle);
+    if (writeAtomically(path, bytes) && cacheLimit_ > 0) {
+      cacheBytes_ += bytes.size();
+      if (!cacheCounted_ || cacheBytes_ > cacheLimit_)
+        pruneCache(path);
+    }
   }
   return *module;
+}
+
+/// Whether `name` is one Kiln's cache gives a file: a key (32 hex digits, as
+/// hashKey writes it) followed by `suffix`, e.g. ".kbin". Anything else in the
+/// folder is not Kiln's to remove.
+static bool isCacheName(llvm::StringRef name, llvm::StringRef suffix) {
+  return name.size() > 32 && llvm::all_of(name.take_front(32), llvm::isHexDigit) &&
+         name.drop_front(32).starts_with(suffix);
 }
 
 void Session::pruneCache(const std::string &keep) {
@@ -376,13 +392,13 @@ void Session::pruneCache(const std::string &keep) {
     std::string name = it->path().filename().string();
     auto used = it->last_write_time(ignored);
     // A temporary an hour old was left by a process that died mid-write.
-    if (name.find(".tmp.") != std::string::npos) {
+    if (isCacheName(name, ".kbin.tmp.") || isCacheName(name, ".tune.tmp.")) {
       if (!ignored && now - used > std::chrono::hours(1))
         fs::remove(it->path(), ignored);
       continue;
     }
     // Binaries only: an autotuning choice (.tune) is small and costly to redo.
-    if (it->path().extension() != ".kbin")
+    if (name.size() != 37 || !isCacheName(name, ".kbin"))
       continue;
     uint64_t bytes = it->file_size(ignored);
     if (ignored)
@@ -391,20 +407,22 @@ void Session::pruneCache(const std::string &keep) {
     if (it->path() != fs::path(keep))
       entries.push_back({it->path(), bytes, used});
   }
-  if (total <= cacheLimit_)
-    return;
   std::sort(entries.begin(), entries.end(),
             [](const Entry &a, const Entry &b) { return a.used < b.used; });
   for (const Entry &e : entries) {
     if (total <= cacheLimit_)
       break;
-    // Another process may have removed it first, or may still be reading it
-    // (its open file stays readable): either way the bytes are going.
-    std::error_code ignored;
-    if (fs::remove(e.path, ignored))
+    // A process still reading the entry keeps its open file. One that another
+    // process removed first is gone too; one this process may not remove (a
+    // shared folder's other owner) still counts.
+    std::error_code failed;
+    if (fs::remove(e.path, failed))
       ++stats_.evictedEntries;
-    total -= e.bytes;
+    if (!failed)
+      total -= e.bytes;
   }
+  cacheBytes_ = total;
+  cacheCounted_ = true;
 }
 
 bool Session::writeAtomically(const std::string &path, const std::string &bytes) {

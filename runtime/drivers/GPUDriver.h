@@ -6,6 +6,7 @@
 // GPUDriver<Api> is the Driver written once against that shape. `Api` spells
 // each call for its vendor and names it for error messages (CudaApi, HipApi):
 //
+//   static constexpr const char *kName = ...;   // "CUDA", "HIP": for error codes
 //   using Current = ...;            // what makes the device current: a context, an index
 //   GPUCall setCurrent(Current);
 //   const char *errorText(int);     // null when the library has none
@@ -158,7 +159,9 @@ protected:
       return Status::success();
     const char *text = api.errorText(call.error);
     return Status::failure((what.empty() ? std::string(call.name) : what) + ": " +
-                           (text ? text : "error " + std::to_string(call.error)) +
+                           (text ? text
+                                 : std::string(Api::kName) + " error " +
+                                       std::to_string(call.error)) +
                            gpuErrorNote(call.error));
   }
 

@@ -367,10 +367,16 @@ TEST_F(SessionTest, TheCacheKeepsUnderItsSizeLimitByDroppingTheLeastRecentlyUsed
         b = f;
   }
   ASSERT_FALSE(b.empty());
+  // Files that are not Kiln's stay, however old or large: the folder may be shared.
+  std::string foreign = dir + "/model.kbin", stale = dir + "/notes.tmp.1";
+  std::ofstream(foreign) << std::string(1 << 20, 'x');
+  std::ofstream(stale) << "x";
   uint64_t limit = sizeOf(a) + sizeOf(b) + std::min(sizeOf(a), sizeOf(b)) / 2;
   setenv("KILN_CACHE_MAX_SIZE", std::to_string(limit).c_str(), 1);
   // Make `a` the older entry on disk, then use it: a disk hit makes it the newer.
   auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(foreign, old - std::chrono::hours(1));
+  std::filesystem::last_write_time(stale, old - std::chrono::hours(1));
   std::filesystem::last_write_time(a, old);
   std::filesystem::last_write_time(b, old + std::chrono::minutes(1));
   Session s("cpu");
@@ -379,6 +385,9 @@ TEST_F(SessionTest, TheCacheKeepsUnderItsSizeLimitByDroppingTheLeastRecentlyUsed
   ASSERT_TRUE(compileBlock(s, 256)); // past the limit: `b` goes
   unsetenv("KILN_CACHE_MAX_SIZE");
   EXPECT_EQ(s.cacheStats().evictedEntries, 1);
+  EXPECT_TRUE(std::filesystem::exists(foreign) && std::filesystem::exists(stale));
+  std::filesystem::remove(foreign);
+  std::filesystem::remove(stale);
   auto files = cacheFiles();
   EXPECT_EQ(files.size(), 2u);
   EXPECT_TRUE(std::filesystem::exists(a)) << "the entry just used was removed";

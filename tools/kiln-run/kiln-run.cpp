@@ -378,10 +378,9 @@ static std::optional<rt::Arg> parseScalar(const std::string &text, DType dt, std
     return std::nullopt;
   };
   if (isUnsigned(dt)) {
-    uint64_t v;
-    if (negative || ref.getAsInteger(radix, v) || (bits < 64 && v >> bits))
+    if ((negative && !magnitude.isZero()) || magnitude.getActiveBits() > bits)
       return outOfRange();
-    return rt::Arg::integer(int64_t(v), dt);
+    return rt::Arg::integer(int64_t(magnitude.getZExtValue()), dt);
   }
   int64_t v;
   int64_t lo = bits == 1 ? 0 : bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
@@ -860,6 +859,13 @@ int main(int argc, char **argv) {
                   llvm::formatv("{0:F0}", extent - 1).str() +
                   " of its buffer, past Kiln's 32-bit indices");
     bufferElements[i] = std::max(elements[i], extent);
+    // Elements that share a place are fine to read (a broadcast input); a kernel
+    // that stores to them races, and --check may then differ.
+    if (llvm::any_of(llvm::zip(view.strides, in.shapes[i]),
+                     [](auto sd) { return std::get<0>(sd) == 0 && std::get<1>(sd) > 1; }))
+      llvm::errs() << "kiln-run: note: --strides " << spec << ": the view repeats elements "
+                   << "(a stride of 0); if the kernel stores to '" << name
+                   << "', which store lands is up to the device\n";
     in.views[i] = std::move(view);
   }
   // Each tensor lives on the host and on the device (host memory too for the CPU

@@ -103,6 +103,7 @@ struct CudaApi {
   }
 
   // The shape GPUDriver calls (runtime/drivers/GPUDriver.h).
+  static constexpr const char *kName = "CUDA";
   using Current = CUcontext;
   GPUCall setCurrent(CUcontext c) { return {cuCtxSetCurrent(c), "cuCtxSetCurrent"}; }
   const char *errorText(CUresult r) {

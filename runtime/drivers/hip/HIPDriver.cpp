@@ -90,6 +90,7 @@ struct HipApi {
   }
 
   // The shape GPUDriver calls (runtime/drivers/GPUDriver.h).
+  static constexpr const char *kName = "HIP";
   using Current = int; // the device's index
   GPUCall setCurrent(int device) { return {hipSetDevice(device), "hipSetDevice"}; }
   const char *errorText(hipError r) { return hipGetErrorString(r); }
