@@ -288,6 +288,24 @@ int main(int argc, char **argv) {
     bench.report("rmsnorm", shape,
                  bench.time([&] { return bench.device->launch(*rmsnorm, "rmsnorm", rargs); }), 0,
                  bytes);
+    // Cross-entropy forward over the same logits, one class index per row.
+    auto xent = bench.load("cross_entropy");
+    if (!xent)
+      return fail(xent.status());
+    std::vector<int64_t> classes(rows);
+    for (int64_t r = 0; r < rows; ++r)
+      classes[r] = (r * 7919) % cols;
+    auto target = bench.device->allocate(rows * 8), loss = bench.device->allocate(rows * 4),
+         lse = bench.device->allocate(rows * 4);
+    if (!target || !loss || !lse || !bench.device->write(*target, classes.data(), rows * 8))
+      return fail(Status::failure("out of device memory for cross_entropy"));
+    std::vector<Arg> xargs{Arg::tensor(*x, DType::F32, {rows, cols}),
+                           Arg::tensor(*target, DType::I64, {rows}),
+                           Arg::tensor(*loss, DType::F32, {rows}),
+                           Arg::tensor(*lse, DType::F32, {rows})};
+    bench.report("cross_entropy", shape,
+                 bench.time([&] { return bench.device->launch(*xent, "cross_entropy", xargs); }),
+                 0, rows * cols * 4.0 + rows * 16.0);
   }
 
   // Flash attention forward, head dim 64, causal and not: f16 (the tensor-core

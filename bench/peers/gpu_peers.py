@@ -118,6 +118,10 @@ report("layernorm", shape, "torch layer_norm",
        median_ms(lambda: torch.nn.functional.layer_norm(x, (cols,), w, bias, 1e-5)), bytes_=moved)
 report("rmsnorm", shape, "torch (eager)",
        median_ms(lambda: x * torch.rsqrt(x.pow(2).mean(1, keepdim=True) + 1e-6) * w), bytes_=moved)
+classes = (torch.arange(rows, device=dev) * 7919) % cols
+report("cross_entropy", shape, "torch cross_entropy",
+       median_ms(lambda: torch.nn.functional.cross_entropy(x, classes, reduction="none")),
+       bytes_=rows * cols * 4.0 + rows * 16.0)
 
 if triton is not None:
     @triton.jit
